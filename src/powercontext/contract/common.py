@@ -1,0 +1,55 @@
+"""Shared wire vocabulary: strict base model, identities and closed enums."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PREPARED_CONTEXT_SCHEMA = "powercontext.prepared-context.v1"
+RECEIPT_SCHEMA = "powercontext.prepared-context-receipt.v1"
+RECEIPT_POLICY_ID = RECEIPT_SCHEMA
+
+
+class StrictModel(BaseModel):
+    """Base for every wire model: unknown fields are rejected (``additionalProperties: false``)."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, serialize_by_alias=True, validate_by_name=True, validate_by_alias=True
+    )
+
+
+Family = Literal["atomic-memory", "topic-memory", "experience", "profile", "code"]
+ArtifactFamily = Literal["atomic-memory", "topic-memory", "experience", "profile"]
+MemoryKind = Literal["decision", "constraint", "fact", "state", "next-step", "outcome", "note"]
+LifecycleState = Literal["active", "forgotten", "retired", "merged"]
+SearchModePolicy = Literal["auto", "fts", "vector", "hybrid"]
+
+# Identifiers are 1..256 characters with at least one non-space character (RFC 1435 bounds).
+ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=r".*\S.*")]
+ArtifactId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
+
+
+class ArtifactRef(StrictModel):
+    family: ArtifactFamily
+    artifact_id: ArtifactId
+    revision: int = Field(ge=1)
+
+
+class ArtifactAddress(StrictModel):
+    """Scope-qualified exact identity of one immutable Artifact revision."""
+
+    scope_id: ScopeId
+    artifact: ArtifactRef
+
+
+class CodeEvidenceRef(StrictModel):
+    """Exact identity of an injected code range; ``path`` is repository-relative."""
+
+    scope_id: ScopeId
+    fingerprint: str = Field(min_length=1, max_length=128)
+    path: str = Field(min_length=1, max_length=1024)
+    file_sha256: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    snippet_sha256: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")

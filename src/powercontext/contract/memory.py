@@ -1,0 +1,113 @@
+"""Atomic Memory wire models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from powercontext.contract.common import (
+    ArtifactAddress,
+    ArtifactId,
+    LifecycleState,
+    MemoryKind,
+    SearchModePolicy,
+    StrictModel,
+)
+
+MAX_BODY_BYTES = 8000
+MAX_BATCH_ITEMS = 500
+
+Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^\S+$")]
+IdempotencyKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
+
+
+def check_body(text: str) -> str:
+    """Bodies are 1..8,000 UTF-8 bytes and not only whitespace."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_BODY_BYTES:
+        raise ValueError(f"text is {size} UTF-8 bytes; the limit is {MAX_BODY_BYTES}")
+    if not text.strip():
+        raise ValueError("text must contain a non-space character")
+    return text
+
+
+class _BodyModel(StrictModel):
+    text: str = Field(min_length=1, description="UTF-8 text, 1..8000 bytes.")
+
+    @field_validator("text")
+    @classmethod
+    def _text_bytes(cls, value: str) -> str:
+        return check_body(value)
+
+
+class AtomicMemoryCreate(_BodyModel):
+    kind: MemoryKind
+    tags: list[Tag] = Field(default_factory=list, max_length=32)
+    idempotency_key: IdempotencyKey | None = Field(
+        default=None, description="Same key and same body return the first result; another body is a 409."
+    )
+
+
+class AtomicMemoryBatchCreate(StrictModel):
+    items: list[AtomicMemoryCreate] = Field(min_length=1, max_length=MAX_BATCH_ITEMS)
+
+
+class AtomicMemoryRevise(_BodyModel):
+    expected_revision: int = Field(ge=1, description="The head revision the change is based on.")
+    kind: MemoryKind | None = Field(default=None, description="Omit to keep the current kind.")
+    tags: list[Tag] | None = Field(default=None, max_length=32, description="Omit to keep the current tags.")
+
+
+class AtomicMemoryLifecycle(StrictModel):
+    action: Literal["forget", "retire", "restore"]
+    expected_revision: int | None = Field(default=None, ge=1)
+
+
+class MergeSource(StrictModel):
+    artifact_id: ArtifactId
+    revision: int = Field(ge=1)
+
+
+class AtomicMemoryMerge(_BodyModel):
+    sources: list[MergeSource] = Field(min_length=2, max_length=50)
+    kind: MemoryKind
+    tags: list[Tag] = Field(default_factory=list, max_length=32)
+
+
+class AtomicMemory(StrictModel):
+    """One exact revision of an Atomic Memory, with the Artifact's current lifecycle state."""
+
+    artifact_address: ArtifactAddress
+    head_revision: int
+    state: LifecycleState
+    kind: MemoryKind
+    text: str
+    tags: list[str]
+    created_at: str
+    merged_into: str | None = Field(description="Artifact id of the merge result, when state is merged.")
+    merged_from: list[ArtifactAddress]
+
+
+class AtomicMemoryBatch(StrictModel):
+    items: list[AtomicMemory]
+
+
+class AtomicMemorySearchRequest(StrictModel):
+    query: str = Field(min_length=1, max_length=8192, pattern=r".*\S.*")
+    mode: SearchModePolicy = "auto"
+    limit: int = Field(default=10, ge=1, le=50)
+
+
+class AtomicMemoryHit(StrictModel):
+    artifact_address: ArtifactAddress
+    kind: MemoryKind
+    text: str
+    tags: list[str]
+    score: float = Field(description="BM25 relevance; larger is better. Comparable within one response only.")
+
+
+class AtomicMemorySearchResult(StrictModel):
+    mode: Literal["fts", "vector", "hybrid"]
+    fallback_reason: Literal["none", "inference_unavailable", "inference_timeout"]
+    hits: list[AtomicMemoryHit]

@@ -1,0 +1,67 @@
+"""``POST /v1/context/prepare``: request and the ``powercontext.prepared-context.v1`` response."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, ScopeId, StrictModel
+from powercontext.contract.receipt import PreparedContextReceipt
+
+DEFAULT_MAX_BYTES = 8000
+MIN_MAX_BYTES = 512
+MAX_MAX_BYTES = 32768
+MAX_QUERY_CHARS = 8192
+
+
+class PrepareContextRequest(StrictModel):
+    """What a host sends before an agent handles a request."""
+
+    scope_id: ScopeId
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r".*\S.*")
+    max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=MIN_MAX_BYTES, le=MAX_MAX_BYTES)
+    include_receipt: bool | None = Field(
+        default=None,
+        description="When true, attach a powercontext.prepared-context-receipt.v1 Receipt. "
+        "Omitted, null and false are equivalent. Automatic host recall must not set it.",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON body to send: unset optional fields stay absent, so older servers accept it."""
+        return self.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+
+
+class PreparedContext(StrictModel):
+    """The injection value. Without a Receipt it has exactly four keys."""
+
+    schema_: Literal["powercontext.prepared-context.v1"] = Field(
+        default=PREPARED_CONTEXT_SCHEMA, alias="schema", serialization_alias="schema"
+    )
+    status: Literal["ready", "empty"]
+    content: str | None
+    content_bytes: int = Field(ge=0)
+    # Absent unless requested and built. ``"receipt": null`` is rejected on input, never produced on
+    # output, and not part of the published schema: host validators treat it as a defect.
+    receipt: PreparedContextReceipt | SkipJsonSchema[None] = Field(default=None, exclude_if=lambda v: v is None)
+
+    @field_validator("receipt", mode="before")
+    @classmethod
+    def _receipt_not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("receipt must be omitted, not null")
+        return value
+
+    @model_validator(mode="after")
+    def _status_matches_content(self) -> PreparedContext:
+        if self.status == "empty":
+            if self.content is not None or self.content_bytes != 0:
+                raise ValueError("an empty PreparedContext has content null and content_bytes 0")
+        elif self.content is None or len(self.content.encode("utf-8")) != self.content_bytes:
+            raise ValueError("content_bytes must equal the UTF-8 size of content")
+        return self
+
+    @classmethod
+    def empty(cls) -> PreparedContext:
+        return cls(status="empty", content=None, content_bytes=0)

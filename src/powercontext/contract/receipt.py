@@ -1,0 +1,143 @@
+"""``powercontext.prepared-context-receipt.v1``: the content-free record of one prepare."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from powercontext.contract.common import (
+    RECEIPT_POLICY_ID,
+    RECEIPT_SCHEMA,
+    ArtifactAddress,
+    ArtifactFamily,
+    CodeEvidenceRef,
+    Family,
+    StrictModel,
+)
+
+Sha256Digest = str
+SearchMode = Literal["fts", "vector", "hybrid", "snapshot", "code", "none"]
+SearchOutcome = Literal["completed", "not_run", "failed"]
+SearchFallback = Literal["none", "inference_unavailable", "inference_timeout", "reused_fts_fallback"]
+OmissionReason = Literal[
+    "duplicate",
+    "blank",
+    "family_limit",
+    "entry_limit",
+    "below_min_bytes",
+    "no_fitting_truncation",
+    "rerank_not_selected",
+    "not_retrieved",
+]
+MAX_SELECTED = 32
+MAX_ROUNDS = 3
+MAX_SEARCH_GROUPS = 32
+MAX_RERANK_CONFIGS = 8
+MAX_RERANK_GROUPS = 32
+MAX_OMITTED_GROUPS = 16
+MAX_STAGES = 8
+MAX_RECEIPT_BYTES = 8192
+
+
+class RecallRound(StrictModel):
+    round: int = Field(ge=0, le=2)
+    outcome: Literal["completed", "expansion_failed"]
+    retained: bool
+
+
+class SearchGroup(StrictModel):
+    round: int = Field(ge=0, le=2)
+    family: Family
+    mode: SearchMode
+    outcome: SearchOutcome
+    fallback_reason: SearchFallback
+    count: int = Field(ge=1)
+
+
+class PromptIdentity(StrictModel):
+    scope_id: str
+    key: str
+    definition_version: int
+    builtin_version: int | None
+    selection: Literal["built_in", "artifact"]
+    selected_version: int
+    compiled_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    artifact_address: ArtifactAddress | None
+
+
+class RerankConfig(StrictModel):
+    config_id: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    policy_id: str
+    model: str | None
+    effective_settings: dict[str, str | int | float | bool]
+    timeout_seconds: float
+    max_requests: int
+    config_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    prompt: PromptIdentity | None
+    non_deterministic: bool
+
+
+class RerankGroup(StrictModel):
+    round: int = Field(ge=0, le=2)
+    config_id: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    outcome: Literal["selected", "fallback", "failed"]
+    fallback_reason: Literal["none", "empty_selection", "inference_unavailable", "inference_timeout", "invalid_output"]
+    count: int = Field(ge=1)
+
+
+class RetrievalEvidence(StrictModel):
+    rounds: list[RecallRound] = Field(min_length=1, max_length=MAX_ROUNDS)
+    searches: list[SearchGroup] = Field(max_length=MAX_SEARCH_GROUPS)
+    rerank_configs: list[RerankConfig] = Field(max_length=MAX_RERANK_CONFIGS)
+    reranks: list[RerankGroup] = Field(max_length=MAX_RERANK_GROUPS)
+
+
+class SelectedArtifact(StrictModel):
+    """A selected historical item, identified by its exact Scope-qualified revision."""
+
+    family: ArtifactFamily
+    artifact_address: ArtifactAddress
+    rendered_bytes: int = Field(ge=1)
+    truncated: bool
+
+
+class SelectedCode(StrictModel):
+    """A selected code range, identified by its ``CodeEvidenceRef``."""
+
+    family: Literal["code"]
+    code_evidence: CodeEvidenceRef
+    rendered_bytes: int = Field(ge=1)
+    truncated: bool
+
+
+class OmittedGroup(StrictModel):
+    family: Family
+    reason: OmissionReason
+    count: int = Field(ge=1)
+
+
+class StageTiming(StrictModel):
+    stage: str = Field(min_length=1, max_length=64)
+    duration_ms: float = Field(ge=0)
+    count: int = Field(ge=1)
+
+
+class PreparedContextReceipt(StrictModel):
+    """Exact, content-free explanation of one PreparedContext. Never inject it into a prompt."""
+
+    schema_: Literal["powercontext.prepared-context-receipt.v1"] = Field(
+        default=RECEIPT_SCHEMA, alias="schema", serialization_alias="schema"
+    )
+    receipt_id: str = Field(description="Equals the response's X-PowerContext-Request-ID. Not a fetch key.")
+    policy_id: Literal["powercontext.prepared-context-receipt.v1"] = RECEIPT_POLICY_ID
+    query_digest: Sha256Digest = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    content_digest: Sha256Digest | None = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    requested_max_bytes: int = Field(ge=512, le=32768)
+    used_bytes: int = Field(ge=0)
+    truncated: bool
+    non_deterministic: bool
+    retrieval: RetrievalEvidence
+    selected: list[SelectedArtifact | SelectedCode] = Field(max_length=MAX_SELECTED)
+    omitted: list[OmittedGroup] = Field(max_length=MAX_OMITTED_GROUPS)
+    stages: list[StageTiming] = Field(max_length=MAX_STAGES)

@@ -1,0 +1,39 @@
+"""Scope wire models."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from powercontext.contract.common import StrictModel
+
+# Created Scope ids must also be safe in a URL path segment, so the alphabet is narrower than the
+# RFC's read bound; reads accept any 1..256 non-blank id and answer 404 when it does not exist.
+NewScopeId = Annotated[
+    str,
+    Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@+=~-]*$", examples=["project:payments"]),
+]
+
+
+class ScopeCreate(StrictModel):
+    scope_id: NewScopeId
+    title: str = Field(min_length=1, max_length=512, pattern=r".*\S.*")
+    context_references: list[NewScopeId] = Field(default_factory=list, max_length=64)
+
+
+class ScopeUpdate(StrictModel):
+    title: str = Field(min_length=1, max_length=512, pattern=r".*\S.*")
+    context_references: list[NewScopeId] = Field(default_factory=list, max_length=64)
+
+
+class Scope(StrictModel):
+    scope_id: str
+    title: str
+    context_references: list[str]
+    created_at: str
+    updated_at: str
+
+
+class ScopeList(StrictModel):
+    items: list[Scope]

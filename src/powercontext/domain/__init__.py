@@ -1,0 +1,1 @@
+"""Framework-free domain rules: identities, families, lifecycle."""

@@ -1,0 +1,77 @@
+"""Store failures, each of which the server maps to one stable HTTP error code."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class. ``code`` is the stable error code a client sees."""
+
+    code = "store-error"
+    status = 500
+
+
+class ScopeNotFound(StoreError):
+    code, status = "scope-not-found", 404
+
+    def __init__(self, scope_id: str) -> None:
+        super().__init__("no Scope with this scope_id exists; create it with POST /v1/scopes")
+        self.scope_id = scope_id
+
+
+class ScopeExists(StoreError):
+    code, status = "scope-exists", 409
+
+    def __init__(self) -> None:
+        super().__init__("a Scope with this scope_id already exists")
+
+
+class ArtifactNotFound(StoreError):
+    code, status = "artifact-not-found", 404
+
+    def __init__(self) -> None:
+        super().__init__("no Artifact with this id exists in this Scope")
+
+
+class RevisionNotFound(StoreError):
+    code, status = "revision-not-found", 404
+
+    def __init__(self, head: int) -> None:
+        super().__init__(f"this Artifact has no such revision; revisions run from 1 to {head}")
+
+
+class RevisionConflict(StoreError):
+    code, status = "revision-conflict", 409
+
+    def __init__(self, expected: int, current: int) -> None:
+        super().__init__(
+            f"expected revision {expected} but the head is revision {current}; read the head and retry"
+        )
+        self.current = current
+
+
+class NotActive(StoreError):
+    code, status = "artifact-not-active", 409
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class IdempotencyConflict(StoreError):
+    code, status = "idempotency-conflict", 409
+
+    def __init__(self) -> None:
+        super().__init__("this idempotency_key was already used with a different body; use a new key")
+
+
+class InvalidMerge(StoreError):
+    code, status = "invalid-merge", 422
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class StoreUnavailable(StoreError):
+    code, status = "store-unavailable", 503
+
+    def __init__(self) -> None:
+        super().__init__("the store could not complete the operation; retry shortly")

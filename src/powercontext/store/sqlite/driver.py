@@ -1,0 +1,19 @@
+"""The SQLite driver: the bundled build (3.51, extension loading) where its wheel exists."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+
+def load_driver() -> ModuleType:
+    try:
+        from pysqlite3 import dbapi2
+
+        return dbapi2
+    except ImportError:  # platforms without a pysqlite3-binary wheel fall back to the stdlib build
+        import sqlite3
+
+        return sqlite3
+
+
+sqlite = load_driver()

@@ -1,0 +1,90 @@
+"""Forward-only schema migrations. Append a new entry; never edit an applied one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE scopes (
+          scope_id TEXT PRIMARY KEY,
+          title TEXT NOT NULL,
+          context_references TEXT NOT NULL DEFAULT '[]',
+          created_at TEXT NOT NULL,
+          updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE artifacts (
+          id INTEGER PRIMARY KEY,
+          scope_id TEXT NOT NULL REFERENCES scopes(scope_id),
+          family TEXT NOT NULL,
+          artifact_id TEXT NOT NULL,
+          head_revision INTEGER NOT NULL CHECK (head_revision >= 1),
+          state TEXT NOT NULL CHECK (state IN ('active', 'forgotten', 'retired', 'merged')),
+          merged_into TEXT,
+          created_at TEXT NOT NULL,
+          updated_at TEXT NOT NULL,
+          UNIQUE (scope_id, family, artifact_id)
+        );
+
+        CREATE TABLE revisions (
+          artifact INTEGER NOT NULL REFERENCES artifacts(id),
+          revision INTEGER NOT NULL CHECK (revision >= 1),
+          kind TEXT NOT NULL,
+          body TEXT NOT NULL,
+          tags TEXT NOT NULL,
+          merged_from TEXT NOT NULL DEFAULT '[]',
+          created_at TEXT NOT NULL,
+          PRIMARY KEY (artifact, revision)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE idempotency_keys (
+          scope_id TEXT NOT NULL REFERENCES scopes(scope_id),
+          idem_key TEXT NOT NULL,
+          request_digest TEXT NOT NULL,
+          artifact INTEGER NOT NULL REFERENCES artifacts(id),
+          PRIMARY KEY (scope_id, idem_key)
+        ) WITHOUT ROWID;
+
+        -- Only active heads have a row (rowid = artifacts.id). Terms are pre-tokenized in Python
+        -- (stemming, CJK bigrams); scope_tag lets one MATCH restrict to a Scope.
+        CREATE VIRTUAL TABLE atomic_memory_fts USING fts5(
+          scope_tag, terms, tokenize = 'unicode61 remove_diacritics 0', content = '', contentless_delete = 1
+        );
+        """,
+    ),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def apply_migrations(conn: Any, now: str) -> int:
+    """Apply every pending migration, each in its own transaction. Returns the schema version."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+    if current > LATEST_VERSION:
+        raise RuntimeError(
+            f"the database schema is version {current}, newer than this PowerContext ({LATEST_VERSION}); upgrade"
+        )
+    for version, script in MIGRATIONS:
+        if version <= current:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (version, now))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return LATEST_VERSION
+
+
+def _statements(script: str) -> list[str]:
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -1,0 +1,425 @@
+"""SQLite adapter of the ``Store`` protocol.
+
+One writer connection behind a lock serializes writes inside this process (so concurrent HTTP
+writers queue instead of meeting "database is locked"); a busy timeout covers other processes.
+Readers use one connection per thread and never block the writer (WAL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from powercontext.domain.identity import ArtifactKey
+from powercontext.domain.lifecycle import LifecycleAction, TransitionRefused, next_state
+from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory
+from powercontext.store.errors import (
+    ArtifactNotFound,
+    IdempotencyConflict,
+    InvalidMerge,
+    NotActive,
+    RevisionConflict,
+    RevisionNotFound,
+    ScopeExists,
+    ScopeNotFound,
+    StoreUnavailable,
+)
+from powercontext.store.sqlite.driver import sqlite
+from powercontext.store.sqlite.migrations import apply_migrations
+from powercontext.text.tokenize import terms as index_terms
+
+FAMILY = "atomic-memory"
+_BUSY_TIMEOUT_MS = 10_000
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+_SELECT_MEMORY = """
+SELECT a.id, a.scope_id, a.artifact_id, r.revision, a.head_revision, a.state, r.kind, r.body, r.tags,
+       r.created_at, a.merged_into, r.merged_from
+FROM artifacts a JOIN revisions r ON r.artifact = a.id
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_artifact_id() -> str:
+    """``am_`` + 26 Crockford base32 characters of 128 random bits."""
+    value = int.from_bytes(secrets.token_bytes(16), "big")
+    chars = []
+    for _ in range(26):
+        value, rem = divmod(value, 32)
+        chars.append(_CROCKFORD[rem])
+    return "am_" + "".join(chars)
+
+
+def scope_tag(scope_id: str) -> str:
+    # A single FTS term standing for the Scope; hex keeps it one unicode61 token.
+    return "s" + hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:24]
+
+
+def _fts_terms(text: str) -> str:
+    return " ".join(index_terms(text))
+
+
+def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
+    quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return f'scope_tag : "{scope_tag(scope_id)}" AND terms : ( {quoted} )'
+
+
+class SqliteStore:
+    """The embedded default store. Safe to share across threads."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._write_lock = threading.Lock()
+        self._local = threading.local()
+        self._readers: list[Any] = []
+        self._readers_lock = threading.Lock()
+        self._writer = self._connect()
+        self._writer.execute("PRAGMA journal_mode = WAL")
+        apply_migrations(self._writer, _now())
+        self._closed = False
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA cache_size = -8000")
+        return conn
+
+    def _reader(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only = ON")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        with self._write_lock:
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite.OperationalError as exc:  # another process held the lock past the timeout
+                raise StoreUnavailable() from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def ready(self) -> bool:
+        try:
+            self._reader().execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchone()
+        except sqlite.Error:
+            return False
+        return not self._closed
+
+    def close(self) -> None:
+        self._closed = True
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        with self._write_lock:
+            self._writer.close()
+
+    # -- scopes --------------------------------------------------------------------------------
+
+    def create_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
+        now = _now()
+        with self._write() as conn:
+            self._check_references(conn, scope_id, context_references)
+            try:
+                conn.execute(
+                    "INSERT INTO scopes (scope_id, title, context_references, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (scope_id, title, json.dumps(list(context_references)), now, now),
+                )
+            except sqlite.IntegrityError as exc:
+                raise ScopeExists() from exc
+        return ScopeRecord(scope_id, title, tuple(context_references), now, now)
+
+    def update_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
+        now = _now()
+        with self._write() as conn:
+            row = conn.execute("SELECT created_at FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone()
+            if row is None:
+                raise ScopeNotFound(scope_id)
+            self._check_references(conn, scope_id, context_references)
+            conn.execute(
+                "UPDATE scopes SET title = ?, context_references = ?, updated_at = ? WHERE scope_id = ?",
+                (title, json.dumps(list(context_references)), now, scope_id),
+            )
+        return ScopeRecord(scope_id, title, tuple(context_references), row[0], now)
+
+    @staticmethod
+    def _check_references(conn: Any, scope_id: str, references: Sequence[str]) -> None:
+        for ref in references:
+            if ref == scope_id:
+                raise InvalidMerge("a Scope cannot reference itself")
+            if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (ref,)).fetchone() is None:
+                raise ScopeNotFound(ref)
+
+    def get_scope(self, scope_id: str) -> ScopeRecord:
+        row = (
+            self._reader()
+            .execute(
+                "SELECT scope_id, title, context_references, created_at, updated_at FROM scopes WHERE scope_id = ?",
+                (scope_id,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise ScopeNotFound(scope_id)
+        return ScopeRecord(row[0], row[1], tuple(json.loads(row[2])), row[3], row[4])
+
+    def list_scopes(self) -> list[ScopeRecord]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT scope_id, title, context_references, created_at, updated_at FROM scopes ORDER BY scope_id"
+            )
+            .fetchall()
+        )
+        return [ScopeRecord(r[0], r[1], tuple(json.loads(r[2])), r[3], r[4]) for r in rows]
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]:
+        now = _now()
+        results: list[MemoryRecord] = []
+        with self._write() as conn:
+            self._require_scope(conn, scope_id)
+            tag = scope_tag(scope_id)
+            for item in items:
+                if item.idempotency_key is not None:
+                    replay = self._replay(conn, scope_id, item)
+                    if replay is not None:
+                        results.append(replay)
+                        continue
+                artifact_id = new_artifact_id()
+                cur = conn.execute(
+                    "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at,"
+                    " updated_at) VALUES (?, ?, ?, 1, 'active', ?, ?)",
+                    (scope_id, FAMILY, artifact_id, now, now),
+                )
+                rowid = cur.lastrowid
+                tags = json.dumps(list(item.tags))
+                conn.execute(
+                    "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES (?, 1, ?, ?, ?, ?)",
+                    (rowid, item.kind, item.text, tags, now),
+                )
+                conn.execute(
+                    "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+                    (rowid, tag, _fts_terms(item.text)),
+                )
+                if item.idempotency_key is not None:
+                    conn.execute(
+                        "INSERT INTO idempotency_keys (scope_id, idem_key, request_digest, artifact)"
+                        " VALUES (?, ?, ?, ?)",
+                        (scope_id, item.idempotency_key, item.request_digest, rowid),
+                    )
+                key = ArtifactKey(scope_id, FAMILY, artifact_id, 1)
+                results.append(MemoryRecord(key, 1, "active", item.kind, item.text, item.tags, now, None, ()))
+        return results
+
+    def _replay(self, conn: Any, scope_id: str, item: NewMemory) -> MemoryRecord | None:
+        row = conn.execute(
+            "SELECT request_digest, artifact FROM idempotency_keys WHERE scope_id = ? AND idem_key = ?",
+            (scope_id, item.idempotency_key),
+        ).fetchone()
+        if row is None:
+            return None
+        if row[0] != item.request_digest:
+            raise IdempotencyConflict()
+        found = conn.execute(_SELECT_MEMORY + " WHERE a.id = ? AND r.revision = 1", (row[1],)).fetchone()
+        return _record(found)
+
+    def revise_memory(
+        self,
+        scope_id: str,
+        artifact_id: str,
+        expected_revision: int,
+        text: str,
+        kind: str | None,
+        tags: Sequence[str] | None,
+    ) -> MemoryRecord:
+        now = _now()
+        with self._write() as conn:
+            head = self._head_row(conn, scope_id, artifact_id)
+            rowid, head_revision, state = head[0], head[4], head[5]
+            if state != "active":
+                raise NotActive(f"only active Atomic Memories can be revised; this one is {state}")
+            if expected_revision != head_revision:
+                raise RevisionConflict(expected_revision, head_revision)
+            new_kind = kind if kind is not None else head[6]
+            new_tags = list(tags) if tags is not None else json.loads(head[8])
+            revision = head_revision + 1
+            conn.execute(
+                "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (rowid, revision, new_kind, text, json.dumps(new_tags), now),
+            )
+            conn.execute(
+                "UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, now, rowid)
+            )
+            conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
+            conn.execute(
+                "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+                (rowid, scope_tag(scope_id), _fts_terms(text)),
+            )
+        key = ArtifactKey(scope_id, FAMILY, artifact_id, revision)
+        return MemoryRecord(key, revision, "active", new_kind, text, tuple(new_tags), now, None, ())
+
+    def change_lifecycle(
+        self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None
+    ) -> MemoryRecord:
+        now = _now()
+        with self._write() as conn:
+            head = self._head_row(conn, scope_id, artifact_id)
+            rowid, head_revision, state = head[0], head[4], head[5]
+            if expected_revision is not None and expected_revision != head_revision:
+                raise RevisionConflict(expected_revision, head_revision)
+            try:
+                target = next_state(action, state)
+            except TransitionRefused as exc:
+                raise NotActive(str(exc)) from exc
+            conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (target, now, rowid))
+            conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
+            if target == "active":
+                conn.execute(
+                    "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+                    (rowid, scope_tag(scope_id), _fts_terms(head[7])),
+                )
+            row = conn.execute(_SELECT_MEMORY + " WHERE a.id = ? AND r.revision = ?", (rowid, head_revision)).fetchone()
+        return _record(row)
+
+    def merge_memories(
+        self, scope_id: str, sources: Sequence[tuple[str, int]], text: str, kind: str, tags: Sequence[str]
+    ) -> MemoryRecord:
+        ids = [artifact_id for artifact_id, _ in sources]
+        if len(set(ids)) != len(ids):
+            raise InvalidMerge("each source Atomic Memory may appear only once in a merge")
+        now = _now()
+        with self._write() as conn:
+            self._require_scope(conn, scope_id)
+            rowids = []
+            for artifact_id, revision in sources:
+                head = self._head_row(conn, scope_id, artifact_id)
+                if head[5] != "active":
+                    raise NotActive(f"only active Atomic Memories can be merged; {artifact_id} is {head[5]}")
+                if head[4] != revision:
+                    raise RevisionConflict(revision, head[4])
+                rowids.append(head[0])
+            merged_id = new_artifact_id()
+            cur = conn.execute(
+                "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at, updated_at)"
+                " VALUES (?, ?, ?, 1, 'active', ?, ?)",
+                (scope_id, FAMILY, merged_id, now, now),
+            )
+            merged_rowid = cur.lastrowid
+            merged_from = [
+                {"scope_id": scope_id, "artifact_id": artifact_id, "revision": revision}
+                for artifact_id, revision in sources
+            ]
+            conn.execute(
+                "INSERT INTO revisions (artifact, revision, kind, body, tags, merged_from, created_at)"
+                " VALUES (?, 1, ?, ?, ?, ?, ?)",
+                (merged_rowid, kind, text, json.dumps(list(tags)), json.dumps(merged_from), now),
+            )
+            conn.execute(
+                "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+                (merged_rowid, scope_tag(scope_id), _fts_terms(text)),
+            )
+            for rowid in rowids:
+                conn.execute(
+                    "UPDATE artifacts SET state = 'merged', merged_into = ?, updated_at = ? WHERE id = ?",
+                    (merged_id, now, rowid),
+                )
+                conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
+        source_keys = tuple(ArtifactKey(scope_id, FAMILY, a, r) for a, r in sources)
+        key = ArtifactKey(scope_id, FAMILY, merged_id, 1)
+        return MemoryRecord(key, 1, "active", kind, text, tuple(tags), now, None, source_keys)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _require_scope(conn: Any, scope_id: str) -> None:
+        if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone() is None:
+            raise ScopeNotFound(scope_id)
+
+    def _head_row(self, conn: Any, scope_id: str, artifact_id: str) -> Any:
+        row = conn.execute(
+            _SELECT_MEMORY + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = a.head_revision",
+            (scope_id, FAMILY, artifact_id),
+        ).fetchone()
+        if row is None:
+            self._require_scope(conn, scope_id)
+            raise ArtifactNotFound()
+        return row
+
+    def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord:
+        return _record(self._head_row(self._reader(), scope_id, artifact_id))
+
+    def read_revision(self, scope_id: str, artifact_id: str, revision: int) -> MemoryRecord:
+        conn = self._reader()
+        row = conn.execute(
+            _SELECT_MEMORY + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = ?",
+            (scope_id, FAMILY, artifact_id, revision),
+        ).fetchone()
+        if row is None:
+            head = self._head_row(conn, scope_id, artifact_id)
+            raise RevisionNotFound(head[4])
+        return _record(row)
+
+    def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
+        if not terms:
+            return []
+        rows = (
+            self._reader()
+            .execute(
+                "WITH hits AS (SELECT rowid AS id, bm25(atomic_memory_fts, 0.0, 1.0) AS rank FROM atomic_memory_fts"
+                " WHERE atomic_memory_fts MATCH ? ORDER BY rank LIMIT ?) "
+                + _SELECT_MEMORY.replace("FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id")
+                .replace("SELECT a.id", "SELECT hits.rank, a.id")
+                + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? ORDER BY hits.rank",
+                (_match_expression(scope_id, terms), limit, scope_id),
+            )
+            .fetchall()
+        )
+        # bm25() is lower-is-better; the public score is higher-is-better.
+        return [ScoredMemory(_record(row[1:]), -row[0]) for row in rows]
+
+
+def _record(row: Any) -> MemoryRecord:
+    (_, scope_id, artifact_id, revision, head, state, kind, body, tags, created, merged_into, merged_from) = row
+    sources = tuple(
+        ArtifactKey(m["scope_id"], FAMILY, m["artifact_id"], m["revision"]) for m in json.loads(merged_from)
+    )
+    return MemoryRecord(
+        ArtifactKey(scope_id, FAMILY, artifact_id, revision),
+        head,
+        state,
+        kind,
+        body,
+        tuple(json.loads(tags)),
+        created,
+        merged_into,
+        sources,
+    )

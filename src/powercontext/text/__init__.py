@@ -1,0 +1,1 @@
+"""Text rules shared by search, assembly and receipts."""

@@ -1,0 +1,72 @@
+"""Search terms for the full-text index.
+
+Latin-script words are case-folded and stemmed with the Snowball English stemmer (Porter's revised
+algorithm: unlike the 1980 original it maps both "deploy" and "deployment" to "deploy"). Other
+alphabetic scripts are case-folded only. CJK runs become overlapping character bigrams, so a
+two-character Chinese word matches inside a longer unsegmented sentence.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+_WORD = re.compile(r"[^\W_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f]+")
+_LATIN = re.compile(r"^[0-9a-z\u00df-\u024f]+$")
+MAX_QUERY_TERMS = 32
+
+_local = threading.local()
+
+
+def _stemmer() -> object:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer  # PyStemmer objects are not thread-safe: one per thread.
+
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return str(_stemmer().stemWord(word))  # type: ignore[attr-defined]
+
+
+def _word_terms(word: str, out: list[str]) -> None:
+    pos = 0
+    for run in _CJK.finditer(word):
+        if run.start() > pos:
+            _plain_term(word[pos : run.start()], out)
+        chars = run.group()
+        if len(chars) == 1:
+            out.append(chars)
+        else:
+            out.extend(chars[i : i + 2] for i in range(len(chars) - 1))
+        pos = run.end()
+    if pos < len(word):
+        _plain_term(word[pos:], out)
+
+
+def _plain_term(part: str, out: list[str]) -> None:
+    folded = part.casefold()
+    out.append(_stem(folded) if _LATIN.match(folded) else folded)
+
+
+def terms(text: str) -> list[str]:
+    """Index terms of ``text`` in order, repeats kept (term frequency matters to BM25)."""
+    out: list[str] = []
+    for match in _WORD.finditer(text):
+        _word_terms(match.group(), out)
+    return out
+
+
+def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
+    """Distinct terms of a query, first occurrences first, capped so a huge query stays cheap."""
+    seen: dict[str, None] = {}
+    for term in terms(query):
+        seen.setdefault(term, None)
+        if len(seen) >= limit:
+            break
+    return list(seen)
