@@ -1,0 +1,1 @@
+"""The PreparedContext Builder: selection, budget, truncation, rendering."""

@@ -1,0 +1,193 @@
+"""``PowerContextClient``: the async HTTP client (httpx) for the PowerContext Server."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from powercontext.contract.capabilities import Capabilities
+from powercontext.contract.common import MemoryKind, SearchModePolicy
+from powercontext.contract.memory import (
+    AtomicMemory,
+    AtomicMemoryBatch,
+    AtomicMemoryCreate,
+    AtomicMemorySearchResult,
+)
+from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
+from powercontext.contract.scopes import Scope, ScopeList
+
+__all__ = ["PowerContextClient", "PowerContextError", "PrepareContextRequest", "PreparedContext"]
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8765"
+M = TypeVar("M", bound=BaseModel)
+
+
+class PowerContextError(Exception):
+    """An error answer from the Server (or no answer at all, with code ``server-unreachable``)."""
+
+    def __init__(self, status: int, code: str, message: str, request_id: str | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+class PowerContextClient:
+    """Async client. Use as ``async with PowerContextClient(url) as client: ...`` or call ``aclose()``."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> PowerContextClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _call(self, method: str, path: str, model: type[M], json: Any = None) -> M:
+        try:
+            response = await self._http.request(method, path, json=json)
+        except httpx.TransportError as exc:
+            raise PowerContextError(
+                0, "server-unreachable", f"no answer from {self.base_url} ({type(exc).__name__}); is it running?"
+            ) from exc
+        if response.status_code >= 400:
+            raise _error_from(response)
+        return model.model_validate_json(response.content)
+
+    # -- context ---------------------------------------------------------------------------------
+
+    async def prepare_context(self, request: PrepareContextRequest) -> PreparedContext:
+        """Prepare one injection-ready context. Unset optional fields are not sent."""
+        return await self._call("POST", "/v1/context/prepare", PreparedContext, request.to_wire())
+
+    async def capabilities(self) -> Capabilities:
+        return await self._call("GET", "/v1/capabilities", Capabilities)
+
+    # -- scopes ----------------------------------------------------------------------------------
+
+    async def create_scope(self, scope_id: str, title: str, context_references: Sequence[str] = ()) -> Scope:
+        body = {"scope_id": scope_id, "title": title, "context_references": list(context_references)}
+        return await self._call("POST", "/v1/scopes", Scope, body)
+
+    async def list_scopes(self) -> list[Scope]:
+        return (await self._call("GET", "/v1/scopes", ScopeList)).items
+
+    async def get_scope(self, scope_id: str) -> Scope:
+        return await self._call("GET", f"/v1/scopes/{_seg(scope_id)}", Scope)
+
+    # -- atomic memory ---------------------------------------------------------------------------
+
+    async def add_memory(
+        self,
+        scope_id: str,
+        text: str,
+        kind: MemoryKind,
+        tags: Sequence[str] = (),
+        idempotency_key: str | None = None,
+    ) -> AtomicMemory:
+        item = AtomicMemoryCreate(text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key)
+        return await self._call("POST", f"{_mem(scope_id)}", AtomicMemory, _wire(item))
+
+    async def add_memories(self, scope_id: str, items: Sequence[AtomicMemoryCreate]) -> list[AtomicMemory]:
+        """Create up to 500 memories in one transaction (all or nothing)."""
+        body = {"items": [_wire(i) for i in items]}
+        return (await self._call("POST", f"{_mem(scope_id)}/batch", AtomicMemoryBatch, body)).items
+
+    async def search_memory(
+        self, scope_id: str, query: str, mode: SearchModePolicy = "auto", limit: int = 10
+    ) -> AtomicMemorySearchResult:
+        body = {"query": query, "mode": mode, "limit": limit}
+        return await self._call("POST", f"{_mem(scope_id)}/search", AtomicMemorySearchResult, body)
+
+    async def revise_memory(
+        self,
+        scope_id: str,
+        artifact_id: str,
+        expected_revision: int,
+        text: str,
+        kind: MemoryKind | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> AtomicMemory:
+        body: dict[str, Any] = {"text": text, "expected_revision": expected_revision}
+        if kind is not None:
+            body["kind"] = kind
+        if tags is not None:
+            body["tags"] = list(tags)
+        return await self._call("PUT", f"{_mem(scope_id)}/{_seg(artifact_id)}", AtomicMemory, body)
+
+    async def change_lifecycle(
+        self, scope_id: str, artifact_id: str, action: str, expected_revision: int | None = None
+    ) -> AtomicMemory:
+        body: dict[str, Any] = {"action": action}
+        if expected_revision is not None:
+            body["expected_revision"] = expected_revision
+        return await self._call("POST", f"{_mem(scope_id)}/{_seg(artifact_id)}/lifecycle", AtomicMemory, body)
+
+    async def forget_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
+        return await self.change_lifecycle(scope_id, artifact_id, "forget")
+
+    async def retire_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
+        return await self.change_lifecycle(scope_id, artifact_id, "retire")
+
+    async def merge_memories(
+        self,
+        scope_id: str,
+        sources: Sequence[tuple[str, int]],
+        text: str,
+        kind: MemoryKind,
+        tags: Sequence[str] = (),
+    ) -> AtomicMemory:
+        body = {
+            "sources": [{"artifact_id": a, "revision": r} for a, r in sources],
+            "text": text,
+            "kind": kind,
+            "tags": list(tags),
+        }
+        return await self._call("POST", f"{_mem(scope_id)}/merges", AtomicMemory, body)
+
+    async def get_memory(self, scope_id: str, artifact_id: str, revision: int | None = None) -> AtomicMemory:
+        """The head, or with ``revision`` that exact immutable revision."""
+        path = f"/v1/scopes/{_seg(scope_id)}/artifacts/atomic-memory/{_seg(artifact_id)}"
+        if revision is not None:
+            path += f"/revisions/{revision}"
+        return await self._call("GET", path, AtomicMemory)
+
+
+def _seg(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe=":@+=~.-_")
+
+
+def _mem(scope_id: str) -> str:
+    return f"/v1/scopes/{_seg(scope_id)}/atomic-memory"
+
+
+def _wire(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", exclude_none=True)
+
+
+def _error_from(response: httpx.Response) -> PowerContextError:
+    try:
+        err = response.json()["error"]
+        return PowerContextError(response.status_code, err["code"], err["message"], err.get("request_id"))
+    except (ValueError, KeyError, TypeError):
+        return PowerContextError(response.status_code, "http-error", f"HTTP {response.status_code}")

@@ -1,0 +1,25 @@
+"""``GET /v1/capabilities``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from powercontext.contract.common import StrictModel
+
+
+class Limits(StrictModel):
+    max_bytes_min: int
+    max_bytes_max: int
+    max_bytes_default: int
+    query_max_chars: int
+    body_max_bytes: int
+    batch_max_items: int
+
+
+class Capabilities(StrictModel):
+    version: str
+    context_versions: list[str]
+    receipt_policies: list[str]
+    families: list[str]
+    search_modes: list[str] = Field(description="Request modes that work now; 'auto' resolves to one of them.")
+    limits: Limits

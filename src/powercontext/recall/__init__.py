@@ -1,0 +1,1 @@
+"""Request-local recall evidence and rounds."""

@@ -1,0 +1,1 @@
+"""Receipt assembly from (trace, build), its invariants and bounds, and the fail-open diagnostic."""

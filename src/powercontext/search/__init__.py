@@ -1,0 +1,1 @@
+"""Per-family readers and the ``auto`` mode policy."""

@@ -1,0 +1,37 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from powercontext import __version__
+from powercontext.runtime import Runtime
+from powercontext.server.errors import install_error_handlers
+from powercontext.server.middleware import RequestIdMiddleware
+from powercontext.server.routes import context, health, memory, scopes
+
+
+def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAPI:
+    """The Server for ``runtime``. ``None`` builds an app only for schema export."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if runtime is not None and close_runtime:
+            runtime.close()
+
+    app = FastAPI(
+        title="PowerContext",
+        version=__version__,
+        summary="Bounded, cited, injection-ready context for AI agents, with content-free Receipts.",
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    install_error_handlers(app)
+    for router in (health.router, scopes.router, memory.router, context.router):
+        app.include_router(router)
+    app.add_middleware(RequestIdMiddleware)
+    return app

@@ -1,0 +1,54 @@
+"""Maps every failure to ``{"error": {code, message, request_id}}``; never a traceback, never input echo."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from powercontext.search.atomic import ModeUnavailable
+from powercontext.store.errors import StoreError
+
+_HTTP_CODES = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type"}
+
+
+def request_id_of(request: Request) -> str:
+    return str(getattr(request.state, "request_id", ""))
+
+
+def error_response(request: Request, status: int, code: str, message: str) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, "request_id": request_id_of(request)}}
+    return JSONResponse(body, status_code=status)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        # Only the location and pydantic's message: the offending input is deliberately never echoed.
+        location = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        if err.get("type") == "json_invalid":
+            parts.append("the request body is not valid JSON")
+        else:
+            parts.append(f"{location}: {err.get('msg', 'invalid value')}")
+    return "; ".join(parts)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(request, 422, "invalid-request", _validation_message(exc))
+
+    @app.exception_handler(StoreError)
+    async def _store(request: Request, exc: StoreError) -> JSONResponse:
+        return error_response(request, exc.status, exc.code, str(exc))
+
+    @app.exception_handler(ModeUnavailable)
+    async def _mode(request: Request, exc: ModeUnavailable) -> JSONResponse:
+        return error_response(request, exc.status, exc.code, str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http-error")
+        message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
+        return error_response(request, exc.status_code, code, message)

@@ -1,0 +1,51 @@
+"""Store records to wire models, and wire requests to store inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from powercontext.contract.memory import AtomicMemory, AtomicMemoryCreate, AtomicMemoryHit
+from powercontext.contract.scopes import Scope
+from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory
+
+
+def scope_view(record: ScopeRecord) -> Scope:
+    return Scope(
+        scope_id=record.scope_id,
+        title=record.title,
+        context_references=list(record.context_references),
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )
+
+
+def memory_view(record: MemoryRecord) -> AtomicMemory:
+    return AtomicMemory(
+        artifact_address=record.key.to_address(),
+        head_revision=record.head_revision,
+        state=record.state,  # type: ignore[arg-type]
+        kind=record.kind,  # type: ignore[arg-type]
+        text=record.text,
+        tags=list(record.tags),
+        created_at=record.created_at,
+        merged_into=record.merged_into,
+        merged_from=[k.to_address() for k in record.merged_from],
+    )
+
+
+def hit_view(hit: ScoredMemory) -> AtomicMemoryHit:
+    record = hit.record
+    return AtomicMemoryHit(
+        artifact_address=record.key.to_address(),
+        kind=record.kind,  # type: ignore[arg-type]
+        text=record.text,
+        tags=list(record.tags),
+        score=hit.score,
+    )
+
+
+def new_memory(item: AtomicMemoryCreate) -> NewMemory:
+    body = item.model_dump(mode="json", exclude={"idempotency_key"})
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+    return NewMemory(item.text, item.kind, tuple(item.tags), item.idempotency_key, digest)

@@ -1,0 +1,24 @@
+"""``POST /v1/context/prepare``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
+from powercontext.server.errors import request_id_of
+from powercontext.server.routes.deps import RuntimeDep, errors
+
+router = APIRouter(prefix="/v1/context", tags=["context"])
+
+
+@router.post(
+    "/prepare",
+    operation_id="prepare_context",
+    response_model=PreparedContext,
+    responses=errors(404, 503),
+    summary="Prepare one bounded, cited, injection-ready context string",
+)
+def prepare(body: PrepareContextRequest, request: Request, runtime: RuntimeDep) -> Response:
+    result = runtime.prepare(body, request_id_of(request))
+    # The body is written directly: its bytes are the ones the Receipt bound was measured on.
+    return Response(result.response_body(), media_type="application/json")

@@ -1,0 +1,107 @@
+"""Atomic Memory writes, search, and exact reads."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Path
+
+from powercontext.contract.memory import (
+    AtomicMemory,
+    AtomicMemoryBatch,
+    AtomicMemoryBatchCreate,
+    AtomicMemoryCreate,
+    AtomicMemoryLifecycle,
+    AtomicMemoryMerge,
+    AtomicMemoryRevise,
+    AtomicMemorySearchRequest,
+    AtomicMemorySearchResult,
+)
+from powercontext.server.mapping import hit_view, memory_view, new_memory
+from powercontext.server.routes.deps import RuntimeDep, errors
+
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"])
+
+
+@router.post(
+    "/atomic-memory", status_code=201, operation_id="create_atomic_memory", responses=errors(404, 409)
+)
+def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemory:
+    return memory_view(runtime.store.create_memories(scope_id, [new_memory(body)])[0])
+
+
+@router.post(
+    "/atomic-memory/batch",
+    status_code=201,
+    operation_id="create_atomic_memories",
+    responses=errors(404, 409),
+    summary="Create up to 500 Atomic Memories in one transaction",
+)
+def create_batch(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeDep) -> AtomicMemoryBatch:
+    records = runtime.store.create_memories(scope_id, [new_memory(item) for item in body.items])
+    return AtomicMemoryBatch(items=[memory_view(r) for r in records])
+
+
+@router.post("/atomic-memory/search", operation_id="search_atomic_memory", responses=errors(404, 409))
+def search(scope_id: str, body: AtomicMemorySearchRequest, runtime: RuntimeDep) -> AtomicMemorySearchResult:
+    runtime.store.get_scope(scope_id)
+    outcome = runtime.atomic_search.search(scope_id, body.query, body.mode, body.limit)
+    return AtomicMemorySearchResult(
+        mode=outcome.mode, fallback_reason=outcome.fallback_reason, hits=[hit_view(h) for h in outcome.hits]
+    )
+
+
+@router.post(
+    "/atomic-memory/merges",
+    status_code=201,
+    operation_id="merge_atomic_memories",
+    responses=errors(404, 409),
+    summary="Merge exact active revisions into a new Atomic Memory",
+)
+def merge(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> AtomicMemory:
+    sources = [(s.artifact_id, s.revision) for s in body.sources]
+    return memory_view(runtime.store.merge_memories(scope_id, sources, body.text, body.kind, body.tags))
+
+
+@router.put("/atomic-memory/{artifact_id}", operation_id="revise_atomic_memory", responses=errors(404, 409))
+def revise(scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep) -> AtomicMemory:
+    record = runtime.store.revise_memory(
+        scope_id, artifact_id, body.expected_revision, body.text, body.kind, body.tags
+    )
+    return memory_view(record)
+
+
+@router.post(
+    "/atomic-memory/{artifact_id}/lifecycle",
+    operation_id="change_atomic_memory_lifecycle",
+    responses=errors(404, 409),
+    summary="Forget, retire or restore an Atomic Memory",
+)
+def lifecycle(
+    scope_id: str, artifact_id: str, body: AtomicMemoryLifecycle, runtime: RuntimeDep
+) -> AtomicMemory:
+    return memory_view(runtime.store.change_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))
+
+
+Family = Literal["atomic-memory"]
+
+
+@router.get("/artifacts/{family}/{artifact_id}", operation_id="get_artifact_head", responses=errors(404))
+def read_head(scope_id: str, family: Family, artifact_id: str, runtime: RuntimeDep) -> AtomicMemory:
+    return memory_view(runtime.store.read_head(scope_id, artifact_id))
+
+
+@router.get(
+    "/artifacts/{family}/{artifact_id}/revisions/{revision}",
+    operation_id="get_artifact_revision",
+    responses=errors(404),
+    summary="Read one exact, immutable revision (never follows a newer head or a merge target)",
+)
+def read_revision(
+    scope_id: str,
+    family: Family,
+    artifact_id: str,
+    runtime: RuntimeDep,
+    revision: int = Path(ge=1),
+) -> AtomicMemory:
+    return memory_view(runtime.store.read_revision(scope_id, artifact_id, revision))

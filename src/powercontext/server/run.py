@@ -1,0 +1,33 @@
+"""Runs the Server with uvicorn on the configured store."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from powercontext.settings import Settings
+
+
+def configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger("powercontext")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+def serve(settings: Settings) -> None:
+    import uvicorn
+
+    from powercontext.runtime import Runtime
+    from powercontext.server.app import create_app
+
+    configure_logging(settings.log_level)
+    runtime = Runtime.from_settings(settings)
+    app = create_app(runtime)
+    logging.getLogger("powercontext.server").info(
+        "event=server.start host=%s port=%s", settings.host, settings.port
+    )
+    # uvicorn's own access log prints raw paths (Scope and Artifact ids); ours logs route templates.
+    uvicorn.run(app, host=settings.host, port=settings.port, access_log=False, log_level="warning")
