@@ -6,8 +6,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from powercontext.assembly.builder import Candidate, PreparedContextBuild, PreparedContextBuilder
 from powercontext import __version__
+from powercontext.assembly.builder import Candidate, PreparedContextBuild, PreparedContextBuilder
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
 from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES
@@ -19,9 +19,9 @@ from powercontext.contract.prepare import (
     PrepareContextRequest,
     PreparedContext,
 )
+from powercontext.recall.trace import RecallTrace
 from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
 from powercontext.receipt.validation import ReceiptRejected, serialize_valid_receipt
-from powercontext.recall.trace import RecallTrace
 from powercontext.search.atomic import AVAILABLE_MODES, AtomicMemorySearch
 from powercontext.settings import Settings
 from powercontext.store.base import ScoredMemory, Store

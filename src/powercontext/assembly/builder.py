@@ -9,15 +9,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from powercontext.contract.common import CodeEvidenceRef, Family
-from powercontext.contract.prepare import PreparedContext
-from powercontext.contract.receipt import OmissionReason
 from powercontext.assembly.render import (
     ENVELOPE_BYTES,
     SEPARATOR_BYTES,
     render_context,
     render_item,
 )
+from powercontext.contract.common import CodeEvidenceRef, Family
+from powercontext.contract.prepare import PreparedContext
+from powercontext.contract.receipt import OmissionReason
 from powercontext.domain.identity import ArtifactKey
 from powercontext.text.utf8 import ELLIPSIS_BYTES, truncate_utf8, truncate_with_ellipsis
 
@@ -119,7 +119,7 @@ class PreparedContextBuilder:
             separator = SEPARATOR_BYTES if fragments else 0
             fitted = self._fit(candidate, candidate.key, max_bytes - used - separator)
             if isinstance(fitted, str):
-                omissions[(family, fitted)] += 1  # type: ignore[index]
+                omissions[(family, fitted)] += 1
                 continue
             fragment, size, truncated = fitted
             fragments.append(fragment)
@@ -143,9 +143,7 @@ class PreparedContextBuilder:
             candidate_counts={family: len(pool) for family, pool in pools.items()},
         )
 
-    def _fit(
-        self, candidate: Candidate, key: ArtifactKey, available: int
-    ) -> tuple[str, int, bool] | OmissionReason:
+    def _fit(self, candidate: Candidate, key: ArtifactKey, available: int) -> tuple[str, int, bool] | OmissionReason:
         """The largest rendering that fits ``available`` bytes, or the reason none does."""
         limits = self.limits
         text = candidate.text

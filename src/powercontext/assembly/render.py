@@ -44,6 +44,4 @@ def render_item(key: ArtifactKey, kind: str, content: str, truncated: bool) -> s
 
 
 def render_context(fragments: list[str]) -> str:
-    return (
-        TRUST_PREAMBLE + BEGIN_MARKER + _ITEMS_OPEN + SEPARATOR.join(fragments) + _ITEMS_CLOSE + END_MARKER
-    )
+    return TRUST_PREAMBLE + BEGIN_MARKER + _ITEMS_OPEN + SEPARATOR.join(fragments) + _ITEMS_CLOSE + END_MARKER

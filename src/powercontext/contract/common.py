@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PREPARED_CONTEXT_SCHEMA = "powercontext.prepared-context.v1"
-RECEIPT_SCHEMA = "powercontext.prepared-context-receipt.v1"
-RECEIPT_POLICY_ID = RECEIPT_SCHEMA
+PREPARED_CONTEXT_SCHEMA: Final = "powercontext.prepared-context.v1"
+RECEIPT_SCHEMA: Final = "powercontext.prepared-context-receipt.v1"
+RECEIPT_POLICY_ID: Final = "powercontext.prepared-context-receipt.v1"
 
 
 class StrictModel(BaseModel):

@@ -19,7 +19,7 @@ class ArtifactKey:
     def to_address(self) -> ArtifactAddress:
         return ArtifactAddress(
             scope_id=self.scope_id,
-            artifact=ArtifactRef(family=self.family, artifact_id=self.artifact_id, revision=self.revision),  # type: ignore[arg-type]
+            artifact=ArtifactRef(family=self.family, artifact_id=self.artifact_id, revision=self.revision),
         )
 
     @classmethod

@@ -58,14 +58,14 @@ class TraceReceiptAssembler:
             truncated=any(item.truncated for item in build.items),
             non_deterministic=trace.non_deterministic,
             retrieval=RetrievalEvidence(
-                rounds=[RecallRound(round=r.round, outcome=r.outcome, retained=r.retained) for r in trace.rounds],  # type: ignore[arg-type]
+                rounds=[RecallRound(round=r.round, outcome=r.outcome, retained=r.retained) for r in trace.rounds],
                 searches=search_groups(trace),
                 rerank_configs=[],
                 reranks=[],
             ),
             selected=[
                 SelectedArtifact(
-                    family=item.key.family,  # type: ignore[arg-type]
+                    family=item.key.family,
                     artifact_address=item.key.to_address(),
                     rendered_bytes=item.rendered_bytes,
                     truncated=item.truncated,
@@ -87,7 +87,7 @@ def search_groups(trace: RecallTrace) -> list[SearchGroup]:
         (c.round, c.family, c.mode, c.outcome, c.fallback_reason) for c in trace.searches
     )
     return [
-        SearchGroup(round=k[0], family=k[1], mode=k[2], outcome=k[3], fallback_reason=k[4], count=n)  # type: ignore[arg-type]
+        SearchGroup(round=k[0], family=k[1], mode=k[2], outcome=k[3], fallback_reason=k[4], count=n)
         for k, n in counts.items()
     ]
 

@@ -24,8 +24,8 @@ def memory_view(record: MemoryRecord) -> AtomicMemory:
     return AtomicMemory(
         artifact_address=record.key.to_address(),
         head_revision=record.head_revision,
-        state=record.state,  # type: ignore[arg-type]
-        kind=record.kind,  # type: ignore[arg-type]
+        state=record.state,
+        kind=record.kind,
         text=record.text,
         tags=list(record.tags),
         created_at=record.created_at,
@@ -38,7 +38,7 @@ def hit_view(hit: ScoredMemory) -> AtomicMemoryHit:
     record = hit.record
     return AtomicMemoryHit(
         artifact_address=record.key.to_address(),
-        kind=record.kind,  # type: ignore[arg-type]
+        kind=record.kind,
         text=record.text,
         tags=list(record.tags),
         score=hit.score,

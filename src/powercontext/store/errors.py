@@ -43,9 +43,7 @@ class RevisionConflict(StoreError):
     code, status = "revision-conflict", 409
 
     def __init__(self, expected: int, current: int) -> None:
-        super().__init__(
-            f"expected revision {expected} but the head is revision {current}; read the head and retry"
-        )
+        super().__init__(f"expected revision {expected} but the head is revision {current}; read the head and retry")
         self.current = current
 
 

@@ -23,9 +23,7 @@ from powercontext.server.routes.deps import RuntimeDep, errors
 router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"])
 
 
-@router.post(
-    "/atomic-memory", status_code=201, operation_id="create_atomic_memory", responses=errors(404, 409)
-)
+@router.post("/atomic-memory", status_code=201, operation_id="create_atomic_memory", responses=errors(404, 409))
 def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemory:
     return memory_view(runtime.store.create_memories(scope_id, [new_memory(body)])[0])
 
@@ -65,9 +63,7 @@ def merge(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> Atomic
 
 @router.put("/atomic-memory/{artifact_id}", operation_id="revise_atomic_memory", responses=errors(404, 409))
 def revise(scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep) -> AtomicMemory:
-    record = runtime.store.revise_memory(
-        scope_id, artifact_id, body.expected_revision, body.text, body.kind, body.tags
-    )
+    record = runtime.store.revise_memory(scope_id, artifact_id, body.expected_revision, body.text, body.kind, body.tags)
     return memory_view(record)
 
 
@@ -77,9 +73,7 @@ def revise(scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: R
     responses=errors(404, 409),
     summary="Forget, retire or restore an Atomic Memory",
 )
-def lifecycle(
-    scope_id: str, artifact_id: str, body: AtomicMemoryLifecycle, runtime: RuntimeDep
-) -> AtomicMemory:
+def lifecycle(scope_id: str, artifact_id: str, body: AtomicMemoryLifecycle, runtime: RuntimeDep) -> AtomicMemory:
     return memory_view(runtime.store.change_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from types import ModuleType
+from typing import cast
 
 
 def load_driver() -> ModuleType:
     try:
         from pysqlite3 import dbapi2
 
-        return dbapi2
+        return cast(ModuleType, dbapi2)
     except ImportError:  # platforms without a pysqlite3-binary wheel fall back to the stdlib build
         import sqlite3
 

@@ -62,9 +62,7 @@ LATEST_VERSION = MIGRATIONS[-1][0]
 
 def apply_migrations(conn: Any, now: str) -> int:
     """Apply every pending migration, each in its own transaction. Returns the schema version."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-    )
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
     current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
     if current > LATEST_VERSION:
         raise RuntimeError(

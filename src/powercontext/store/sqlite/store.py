@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from powercontext.domain.identity import ArtifactKey
 from powercontext.domain.lifecycle import LifecycleAction, TransitionRefused, next_state
@@ -35,7 +35,7 @@ from powercontext.store.sqlite.driver import sqlite
 from powercontext.store.sqlite.migrations import apply_migrations
 from powercontext.text.tokenize import terms as index_terms
 
-FAMILY = "atomic-memory"
+FAMILY: Final = "atomic-memory"
 _BUSY_TIMEOUT_MS = 10_000
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -193,9 +193,7 @@ class SqliteStore:
     def list_scopes(self) -> list[ScopeRecord]:
         rows = (
             self._reader()
-            .execute(
-                "SELECT scope_id, title, context_references, created_at, updated_at FROM scopes ORDER BY scope_id"
-            )
+            .execute("SELECT scope_id, title, context_references, created_at, updated_at FROM scopes ORDER BY scope_id")
             .fetchall()
         )
         return [ScopeRecord(r[0], r[1], tuple(json.loads(r[2])), r[3], r[4]) for r in rows]
@@ -223,7 +221,8 @@ class SqliteStore:
                 rowid = cur.lastrowid
                 tags = json.dumps(list(item.tags))
                 conn.execute(
-                    "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES (?, 1, ?, ?, ?, ?)",
+                    "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at)"
+                    " VALUES (?, 1, ?, ?, ?, ?)",
                     (rowid, item.kind, item.text, tags, now),
                 )
                 conn.execute(
@@ -276,9 +275,7 @@ class SqliteStore:
                 "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (rowid, revision, new_kind, text, json.dumps(new_tags), now),
             )
-            conn.execute(
-                "UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, now, rowid)
-            )
+            conn.execute("UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, now, rowid))
             conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
             conn.execute(
                 "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
@@ -366,7 +363,8 @@ class SqliteStore:
 
     def _head_row(self, conn: Any, scope_id: str, artifact_id: str) -> Any:
         row = conn.execute(
-            _SELECT_MEMORY + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = a.head_revision",
+            _SELECT_MEMORY
+            + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = a.head_revision",
             (scope_id, FAMILY, artifact_id),
         ).fetchone()
         if row is None:
@@ -396,8 +394,9 @@ class SqliteStore:
             .execute(
                 "WITH hits AS (SELECT rowid AS id, bm25(atomic_memory_fts, 0.0, 1.0) AS rank FROM atomic_memory_fts"
                 " WHERE atomic_memory_fts MATCH ? ORDER BY rank LIMIT ?) "
-                + _SELECT_MEMORY.replace("FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id")
-                .replace("SELECT a.id", "SELECT hits.rank, a.id")
+                + _SELECT_MEMORY.replace("FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id").replace(
+                    "SELECT a.id", "SELECT hits.rank, a.id"
+                )
                 + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? ORDER BY hits.rank",
                 (_match_expression(scope_id, terms), limit, scope_id),
             )

@@ -1,0 +1,3 @@
+from powercontext.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The ``powercontext`` command line."""

@@ -1,0 +1,286 @@
+"""The ``powercontext`` command.
+
+Only Typer loads at start-up; the client, the server and Rich load inside the command that needs
+them, so ``powercontext --help`` stays fast. Every command but ``server run`` talks HTTP to a
+running Server (``--url`` or ``POWERCONTEXT_URL``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+if TYPE_CHECKING:
+    from powercontext.client import PowerContextClient
+    from powercontext.contract.memory import AtomicMemory
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+IMPORT_BATCH = 500
+KINDS = "decision, constraint, fact, state, next-step, outcome, note"
+T = TypeVar("T")
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="PowerContext: prepared context for AI agents.")
+server_app = typer.Typer(no_args_is_help=True, help="Run the Server.")
+scope_app = typer.Typer(no_args_is_help=True, help="Create and list Scopes.")
+memory_app = typer.Typer(no_args_is_help=True, help="Write, search and read Atomic Memory.")
+context_app = typer.Typer(no_args_is_help=True, help="Prepare context for a request.")
+app.add_typer(server_app, name="server")
+app.add_typer(scope_app, name="scope")
+app.add_typer(memory_app, name="memory")
+app.add_typer(context_app, name="context")
+
+UrlOption = Annotated[str, typer.Option("--url", envvar="POWERCONTEXT_URL", help="Server base URL.")]
+ScopeOption = Annotated[str, typer.Option("--scope", "-s", help="Scope id, e.g. project:payments.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+
+
+def _run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
+    """Run one client call; a Server error becomes a one-line message and exit code 1."""
+    from powercontext.client import PowerContextClient, PowerContextError
+
+    async def go() -> T:
+        async with PowerContextClient(url) as client:
+            return await call(client)
+
+    try:
+        return asyncio.run(go())
+    except PowerContextError as exc:
+        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def _print_memory(memory: AtomicMemory, as_json: bool) -> None:
+    if as_json:
+        _print_json(memory.model_dump(mode="json"))
+        return
+    ref = memory.artifact_address.artifact
+    typer.echo(
+        f"{ref.artifact_id} revision {ref.revision} (head {memory.head_revision}, {memory.state}, {memory.kind})"
+    )
+    if memory.merged_into:
+        typer.echo(f"merged into {memory.merged_into}")
+    typer.echo(memory.text)
+
+
+# -- server ------------------------------------------------------------------------------------
+
+
+@server_app.command("run")
+def server_run(
+    db: Annotated[
+        Path | None, typer.Option(help="SQLite file. Default: the user data dir, or POWERCONTEXT_DB.")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
+) -> None:
+    """Run the Server on the embedded SQLite store until interrupted."""
+    from powercontext.server.run import serve
+    from powercontext.settings import Settings
+
+    settings = Settings.from_env(db=str(db) if db else None, host=host, port=port)
+    typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {settings.db_path})", err=True)
+    serve(settings)
+
+
+# -- scopes ------------------------------------------------------------------------------------
+
+
+@scope_app.command("create")
+def scope_create(
+    scope_id: Annotated[str, typer.Argument(help="New Scope id, e.g. project:payments.")],
+    title: Annotated[str | None, typer.Option(help="Human title (default: the id).")] = None,
+    reference: Annotated[
+        list[str] | None, typer.Option("--reference", help="A Scope whose memories prepare also recalls.")
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+) -> None:
+    """Create a Scope."""
+    scope = _run(url, lambda c: c.create_scope(scope_id, title or scope_id, reference or []))
+    typer.echo(f"created Scope {scope.scope_id}")
+
+
+@scope_app.command("list")
+def scope_list(url: UrlOption = DEFAULT_URL, as_json: JsonOption = False) -> None:
+    """List Scopes."""
+    scopes = _run(url, lambda c: c.list_scopes())
+    if as_json:
+        _print_json([s.model_dump(mode="json") for s in scopes])
+        return
+    for s in scopes:
+        refs = f"  (references: {', '.join(s.context_references)})" if s.context_references else ""
+        typer.echo(f"{s.scope_id}\t{s.title}{refs}")
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+
+@memory_app.command("add")
+def memory_add(
+    text: Annotated[str, typer.Argument(help="The memory: one short, self-contained statement.")],
+    scope: ScopeOption,
+    kind: Annotated[str, typer.Option(help=f"One of: {KINDS}.")] = "fact",
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
+    idempotency_key: Annotated[str | None, typer.Option(help="Retry-safe key.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Add one Atomic Memory."""
+    memory = _run(url, lambda c: c.add_memory(scope, text, kind, tag or [], idempotency_key))  # type: ignore[arg-type]
+    _print_memory(memory, as_json)
+
+
+@memory_app.command("import")
+def memory_import(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL: one {text, kind, tags?} a line.")],
+    scope: ScopeOption,
+    url: UrlOption = DEFAULT_URL,
+) -> None:
+    """Import memories from a JSONL file in batches of 500 (each batch is one transaction)."""
+    from pydantic import ValidationError
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from powercontext.contract.memory import AtomicMemoryCreate
+
+    items: list[AtomicMemoryCreate] = []
+    with file.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append(AtomicMemoryCreate.model_validate_json(line))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "line"
+                typer.echo(f"error: {file}:{number}: {where}: {first['msg']}; nothing was imported", err=True)
+                raise typer.Exit(1) from None
+    if not items:
+        typer.echo("nothing to import", err=True)
+        return
+
+    async def upload(client: PowerContextClient) -> int:
+        done = 0
+        with Progress(
+            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+        ) as bar:
+            task = bar.add_task("import", total=len(items))
+            for start in range(0, len(items), IMPORT_BATCH):
+                batch = items[start : start + IMPORT_BATCH]
+                await client.add_memories(scope, batch)
+                done += len(batch)
+                bar.update(task, advance=len(batch))
+        return done
+
+    try:
+        done = _run(url, upload)
+    except typer.Exit:
+        typer.echo("the failed batch wrote nothing; earlier batches were kept", err=True)
+        raise
+    typer.echo(f"imported {done} memories into {scope}")
+
+
+@memory_app.command("search")
+def memory_search(
+    query: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    limit: Annotated[int, typer.Option(min=1, max=50)] = 10,
+    mode: Annotated[str, typer.Option(help="auto or fts (vector and hybrid need a provider).")] = "auto",
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Search active Atomic Memory heads."""
+    result = _run(url, lambda c: c.search_memory(scope, query, mode, limit))  # type: ignore[arg-type]
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+        return
+    typer.echo(f"mode {result.mode}, {len(result.hits)} hit(s)")
+    for hit in result.hits:
+        ref = hit.artifact_address.artifact
+        typer.echo(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  [{hit.kind}]  {hit.text}")
+
+
+@memory_app.command("get")
+def memory_get(
+    artifact_id: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    revision: Annotated[int | None, typer.Option(min=1, help="An exact revision instead of the head.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Read the head, or one exact revision, of an Atomic Memory."""
+    _print_memory(_run(url, lambda c: c.get_memory(scope, artifact_id, revision)), as_json)
+
+
+@memory_app.command("revise")
+def memory_revise(
+    artifact_id: Annotated[str, typer.Argument()],
+    text: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    expected_revision: Annotated[int, typer.Option(min=1, help="The head revision you are changing.")],
+    kind: Annotated[str | None, typer.Option(help=f"New kind ({KINDS}); default keeps it.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Write a new revision (refused with revision-conflict if the head moved)."""
+    memory = _run(url, lambda c: c.revise_memory(scope, artifact_id, expected_revision, text, kind))  # type: ignore[arg-type]
+    _print_memory(memory, as_json)
+
+
+def _lifecycle(action: str) -> Callable[..., None]:
+    def command(
+        artifact_id: Annotated[str, typer.Argument()],
+        scope: ScopeOption,
+        url: UrlOption = DEFAULT_URL,
+        as_json: JsonOption = False,
+    ) -> None:
+        _print_memory(_run(url, lambda c: c.change_lifecycle(scope, artifact_id, action)), as_json)
+
+    command.__doc__ = f"{action.capitalize()} an Atomic Memory (its revisions stay readable exactly)."
+    return command
+
+
+for _action in ("forget", "retire", "restore"):
+    memory_app.command(_action)(_lifecycle(_action))
+
+
+# -- context -----------------------------------------------------------------------------------
+
+
+@context_app.command("prepare")
+def context_prepare(
+    scope: ScopeOption,
+    query: Annotated[str, typer.Option("--query", "-q", help="The request the agent is about to handle.")],
+    max_bytes: Annotated[int, typer.Option(min=512, max=32768, help="Byte budget for the content.")] = 8000,
+    include_receipt: Annotated[bool, typer.Option(help="Also ask for the content-free Receipt.")] = False,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Prepare the context an agent would receive, and optionally explain it."""
+    from powercontext.contract.prepare import PrepareContextRequest
+
+    request = PrepareContextRequest(
+        scope_id=scope, query=query, max_bytes=max_bytes, include_receipt=include_receipt or None
+    )
+    prepared = _run(url, lambda c: c.prepare_context(request))
+    if as_json:
+        _print_json(prepared.model_dump(mode="json"))
+        return
+    from powercontext.cli.views import print_prepared
+
+    print_prepared(prepared, include_receipt)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
