@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from powercontext import __version__
-from powercontext.assembly.builder import Candidate, PreparedContextBuild, PreparedContextBuilder
+from powercontext.assembly.builder import Candidate, PreparedContextBuild, PreparedContextBuilder, round_robin
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
 from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES
@@ -126,11 +126,4 @@ class Runtime:
 
 def _merge_scope_hits(per_scope: Sequence[Sequence[ScoredMemory]]) -> list[Candidate]:
     """Each Scope keeps its hit order; Scopes interleave, request Scope first (scores are not comparable)."""
-    merged: list[Candidate] = []
-    depth = max((len(hits) for hits in per_scope), default=0)
-    for rank in range(depth):
-        for hits in per_scope:
-            if rank < len(hits):
-                record = hits[rank].record
-                merged.append(Candidate(record.key, record.kind, record.text))
-    return merged
+    return [Candidate(h.record.key, h.record.kind, h.record.text) for h in round_robin(per_scope)]

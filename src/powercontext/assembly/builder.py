@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from powercontext.assembly.render import (
     ENVELOPE_BYTES,
@@ -22,6 +23,7 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.text.utf8 import ELLIPSIS_BYTES, truncate_utf8, truncate_with_ellipsis
 
 MIN_TRUNCATED_BYTES = 64
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,15 +74,18 @@ class BuilderInvariantError(Exception):
     """The Builder produced something that breaks its own contract (a bug, never user input)."""
 
 
-def interleave(pools: Mapping[Family, Sequence[Candidate]]) -> list[tuple[Family, Candidate]]:
-    """Rank-major order across families: every family's first item, then every second, and so on."""
-    order: list[tuple[Family, Candidate]] = []
-    depth = max((len(p) for p in pools.values()), default=0)
+def round_robin(lists: Sequence[Sequence[T]]) -> list[T]:
+    """Rank-major order: every list's first item, then every second, and so on; each list keeps its order."""
+    order: list[T] = []
+    depth = max((len(items) for items in lists), default=0)
     for rank in range(depth):
-        for family, pool in pools.items():
-            if rank < len(pool):
-                order.append((family, pool[rank]))
+        order.extend(items[rank] for items in lists if rank < len(items))
     return order
+
+
+def interleave(pools: Mapping[Family, Sequence[Candidate]]) -> list[tuple[Family, Candidate]]:
+    """Candidates of all families in rank-major order, tagged with their family."""
+    return round_robin([[(family, c) for c in pool] for family, pool in pools.items()])
 
 
 class PreparedContextBuilder:

@@ -68,6 +68,13 @@ class InvalidMerge(StoreError):
         super().__init__(message)
 
 
+class InvalidReference(StoreError):
+    code, status = "invalid-reference", 422
+
+    def __init__(self) -> None:
+        super().__init__("a Scope cannot list itself in context_references")
+
+
 class StoreUnavailable(StoreError):
     code, status = "store-unavailable", 503
 

@@ -24,6 +24,7 @@ from powercontext.store.errors import (
     ArtifactNotFound,
     IdempotencyConflict,
     InvalidMerge,
+    InvalidReference,
     NotActive,
     RevisionConflict,
     RevisionNotFound,
@@ -173,7 +174,7 @@ class SqliteStore:
     def _check_references(conn: Any, scope_id: str, references: Sequence[str]) -> None:
         for ref in references:
             if ref == scope_id:
-                raise InvalidMerge("a Scope cannot reference itself")
+                raise InvalidReference()
             if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (ref,)).fetchone() is None:
                 raise ScopeNotFound(ref)
 
