@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 MIGRATIONS: list[tuple[int, str]] = [
@@ -55,9 +57,34 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        2,
+        """
+        -- Document frequency of each index term over active heads, kept exact by every write, so a
+        -- query can skip terms too common to rank by (see SqliteStore.search_text).
+        CREATE TABLE fts_term_docs (term TEXT PRIMARY KEY, docs INTEGER NOT NULL CHECK (docs > 0)) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def _backfill_term_docs(conn: Any) -> None:
+    from powercontext.text.tokenize import terms
+
+    counts: Counter[str] = Counter()
+    rows = conn.execute(
+        "SELECT r.body FROM artifacts a JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision"
+        " WHERE a.state = 'active'"
+    )
+    for (body,) in rows:
+        counts.update(set(terms(body)))
+    conn.executemany("INSERT INTO fts_term_docs (term, docs) VALUES (?, ?)", counts.items())
+
+
+# Data steps that run after a migration's SQL, in the same transaction.
+DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs}
 
 
 def apply_migrations(conn: Any, now: str) -> int:
@@ -75,6 +102,8 @@ def apply_migrations(conn: Any, now: str) -> int:
         try:
             for statement in _statements(script):
                 conn.execute(statement)
+            if version in DATA_STEPS:
+                DATA_STEPS[version](conn)
             conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (version, now))
             conn.execute("COMMIT")
         except BaseException:

@@ -38,6 +38,7 @@ from powercontext.text.tokenize import terms as index_terms
 
 FAMILY: Final = "atomic-memory"
 _BUSY_TIMEOUT_MS = 10_000
+POSTING_BUDGET = 30_000
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 _SELECT_MEMORY = """
@@ -64,10 +65,6 @@ def new_artifact_id() -> str:
 def scope_tag(scope_id: str) -> str:
     # A single FTS term standing for the Scope; hex keeps it one unicode61 token.
     return "s" + hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:24]
-
-
-def _fts_terms(text: str) -> str:
-    return " ".join(index_terms(text))
 
 
 def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
@@ -206,7 +203,6 @@ class SqliteStore:
         results: list[MemoryRecord] = []
         with self._write() as conn:
             self._require_scope(conn, scope_id)
-            tag = scope_tag(scope_id)
             for item in items:
                 if item.idempotency_key is not None:
                     replay = self._replay(conn, scope_id, item)
@@ -226,10 +222,7 @@ class SqliteStore:
                     " VALUES (?, 1, ?, ?, ?, ?)",
                     (rowid, item.kind, item.text, tags, now),
                 )
-                conn.execute(
-                    "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
-                    (rowid, tag, _fts_terms(item.text)),
-                )
+                _index(conn, rowid, scope_id, item.text)
                 if item.idempotency_key is not None:
                     conn.execute(
                         "INSERT INTO idempotency_keys (scope_id, idem_key, request_digest, artifact)"
@@ -277,11 +270,8 @@ class SqliteStore:
                 (rowid, revision, new_kind, text, json.dumps(new_tags), now),
             )
             conn.execute("UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, now, rowid))
-            conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
-            conn.execute(
-                "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
-                (rowid, scope_tag(scope_id), _fts_terms(text)),
-            )
+            _unindex(conn, rowid, head[7])
+            _index(conn, rowid, scope_id, text)
         key = ArtifactKey(scope_id, FAMILY, artifact_id, revision)
         return MemoryRecord(key, revision, "active", new_kind, text, tuple(new_tags), now, None, ())
 
@@ -299,12 +289,10 @@ class SqliteStore:
             except TransitionRefused as exc:
                 raise NotActive(str(exc)) from exc
             conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (target, now, rowid))
-            conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
+            if state == "active":
+                _unindex(conn, rowid, head[7])
             if target == "active":
-                conn.execute(
-                    "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
-                    (rowid, scope_tag(scope_id), _fts_terms(head[7])),
-                )
+                _index(conn, rowid, scope_id, head[7])
             row = conn.execute(_SELECT_MEMORY + " WHERE a.id = ? AND r.revision = ?", (rowid, head_revision)).fetchone()
         return _record(row)
 
@@ -317,14 +305,14 @@ class SqliteStore:
         now = _now()
         with self._write() as conn:
             self._require_scope(conn, scope_id)
-            rowids = []
+            heads = []
             for artifact_id, revision in sources:
                 head = self._head_row(conn, scope_id, artifact_id)
                 if head[5] != "active":
                     raise NotActive(f"only active Atomic Memories can be merged; {artifact_id} is {head[5]}")
                 if head[4] != revision:
                     raise RevisionConflict(revision, head[4])
-                rowids.append(head[0])
+                heads.append(head)
             merged_id = new_artifact_id()
             cur = conn.execute(
                 "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at, updated_at)"
@@ -341,16 +329,13 @@ class SqliteStore:
                 " VALUES (?, 1, ?, ?, ?, ?, ?)",
                 (merged_rowid, kind, text, json.dumps(list(tags)), json.dumps(merged_from), now),
             )
-            conn.execute(
-                "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
-                (merged_rowid, scope_tag(scope_id), _fts_terms(text)),
-            )
-            for rowid in rowids:
+            _index(conn, merged_rowid, scope_id, text)
+            for head in heads:
                 conn.execute(
                     "UPDATE artifacts SET state = 'merged', merged_into = ?, updated_at = ? WHERE id = ?",
-                    (merged_id, now, rowid),
+                    (merged_id, now, head[0]),
                 )
-                conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
+                _unindex(conn, head[0], head[7])
         source_keys = tuple(ArtifactKey(scope_id, FAMILY, a, r) for a, r in sources)
         key = ArtifactKey(scope_id, FAMILY, merged_id, 1)
         return MemoryRecord(key, 1, "active", kind, text, tuple(tags), now, None, source_keys)
@@ -388,23 +373,68 @@ class SqliteStore:
         return _record(row)
 
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
+        conn = self._reader()
+        terms, rankable = _affordable_terms(conn, terms)
         if not terms:
             return []
-        rows = (
-            self._reader()
-            .execute(
-                "WITH hits AS (SELECT rowid AS id, bm25(atomic_memory_fts, 0.0, 1.0) AS rank FROM atomic_memory_fts"
-                " WHERE atomic_memory_fts MATCH ? ORDER BY rank LIMIT ?) "
-                + _SELECT_MEMORY.replace("FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id").replace(
-                    "SELECT a.id", "SELECT hits.rank, a.id"
-                )
-                + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? ORDER BY hits.rank",
-                (_match_expression(scope_id, terms), limit, scope_id),
+        # When even the rarest term is in too many memories to rank them all, take the newest matches
+        # (a rowid walk, no scoring) and rank only those.
+        window = "rank" if rankable else "rowid DESC"
+        rows = conn.execute(
+            "WITH hits AS (SELECT rowid AS id, bm25(atomic_memory_fts, 0.0, 1.0) AS rank FROM atomic_memory_fts"
+            f" WHERE atomic_memory_fts MATCH ? ORDER BY {window} LIMIT ?) "
+            + _SELECT_MEMORY.replace("FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id").replace(
+                "SELECT a.id", "SELECT hits.rank, a.id"
             )
-            .fetchall()
-        )
+            + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? ORDER BY hits.rank",
+            (_match_expression(scope_id, terms), limit, scope_id),
+        ).fetchall()
         # bm25() is lower-is-better; the public score is higher-is-better.
         return [ScoredMemory(_record(row[1:]), -row[0]) for row in rows]
+
+
+def _affordable_terms(conn: Any, terms: Sequence[str]) -> tuple[list[str], bool]:
+    """The query terms worth scoring, rarest first, and whether BM25 ranking is affordable.
+
+    BM25 cost grows with the postings of every OR-ed term, while a term found in a large share of
+    memories adds almost nothing to the ranking (its IDF is near zero). So terms are taken from the
+    rarest up while their document counts fit ``POSTING_BUDGET``; the rarest is always kept. Terms
+    found nowhere are dropped: a query of only those is a zero-hit search that scans nothing.
+    """
+    if not terms:
+        return [], True
+    marks = ",".join("?" * len(terms))
+    counts = dict(conn.execute(f"SELECT term, docs FROM fts_term_docs WHERE term IN ({marks})", list(terms)))
+    present = sorted((t for t in terms if t in counts), key=lambda t: counts[t])
+    kept: list[str] = []
+    total = 0
+    for term in present:
+        if kept and total + counts[term] > POSTING_BUDGET:
+            break
+        kept.append(term)
+        total += counts[term]
+    return kept, total <= POSTING_BUDGET
+
+
+def _index(conn: Any, rowid: int, scope_id: str, text: str) -> None:
+    """Make one active head searchable and count its distinct terms."""
+    terms = index_terms(text)
+    conn.execute(
+        "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+        (rowid, scope_tag(scope_id), " ".join(terms)),
+    )
+    conn.executemany(
+        "INSERT INTO fts_term_docs (term, docs) VALUES (?, 1) ON CONFLICT (term) DO UPDATE SET docs = docs + 1",
+        [(t,) for t in set(terms)],
+    )
+
+
+def _unindex(conn: Any, rowid: int, text: str) -> None:
+    """Remove one head from search; ``text`` is the body it was indexed with."""
+    conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
+    distinct = [(t,) for t in set(index_terms(text))]
+    conn.executemany("UPDATE fts_term_docs SET docs = docs - 1 WHERE term = ? AND docs > 1", distinct)
+    conn.executemany("DELETE FROM fts_term_docs WHERE term = ? AND docs = 1", distinct)
 
 
 def _record(row: Any) -> MemoryRecord:
