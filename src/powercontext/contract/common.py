@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +26,17 @@ MemoryKind = Literal["decision", "constraint", "fact", "state", "next-step", "ou
 LifecycleState = Literal["active", "forgotten", "retired", "merged"]
 SearchModePolicy = Literal["auto", "fts", "vector", "hybrid"]
 
+
 # Identifiers are 1..256 characters with at least one non-space character (RFC 1435 bounds).
+def require_constants(*names: str) -> Callable[[dict[str, Any]], None]:
+    """JSON-schema hook: fields with a constant default are still always present on the wire."""
+
+    def hook(schema: dict[str, Any]) -> None:
+        schema["required"] = [*names, *(n for n in schema.get("required", []) if n not in names)]
+
+    return hook
+
+
 ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=r".*\S.*")]
 ArtifactId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, ScopeId, StrictModel
+from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, ScopeId, StrictModel, require_constants
 from powercontext.contract.receipt import PreparedContextReceipt
 
 DEFAULT_MAX_BYTES = 8000
@@ -35,6 +35,8 @@ class PrepareContextRequest(StrictModel):
 
 class PreparedContext(StrictModel):
     """The injection value. Without a Receipt it has exactly four keys."""
+
+    model_config = StrictModel.model_config | {"json_schema_extra": require_constants("schema")}
 
     schema_: Literal["powercontext.prepared-context.v1"] = Field(
         default=PREPARED_CONTEXT_SCHEMA, alias="schema", serialization_alias="schema"

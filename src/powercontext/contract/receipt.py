@@ -14,6 +14,7 @@ from powercontext.contract.common import (
     CodeEvidenceRef,
     Family,
     StrictModel,
+    require_constants,
 )
 
 Sha256Digest = str
@@ -125,6 +126,8 @@ class StageTiming(StrictModel):
 
 class PreparedContextReceipt(StrictModel):
     """Exact, content-free explanation of one PreparedContext. Never inject it into a prompt."""
+
+    model_config = StrictModel.model_config | {"json_schema_extra": require_constants("schema", "policy_id")}
 
     schema_: Literal["powercontext.prepared-context-receipt.v1"] = Field(
         default=RECEIPT_SCHEMA, alias="schema", serialization_alias="schema"
