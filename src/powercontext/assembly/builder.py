@@ -38,7 +38,8 @@ class Candidate:
 @dataclass(frozen=True)
 class BuilderLimits:
     candidate_limits: Mapping[Family, int] = field(default_factory=lambda: {"atomic-memory": 16})
-    family_limits: Mapping[Family, int] = field(default_factory=lambda: {"atomic-memory": 8})
+    # Per-family injection caps, for families that have one (the default path caps only the total).
+    family_limits: Mapping[Family, int] = field(default_factory=dict)
     entry_limit: int = 8
     max_entry_bytes: int = 2000
     min_truncated_bytes: int = MIN_TRUNCATED_BYTES
@@ -115,7 +116,8 @@ class PreparedContextBuilder:
                 omissions[(family, "duplicate")] += 1
                 continue
             seen.add(candidate.key)
-            if per_family[family] >= limits.family_limits.get(family, limits.entry_limit):
+            family_cap = limits.family_limits.get(family)
+            if family_cap is not None and per_family[family] >= family_cap:
                 omissions[(family, "family_limit")] += 1
                 continue
             if len(items) >= limits.entry_limit:
