@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from powercontext.contract.common import StrictModel
 
@@ -16,15 +16,26 @@ NewScopeId = Annotated[
 ]
 
 
-class ScopeCreate(StrictModel):
-    scope_id: NewScopeId
-    title: str = Field(min_length=1, max_length=512, pattern=r".*\S.*")
-    context_references: list[NewScopeId] = Field(default_factory=list, max_length=64)
+def _distinct(references: list[str]) -> list[str]:
+    if len(set(references)) != len(references):
+        raise ValueError("each Scope may appear only once in context_references")
+    return references
+
+
+References = Annotated[
+    list[NewScopeId],
+    Field(max_length=64, description="Other Scopes that prepare also recalls from, in this order."),
+    AfterValidator(_distinct),
+]
 
 
 class ScopeUpdate(StrictModel):
     title: str = Field(min_length=1, max_length=512, pattern=r".*\S.*")
-    context_references: list[NewScopeId] = Field(default_factory=list, max_length=64)
+    context_references: References = Field(default_factory=list)
+
+
+class ScopeCreate(ScopeUpdate):
+    scope_id: NewScopeId
 
 
 class Scope(StrictModel):

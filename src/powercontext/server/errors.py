@@ -29,6 +29,10 @@ def _validation_message(exc: RequestValidationError) -> str:
         location = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
         if err.get("type") == "json_invalid":
             parts.append("the request body is not valid JSON")
+        elif err.get("type") == "extra_forbidden":
+            # The unknown key is the caller's own text, so it is not repeated back.
+            parent = ".".join(str(p) for p in err.get("loc", ())[:-1] if p != "body") or "body"
+            parts.append(f"{parent}: unknown field; the API schema lists the accepted fields")
         else:
             parts.append(f"{location}: {err.get('msg', 'invalid value')}")
     return "; ".join(parts)

@@ -60,9 +60,14 @@ MIGRATIONS: list[tuple[int, str]] = [
     (
         2,
         """
-        -- Document frequency of each index term over active heads, kept exact by every write, so a
-        -- query can skip terms too common to rank by (see SqliteStore.search_text).
-        CREATE TABLE fts_term_docs (term TEXT PRIMARY KEY, docs INTEGER NOT NULL CHECK (docs > 0)) WITHOUT ROWID;
+        -- Per-Scope document frequency of each index term over active heads, kept exact by every
+        -- write, so a query can skip terms too common to rank by (see SqliteStore.search_text).
+        CREATE TABLE fts_term_docs (
+          scope_id TEXT NOT NULL REFERENCES scopes(scope_id),
+          term TEXT NOT NULL,
+          docs INTEGER NOT NULL CHECK (docs > 0),
+          PRIMARY KEY (scope_id, term)
+        ) WITHOUT ROWID;
         """,
     ),
 ]
@@ -73,14 +78,16 @@ LATEST_VERSION = MIGRATIONS[-1][0]
 def _backfill_term_docs(conn: Any) -> None:
     from powercontext.text.tokenize import terms
 
-    counts: Counter[str] = Counter()
+    counts: Counter[tuple[str, str]] = Counter()
     rows = conn.execute(
-        "SELECT r.body FROM artifacts a JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision"
-        " WHERE a.state = 'active'"
+        "SELECT a.scope_id, r.body FROM artifacts a"
+        " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision WHERE a.state = 'active'"
     )
-    for (body,) in rows:
-        counts.update(set(terms(body)))
-    conn.executemany("INSERT INTO fts_term_docs (term, docs) VALUES (?, ?)", counts.items())
+    for scope_id, body in rows:
+        counts.update((scope_id, term) for term in set(terms(body)))
+    conn.executemany(
+        "INSERT INTO fts_term_docs (scope_id, term, docs) VALUES (?, ?, ?)", [(s, t, n) for (s, t), n in counts.items()]
+    )
 
 
 # Data steps that run after a migration's SQL, in the same transaction.

@@ -82,10 +82,10 @@ class SqliteStore:
         self._local = threading.local()
         self._readers: list[Any] = []
         self._readers_lock = threading.Lock()
+        self._closed = False
         self._writer = self._connect()
         self._writer.execute("PRAGMA journal_mode = WAL")
         apply_migrations(self._writer, _now())
-        self._closed = False
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -98,6 +98,8 @@ class SqliteStore:
         return conn
 
     def _reader(self) -> Any:
+        if self._closed:
+            raise StoreUnavailable()
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()
@@ -110,6 +112,8 @@ class SqliteStore:
     @contextmanager
     def _write(self) -> Iterator[Any]:
         with self._write_lock:
+            if self._closed:
+                raise StoreUnavailable()
             conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -125,9 +129,9 @@ class SqliteStore:
     def ready(self) -> bool:
         try:
             self._reader().execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchone()
-        except sqlite.Error:
+        except (sqlite.Error, StoreUnavailable):
             return False
-        return not self._closed
+        return True
 
     def close(self) -> None:
         self._closed = True
@@ -270,7 +274,7 @@ class SqliteStore:
                 (rowid, revision, new_kind, text, json.dumps(new_tags), now),
             )
             conn.execute("UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, now, rowid))
-            _unindex(conn, rowid, head[7])
+            _unindex(conn, rowid, scope_id, head[7])
             _index(conn, rowid, scope_id, text)
         key = ArtifactKey(scope_id, FAMILY, artifact_id, revision)
         return MemoryRecord(key, revision, "active", new_kind, text, tuple(new_tags), now, None, ())
@@ -290,7 +294,7 @@ class SqliteStore:
                 raise NotActive(str(exc)) from exc
             conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (target, now, rowid))
             if state == "active":
-                _unindex(conn, rowid, head[7])
+                _unindex(conn, rowid, scope_id, head[7])
             if target == "active":
                 _index(conn, rowid, scope_id, head[7])
             row = conn.execute(_SELECT_MEMORY + " WHERE a.id = ? AND r.revision = ?", (rowid, head_revision)).fetchone()
@@ -335,7 +339,7 @@ class SqliteStore:
                     "UPDATE artifacts SET state = 'merged', merged_into = ?, updated_at = ? WHERE id = ?",
                     (merged_id, now, head[0]),
                 )
-                _unindex(conn, head[0], head[7])
+                _unindex(conn, head[0], scope_id, head[7])
         source_keys = tuple(ArtifactKey(scope_id, FAMILY, a, r) for a, r in sources)
         key = ArtifactKey(scope_id, FAMILY, merged_id, 1)
         return MemoryRecord(key, 1, "active", kind, text, tuple(tags), now, None, source_keys)
@@ -374,7 +378,7 @@ class SqliteStore:
 
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
         conn = self._reader()
-        terms, rankable = _affordable_terms(conn, terms)
+        terms, rankable = _affordable_terms(conn, scope_id, terms)
         if not terms:
             return []
         # When even the rarest term is in too many memories to rank them all, take the newest matches
@@ -393,7 +397,7 @@ class SqliteStore:
         return [ScoredMemory(_record(row[1:]), -row[0]) for row in rows]
 
 
-def _affordable_terms(conn: Any, terms: Sequence[str]) -> tuple[list[str], bool]:
+def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
     """The query terms worth scoring, rarest first, and whether BM25 ranking is affordable.
 
     BM25 cost grows with the postings of every OR-ed term, while a term found in a large share of
@@ -404,7 +408,11 @@ def _affordable_terms(conn: Any, terms: Sequence[str]) -> tuple[list[str], bool]
     if not terms:
         return [], True
     marks = ",".join("?" * len(terms))
-    counts = dict(conn.execute(f"SELECT term, docs FROM fts_term_docs WHERE term IN ({marks})", list(terms)))
+    counts = dict(
+        conn.execute(
+            f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})", [scope_id, *terms]
+        )
+    )
     present = sorted((t for t in terms if t in counts), key=lambda t: counts[t])
     kept: list[str] = []
     total = 0
@@ -424,17 +432,19 @@ def _index(conn: Any, rowid: int, scope_id: str, text: str) -> None:
         (rowid, scope_tag(scope_id), " ".join(terms)),
     )
     conn.executemany(
-        "INSERT INTO fts_term_docs (term, docs) VALUES (?, 1) ON CONFLICT (term) DO UPDATE SET docs = docs + 1",
-        [(t,) for t in set(terms)],
+        "INSERT INTO fts_term_docs (scope_id, term, docs) VALUES (?, ?, 1)"
+        " ON CONFLICT (scope_id, term) DO UPDATE SET docs = docs + 1",
+        [(scope_id, t) for t in set(terms)],
     )
 
 
-def _unindex(conn: Any, rowid: int, text: str) -> None:
+def _unindex(conn: Any, rowid: int, scope_id: str, text: str) -> None:
     """Remove one head from search; ``text`` is the body it was indexed with."""
     conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
-    distinct = [(t,) for t in set(index_terms(text))]
-    conn.executemany("UPDATE fts_term_docs SET docs = docs - 1 WHERE term = ? AND docs > 1", distinct)
-    conn.executemany("DELETE FROM fts_term_docs WHERE term = ? AND docs = 1", distinct)
+    distinct = [(scope_id, t) for t in set(index_terms(text))]
+    # Delete the last occurrences first: decrementing first would turn 2 into 1 and delete it too.
+    conn.executemany("DELETE FROM fts_term_docs WHERE scope_id = ? AND term = ? AND docs = 1", distinct)
+    conn.executemany("UPDATE fts_term_docs SET docs = docs - 1 WHERE scope_id = ? AND term = ?", distinct)
 
 
 def _record(row: Any) -> MemoryRecord:

@@ -1,0 +1,281 @@
+"""Fixtures: a real server subprocess, and an in-process uvicorn server built from real parts.
+
+* ``server`` (session scope) starts ``powercontext.server.run.serve`` in a child interpreter on a free
+  loopback port, with stderr captured to a file so tests can read the server's log lines. Tests
+  isolate themselves with fresh uuid Scope ids, so one server is shared safely.
+* ``inprocess_server`` is a factory: ``Runtime(store, receipt_assembler=...)`` + ``create_app`` +
+  ``uvicorn.Server`` in a thread. It is the seam for injecting a failing receipt assembler or a
+  counting Store wrapper; nothing of the code under test is monkeypatched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from powercontext.domain.lifecycle import LifecycleAction
+from powercontext.runtime import Runtime
+from powercontext.server.app import create_app
+from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory, Store
+from powercontext.store.sqlite import SqliteStore
+from tests.support import REQUEST_ID_HEADER, Api, free_port, wait_until
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+SERVE_CODE = (
+    "from powercontext.server.run import serve; from powercontext.settings import Settings; "
+    "serve(Settings.from_env(db={db!r}, host='127.0.0.1', port={port}))"
+)
+
+
+# -- the server subprocess ---------------------------------------------------------------------
+
+
+@dataclass
+class LiveServer:
+    base_url: str
+    log_path: Path
+    db_path: Path
+    process: subprocess.Popen[bytes]
+
+    def log_text(self) -> str:
+        """The server's stderr so far, after a barrier request has been logged.
+
+        Access-log lines are written after the response is sent, so a fresh request is made and the
+        log is read once its request id appears: every earlier request's line is then on disk.
+        """
+        r = httpx.get(self.base_url + "/health/live", timeout=10)
+        request_id = r.headers[REQUEST_ID_HEADER]
+        assert wait_until(lambda: request_id in self.log_path.read_text("utf-8", errors="replace")), (
+            "barrier request never reached the server log"
+        )
+        return self.log_path.read_text("utf-8", errors="replace")
+
+
+def _start_server(db_path: Path, log_path: Path) -> LiveServer:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    env["POWERCONTEXT_LOG_LEVEL"] = "info"
+    log_file = open(log_path, "wb")  # noqa: SIM115 - closed when the process is stopped
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVE_CODE.format(db=str(db_path), port=port)],
+        stdout=subprocess.DEVNULL,
+        stderr=log_file,
+        cwd=str(REPO_ROOT),
+        env=env,
+    )
+    log_file.close()
+    base_url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            return True
+        try:
+            return httpx.get(base_url + "/health/ready", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    wait_until(ready, timeout=30, interval=0.05)
+    if process.poll() is not None:
+        raise RuntimeError(f"server exited with {process.returncode}:\n{log_path.read_text()}")
+    return LiveServer(base_url, log_path, db_path, process)
+
+
+def _stop_server(server: LiveServer) -> None:
+    if server.process.poll() is None:
+        server.process.terminate()
+        try:
+            server.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = tmp_path_factory.mktemp("server")
+    live = _start_server(base / "powercontext.db", base / "server-stderr.log")
+    try:
+        yield live
+    finally:
+        _stop_server(live)
+
+
+@pytest.fixture
+def api(server: LiveServer) -> Iterator[Api]:
+    client = Api(server.base_url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+# -- the in-process server ---------------------------------------------------------------------
+
+
+class CountingStore:
+    """Delegates every ``Store`` method to a real store and counts the calls by method name."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self.calls[name] += 1
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.calls)
+
+    @property
+    def search_text_calls(self) -> int:
+        return self.snapshot()["search_text"]
+
+    def create_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
+        self._count("create_scope")
+        return self.inner.create_scope(scope_id, title, context_references)
+
+    def update_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
+        self._count("update_scope")
+        return self.inner.update_scope(scope_id, title, context_references)
+
+    def get_scope(self, scope_id: str) -> ScopeRecord:
+        self._count("get_scope")
+        return self.inner.get_scope(scope_id)
+
+    def list_scopes(self) -> list[ScopeRecord]:
+        self._count("list_scopes")
+        return self.inner.list_scopes()
+
+    def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]:
+        self._count("create_memories")
+        return self.inner.create_memories(scope_id, items)
+
+    def revise_memory(
+        self,
+        scope_id: str,
+        artifact_id: str,
+        expected_revision: int,
+        text: str,
+        kind: str | None,
+        tags: Sequence[str] | None,
+    ) -> MemoryRecord:
+        self._count("revise_memory")
+        return self.inner.revise_memory(scope_id, artifact_id, expected_revision, text, kind, tags)
+
+    def change_lifecycle(
+        self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None
+    ) -> MemoryRecord:
+        self._count("change_lifecycle")
+        return self.inner.change_lifecycle(scope_id, artifact_id, action, expected_revision)
+
+    def merge_memories(
+        self, scope_id: str, sources: Sequence[tuple[str, int]], text: str, kind: str, tags: Sequence[str]
+    ) -> MemoryRecord:
+        self._count("merge_memories")
+        return self.inner.merge_memories(scope_id, sources, text, kind, tags)
+
+    def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord:
+        self._count("read_head")
+        return self.inner.read_head(scope_id, artifact_id)
+
+    def read_revision(self, scope_id: str, artifact_id: str, revision: int) -> MemoryRecord:
+        self._count("read_revision")
+        return self.inner.read_revision(scope_id, artifact_id, revision)
+
+    def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
+        self._count("search_text")
+        return self.inner.search_text(scope_id, terms, limit)
+
+    def ready(self) -> bool:
+        return self.inner.ready()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@dataclass
+class InProcessServer:
+    base_url: str
+    runtime: Runtime
+    server: uvicorn.Server
+    thread: threading.Thread
+    api: Api = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.api = Api(self.base_url)
+
+    def stop(self) -> None:
+        self.api.close()
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+        assert not self.thread.is_alive(), "in-process server did not shut down"
+
+
+StartInProcess = Callable[..., InProcessServer]
+
+
+@pytest.fixture
+def inprocess_server() -> Iterator[StartInProcess]:
+    started: list[InProcessServer] = []
+
+    def start(store: Store, **runtime_kwargs: Any) -> InProcessServer:
+        runtime = Runtime(store, **runtime_kwargs)
+        app = create_app(runtime)
+        port = free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+        thread.start()
+        if not wait_until(lambda: server.started or not thread.is_alive(), timeout=20):
+            raise RuntimeError("in-process server did not start")
+        if not server.started:
+            raise RuntimeError("in-process server thread died during startup")
+        live = InProcessServer(f"http://127.0.0.1:{port}", runtime, server, thread)
+        started.append(live)
+        return live
+
+    yield start
+    for live in started:
+        live.stop()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> SqliteStore:
+    """A real SQLite store in a fresh file (closed by the in-process server's lifespan, or GC)."""
+    return SqliteStore(tmp_path / "inproc.db")
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def receipt_log() -> Iterator[list[logging.LogRecord]]:
+    """Every record logged to ``powercontext.receipt`` while the test runs."""
+    logger = logging.getLogger("powercontext.receipt")
+    handler = _ListHandler()
+    logger.addHandler(handler)
+    try:
+        yield handler.records
+    finally:
+        logger.removeHandler(handler)
