@@ -38,7 +38,7 @@ from powercontext.text.tokenize import terms as index_terms
 
 FAMILY: Final = "atomic-memory"
 _BUSY_TIMEOUT_MS = 10_000
-POSTING_BUDGET = 30_000
+POSTING_BUDGET = 8_000
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 _SELECT_MEMORY = """
