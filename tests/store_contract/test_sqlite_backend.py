@@ -173,3 +173,58 @@ def test_upgrade_from_schema_version_1_keeps_memories_searchable(tmp_path: Path)
         assert store.read_revision("old", "am_gone", 1).state == "forgotten"
     finally:
         store.close()
+
+
+def test_term_counts_stay_exact_through_every_kind_of_write(tmp_path: Path) -> None:
+    """The per-Scope term counts that steer query pruning equal a recount from the active heads."""
+    import random
+    from collections import Counter
+
+    from powercontext.text.tokenize import terms
+
+    path = tmp_path / "counts.db"
+    store = SqliteStore(path)
+    rng = random.Random(5)
+    words = ["ledger", "deploy", "deployment", "cache", "数据库", "迁移", "retry", "queue", "shard", "tokens"]
+    scopes = ["a", "b"]
+    for scope in scopes:
+        store.create_scope(scope, scope, [])
+    live: dict[str, list[tuple[str, int]]] = {s: [] for s in scopes}  # active (artifact_id, head revision)
+
+    def body() -> str:
+        return " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+
+    for _ in range(400):
+        scope = rng.choice(scopes)
+        pool = live[scope]
+        op = rng.choice(["batch", "revise", "forget", "merge"] if len(pool) >= 2 else ["batch"])
+        if op == "batch":
+            created = store.create_memories(scope, [NewMemory(body(), "fact", ()) for _ in range(rng.randint(1, 4))])
+            pool.extend((r.key.artifact_id, 1) for r in created)
+        elif op == "revise":
+            i = rng.randrange(len(pool))
+            record = store.revise_memory(scope, pool[i][0], pool[i][1], body(), None, None)
+            pool[i] = (pool[i][0], record.key.revision)
+        elif op == "forget":
+            artifact_id, _ = pool.pop(rng.randrange(len(pool)))
+            store.change_lifecycle(scope, artifact_id, "forget", None)
+            if rng.random() < 0.5:
+                restored = store.change_lifecycle(scope, artifact_id, "restore", None)
+                pool.append((artifact_id, restored.key.revision))
+        else:
+            first, second = pool.pop(), pool.pop()
+            merged = store.merge_memories(scope, [first, second], body(), "fact", [])
+            pool.append((merged.key.artifact_id, 1))
+    store.close()
+
+    expected: Counter[tuple[str, str]] = Counter()
+    heads = _rows(
+        path,
+        "SELECT a.scope_id, r.body FROM artifacts a JOIN revisions r ON r.artifact = a.id"
+        " AND r.revision = a.head_revision WHERE a.state = 'active'",
+    )
+    for scope_id, text in heads:
+        expected.update((str(scope_id), t) for t in {"", *terms(str(text))})
+    stored = {(str(s), str(t)): n for s, t, n in _rows(path, "SELECT scope_id, term, docs FROM fts_term_docs")}
+    assert stored == dict(expected)
+    assert sum(len(p) for p in live.values()) == len(heads)

@@ -84,7 +84,8 @@ def _backfill_term_docs(conn: Any) -> None:
         " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision WHERE a.state = 'active'"
     )
     for scope_id, body in rows:
-        counts.update((scope_id, term) for term in set(terms(body)))
+        # "" counts the Scope's active heads (see store.ACTIVE_DOCS).
+        counts.update((scope_id, term) for term in {"", *terms(body)})
     conn.executemany(
         "INSERT INTO fts_term_docs (scope_id, term, docs) VALUES (?, ?, ?)", [(s, t, n) for (s, t), n in counts.items()]
     )

@@ -11,6 +11,7 @@ import hashlib
 import json
 import secrets
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -39,6 +40,10 @@ from powercontext.text.tokenize import terms as index_terms
 FAMILY: Final = "atomic-memory"
 _BUSY_TIMEOUT_MS = 10_000
 POSTING_BUDGET = 8_000
+# A reserved term (the tokenizer never yields it) whose count is the Scope's number of active heads.
+ACTIVE_DOCS = ""
+# In a small Scope a word in half the memories is still a topic, not a stop word.
+COMMON_TERM_MIN_DOCS = 1_000
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 _SELECT_MEMORY = """
@@ -207,6 +212,7 @@ class SqliteStore:
         results: list[MemoryRecord] = []
         with self._write() as conn:
             self._require_scope(conn, scope_id)
+            counts = TermCounts(scope_id)
             for item in items:
                 if item.idempotency_key is not None:
                     replay = self._replay(conn, scope_id, item)
@@ -226,7 +232,7 @@ class SqliteStore:
                     " VALUES (?, 1, ?, ?, ?, ?)",
                     (rowid, item.kind, item.text, tags, now),
                 )
-                _index(conn, rowid, scope_id, item.text)
+                counts.index(conn, rowid, item.text)
                 if item.idempotency_key is not None:
                     conn.execute(
                         "INSERT INTO idempotency_keys (scope_id, idem_key, request_digest, artifact)"
@@ -235,6 +241,7 @@ class SqliteStore:
                     )
                 key = ArtifactKey(scope_id, FAMILY, artifact_id, 1)
                 results.append(MemoryRecord(key, 1, "active", item.kind, item.text, item.tags, now, None, ()))
+            counts.flush(conn)
         return results
 
     def _replay(self, conn: Any, scope_id: str, item: NewMemory) -> MemoryRecord | None:
@@ -274,8 +281,10 @@ class SqliteStore:
                 (rowid, revision, new_kind, text, json.dumps(new_tags), now),
             )
             conn.execute("UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, now, rowid))
-            _unindex(conn, rowid, scope_id, head[7])
-            _index(conn, rowid, scope_id, text)
+            counts = TermCounts(scope_id)
+            counts.unindex(conn, rowid, head[7])
+            counts.index(conn, rowid, text)
+            counts.flush(conn)
         key = ArtifactKey(scope_id, FAMILY, artifact_id, revision)
         return MemoryRecord(key, revision, "active", new_kind, text, tuple(new_tags), now, None, ())
 
@@ -293,10 +302,12 @@ class SqliteStore:
             except TransitionRefused as exc:
                 raise NotActive(str(exc)) from exc
             conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (target, now, rowid))
+            counts = TermCounts(scope_id)
             if state == "active":
-                _unindex(conn, rowid, scope_id, head[7])
+                counts.unindex(conn, rowid, head[7])
             if target == "active":
-                _index(conn, rowid, scope_id, head[7])
+                counts.index(conn, rowid, head[7])
+            counts.flush(conn)
             row = conn.execute(_SELECT_MEMORY + " WHERE a.id = ? AND r.revision = ?", (rowid, head_revision)).fetchone()
         return _record(row)
 
@@ -333,13 +344,15 @@ class SqliteStore:
                 " VALUES (?, 1, ?, ?, ?, ?, ?)",
                 (merged_rowid, kind, text, json.dumps(list(tags)), json.dumps(merged_from), now),
             )
-            _index(conn, merged_rowid, scope_id, text)
+            counts = TermCounts(scope_id)
+            counts.index(conn, merged_rowid, text)
             for head in heads:
                 conn.execute(
                     "UPDATE artifacts SET state = 'merged', merged_into = ?, updated_at = ? WHERE id = ?",
                     (merged_id, now, head[0]),
                 )
-                _unindex(conn, head[0], scope_id, head[7])
+                counts.unindex(conn, head[0], head[7])
+            counts.flush(conn)
         source_keys = tuple(ArtifactKey(scope_id, FAMILY, a, r) for a, r in sources)
         key = ArtifactKey(scope_id, FAMILY, merged_id, 1)
         return MemoryRecord(key, 1, "active", kind, text, tuple(tags), now, None, source_keys)
@@ -400,51 +413,68 @@ class SqliteStore:
 def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
     """The query terms worth scoring, rarest first, and whether BM25 ranking is affordable.
 
-    BM25 cost grows with the postings of every OR-ed term, while a term found in a large share of
-    memories adds almost nothing to the ranking (its IDF is near zero). So terms are taken from the
-    rarest up while their document counts fit ``POSTING_BUDGET``; the rarest is always kept. Terms
-    found nowhere are dropped: a query of only those is a zero-hit search that scans nothing.
+    BM25 cost grows with the postings of every OR-ed term, while a common term adds almost nothing
+    to the ranking: found in half of a large Scope or more, its IDF is clamped to ~0. So the rarest
+    term is always kept, and further terms are added, rarest first, while they are not that common
+    and their document counts fit ``POSTING_BUDGET``. Terms found nowhere are dropped: a query of only those
+    is a zero-hit search that scans nothing.
     """
     if not terms:
         return [], True
-    marks = ",".join("?" * len(terms))
+    marks = ",".join("?" * (len(terms) + 1))
     counts = dict(
         conn.execute(
-            f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})", [scope_id, *terms]
+            f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})",
+            [scope_id, ACTIVE_DOCS, *terms],
         )
     )
+    active = counts.pop(ACTIVE_DOCS, 0)
     present = sorted((t for t in terms if t in counts), key=lambda t: counts[t])
     kept: list[str] = []
     total = 0
     for term in present:
-        if kept and total + counts[term] > POSTING_BUDGET:
+        docs = counts[term]
+        common = active >= COMMON_TERM_MIN_DOCS and 2 * docs >= active
+        if kept and (common or total + docs > POSTING_BUDGET):
             break
         kept.append(term)
-        total += counts[term]
+        total += docs
     return kept, total <= POSTING_BUDGET
 
 
-def _index(conn: Any, rowid: int, scope_id: str, text: str) -> None:
-    """Make one active head searchable and count its distinct terms."""
-    terms = index_terms(text)
-    conn.execute(
-        "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
-        (rowid, scope_tag(scope_id), " ".join(terms)),
-    )
-    conn.executemany(
-        "INSERT INTO fts_term_docs (scope_id, term, docs) VALUES (?, ?, 1)"
-        " ON CONFLICT (scope_id, term) DO UPDATE SET docs = docs + 1",
-        [(scope_id, t) for t in set(terms)],
-    )
+class TermCounts:
+    """The ``fts_term_docs`` changes of one write transaction, applied once by ``flush``."""
 
+    def __init__(self, scope_id: str) -> None:
+        self.scope_id = scope_id
+        self.deltas: Counter[str] = Counter()
 
-def _unindex(conn: Any, rowid: int, scope_id: str, text: str) -> None:
-    """Remove one head from search; ``text`` is the body it was indexed with."""
-    conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
-    distinct = [(scope_id, t) for t in set(index_terms(text))]
-    # Delete the last occurrences first: decrementing first would turn 2 into 1 and delete it too.
-    conn.executemany("DELETE FROM fts_term_docs WHERE scope_id = ? AND term = ? AND docs = 1", distinct)
-    conn.executemany("UPDATE fts_term_docs SET docs = docs - 1 WHERE scope_id = ? AND term = ?", distinct)
+    def index(self, conn: Any, rowid: int, text: str) -> None:
+        """Make one active head searchable."""
+        terms = index_terms(text)
+        conn.execute(
+            "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+            (rowid, scope_tag(self.scope_id), " ".join(terms)),
+        )
+        self.deltas.update({ACTIVE_DOCS, *terms})
+
+    def unindex(self, conn: Any, rowid: int, text: str) -> None:
+        """Remove one head from search; ``text`` is the body it was indexed with."""
+        conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
+        self.deltas.subtract({ACTIVE_DOCS, *index_terms(text)})
+
+    def flush(self, conn: Any) -> None:
+        gained = [(self.scope_id, t, d) for t, d in self.deltas.items() if d > 0]
+        lost = [(d, self.scope_id, t) for t, d in self.deltas.items() if d < 0]
+        conn.executemany(
+            "INSERT INTO fts_term_docs (scope_id, term, docs) VALUES (?, ?, ?)"
+            " ON CONFLICT (scope_id, term) DO UPDATE SET docs = docs + excluded.docs",
+            gained,
+        )
+        # Rows that reach zero go first, so no row ever holds a zero count.
+        conn.executemany("DELETE FROM fts_term_docs WHERE docs + ? = 0 AND scope_id = ? AND term = ?", lost)
+        conn.executemany("UPDATE fts_term_docs SET docs = docs + ? WHERE scope_id = ? AND term = ?", lost)
+        self.deltas.clear()
 
 
 def _record(row: Any) -> MemoryRecord:
