@@ -6,6 +6,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from powercontext import __version__
 from powercontext.assembly.builder import Candidate, PreparedContextBuild, PreparedContextBuilder, round_robin
 from powercontext.contract.capabilities import Capabilities, Limits
@@ -21,7 +23,12 @@ from powercontext.contract.prepare import (
 )
 from powercontext.recall.trace import RecallTrace
 from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
-from powercontext.receipt.validation import ReceiptRejected, serialize_valid_receipt
+from powercontext.receipt.validation import (
+    ReceiptRejected,
+    model_wire_data,
+    rejection_for,
+    serialize_valid_receipt,
+)
 from powercontext.search.atomic import AVAILABLE_MODES, AtomicMemorySearch
 from powercontext.settings import Settings
 from powercontext.store.base import ScoredMemory, Store
@@ -111,11 +118,17 @@ class Runtime:
     ) -> bytes | None:
         """Fail-open: any problem drops the Receipt, logs one content-free line, and changes nothing else."""
         evidence = ReceiptEvidence(request_id, request.query, request.max_bytes, trace, build)
+        assembler = self.receipt_assembler
         try:
-            receipt = self.receipt_assembler.assemble(evidence)
-            return serialize_valid_receipt(receipt, build, request_id)
+            if type(assembler) is TraceReceiptAssembler:
+                data = assembler.receipt_data(evidence)
+            else:
+                data = model_wire_data(assembler.assemble(evidence))
+            return serialize_valid_receipt(data, build, request_id)
         except ReceiptRejected as exc:
             reason, error_type = exc.reason, "ReceiptRejected"
+        except ValidationError as exc:
+            reason, error_type = rejection_for(exc).reason, "ValidationError"
         except Exception as exc:  # an assembler bug must never block injection
             reason, error_type = "assembly_failed", type(exc).__name__
         log.warning(

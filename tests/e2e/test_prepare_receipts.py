@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from powercontext.contract.receipt import PreparedContextReceipt
 from tests.support import (
     FOUR_KEYS,
     REQUEST_ID_HEADER,
@@ -53,6 +54,10 @@ def check_receipt_against_content(response: httpx.Response, body: dict[str, Any]
     assert receipt["used_bytes"] == body["content_bytes"]
     assert len(receipt_bytes(response.content)) <= 8192
     assert strict_json(receipt_bytes(response.content)) == receipt
+    # The published schema accepts it as sent (the built-in assembler writes plain data).
+    assert (
+        PreparedContextReceipt.model_validate_json(receipt_bytes(response.content)).model_dump(mode="json") == receipt
+    )
     if body["status"] == "empty":
         assert body["content"] is None and body["content_bytes"] == 0
         assert receipt["content_digest"] is None

@@ -7,20 +7,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Protocol, get_args
+from typing import Any, Protocol, get_args
 
 from powercontext.assembly.builder import PreparedContextBuild
-from powercontext.contract.common import Family
-from powercontext.contract.receipt import (
-    OmissionReason,
-    OmittedGroup,
-    PreparedContextReceipt,
-    RecallRound,
-    RetrievalEvidence,
-    SearchGroup,
-    SelectedArtifact,
-    StageTiming,
-)
+from powercontext.contract.common import RECEIPT_POLICY_ID, RECEIPT_SCHEMA, Family
+from powercontext.contract.receipt import OmissionReason, PreparedContextReceipt
 from powercontext.recall.trace import RecallTrace
 from powercontext.text.normalize import query_digest, sha256_digest
 
@@ -44,40 +35,56 @@ class ReceiptAssembler(Protocol):
 
 
 class TraceReceiptAssembler:
-    """The default assembler."""
+    """The default assembler.
+
+    On the hot path the runtime takes ``receipt_data`` (the wire object as plain data, checked by
+    ``serialize_valid_receipt``) and never builds models; ``assemble`` is the validated model form.
+    """
 
     def assemble(self, evidence: ReceiptEvidence) -> PreparedContextReceipt:
+        return PreparedContextReceipt.model_validate(self.receipt_data(evidence))
+
+    def receipt_data(self, evidence: ReceiptEvidence) -> dict[str, Any]:
         build, trace = evidence.build, evidence.trace
         context = build.context
-        return PreparedContextReceipt(
-            receipt_id=evidence.receipt_id,
-            query_digest=query_digest(evidence.query),
-            content_digest=sha256_digest(context.content) if context.content is not None else None,
-            requested_max_bytes=evidence.requested_max_bytes,
-            used_bytes=context.content_bytes,
-            truncated=any(item.truncated for item in build.items),
-            non_deterministic=trace.non_deterministic,
-            retrieval=RetrievalEvidence(
-                rounds=[RecallRound(round=r.round, outcome=r.outcome, retained=r.retained) for r in trace.rounds],
-                searches=search_groups(trace),
-                rerank_configs=[],
-                reranks=[],
-            ),
-            selected=[
-                SelectedArtifact(
-                    family=item.key.family,
-                    artifact_address=item.key.to_address(),
-                    rendered_bytes=item.rendered_bytes,
-                    truncated=item.truncated,
-                )
+        return {
+            "schema": RECEIPT_SCHEMA,
+            "receipt_id": evidence.receipt_id,
+            "policy_id": RECEIPT_POLICY_ID,
+            "query_digest": query_digest(evidence.query),
+            "content_digest": sha256_digest(context.content) if context.content is not None else None,
+            "requested_max_bytes": evidence.requested_max_bytes,
+            "used_bytes": context.content_bytes,
+            "truncated": any(item.truncated for item in build.items),
+            "non_deterministic": trace.non_deterministic,
+            "retrieval": {
+                "rounds": [{"round": r.round, "outcome": r.outcome, "retained": r.retained} for r in trace.rounds],
+                "searches": search_groups(trace),
+                "rerank_configs": [],
+                "reranks": [],
+            },
+            "selected": [
+                {
+                    "family": item.key.family,
+                    "artifact_address": {
+                        "scope_id": item.key.scope_id,
+                        "artifact": {
+                            "family": item.key.family,
+                            "artifact_id": item.key.artifact_id,
+                            "revision": item.key.revision,
+                        },
+                    },
+                    "rendered_bytes": item.rendered_bytes,
+                    "truncated": item.truncated,
+                }
                 for item in build.items
             ],
-            omitted=omitted_groups(build, trace.requested_families),
-            stages=stage_timings(trace),
-        )
+            "omitted": omitted_groups(build, trace.requested_families),
+            "stages": stage_timings(trace),
+        }
 
 
-def search_groups(trace: RecallTrace) -> list[SearchGroup]:
+def search_groups(trace: RecallTrace) -> list[dict[str, object]]:
     """Calls grouped by (round, family, mode, outcome, fallback_reason), in first-occurrence order.
 
     Calls happen in a deterministic order (round, then Scope order, then family), so first
@@ -86,27 +93,25 @@ def search_groups(trace: RecallTrace) -> list[SearchGroup]:
     counts: Counter[tuple[int, str, str, str, str]] = Counter(
         (c.round, c.family, c.mode, c.outcome, c.fallback_reason) for c in trace.searches
     )
-    return [
-        SearchGroup(round=k[0], family=k[1], mode=k[2], outcome=k[3], fallback_reason=k[4], count=n)
-        for k, n in counts.items()
-    ]
+    fields = ("round", "family", "mode", "outcome", "fallback_reason")
+    return [{**dict(zip(fields, key, strict=True)), "count": n} for key, n in counts.items()]
 
 
-def omitted_groups(build: PreparedContextBuild, requested: tuple[Family, ...]) -> list[OmittedGroup]:
+def omitted_groups(build: PreparedContextBuild, requested: tuple[Family, ...]) -> list[dict[str, object]]:
     """Builder omission counters plus a ``not_retrieved`` flag per requested family with no candidates."""
     counts = dict(build.omissions)
     for family in requested:
         if build.candidate_counts.get(family, 0) == 0:
             counts[(family, "not_retrieved")] = 1
     ordered = sorted(counts.items(), key=lambda kv: (_FAMILY_ORDER[kv[0][0]], _REASON_ORDER[kv[0][1]]))
-    return [OmittedGroup(family=f, reason=r, count=n) for (f, r), n in ordered if n > 0]
+    return [{"family": f, "reason": r, "count": n} for (f, r), n in ordered if n > 0]
 
 
-def stage_timings(trace: RecallTrace) -> list[StageTiming]:
+def stage_timings(trace: RecallTrace) -> list[dict[str, object]]:
     """Durations summed per stage name with the instance count, in first-run order."""
     totals: dict[str, list[float]] = {}
     for sample in trace.stages:
         entry = totals.setdefault(sample.stage, [0.0, 0])
         entry[0] += sample.duration_ms
         entry[1] += 1
-    return [StageTiming(stage=s, duration_ms=round(d, 3), count=int(n)) for s, (d, n) in totals.items()]
+    return [{"stage": s, "duration_ms": round(d, 3), "count": int(n)} for s, (d, n) in totals.items()]

@@ -1,13 +1,38 @@
-"""Checks a Receipt against the build it explains, and serializes it exactly as returned."""
+"""Checks a Receipt against the build it explains, and serializes it exactly as returned.
+
+Checks run on the Receipt's wire data (the JSON object as a dict), so the same checks serve the
+built-in assembler's plain data and an injected assembler's model.
+"""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
 from powercontext.assembly.builder import PreparedContextBuild
-from powercontext.contract.receipt import MAX_RECEIPT_BYTES, PreparedContextReceipt, SelectedArtifact
-from powercontext.domain.identity import ArtifactKey
+from powercontext.contract.receipt import (
+    MAX_OMITTED_GROUPS,
+    MAX_RECEIPT_BYTES,
+    MAX_RERANK_CONFIGS,
+    MAX_RERANK_GROUPS,
+    MAX_ROUNDS,
+    MAX_SEARCH_GROUPS,
+    MAX_SELECTED,
+    MAX_STAGES,
+    PreparedContextReceipt,
+)
 from powercontext.text.normalize import sha256_digest
+
+_RETRIEVAL_CAPS = {
+    "rounds": MAX_ROUNDS,
+    "searches": MAX_SEARCH_GROUPS,
+    "rerank_configs": MAX_RERANK_CONFIGS,
+    "reranks": MAX_RERANK_GROUPS,
+}
+_CAPS = {"selected": MAX_SELECTED, "omitted": MAX_OMITTED_GROUPS, "stages": MAX_STAGES}
 
 
 class ReceiptRejected(Exception):
@@ -18,34 +43,63 @@ class ReceiptRejected(Exception):
         self.reason = reason
 
 
-def serialize_valid_receipt(receipt: PreparedContextReceipt, build: PreparedContextBuild, receipt_id: str) -> bytes:
-    """The Receipt's JSON bytes, exactly as they go on the wire, or ``ReceiptRejected``."""
-    raw = receipt.model_dump_json().encode("utf-8")
+def rejection_for(exc: ValidationError) -> ReceiptRejected:
+    """The content-free reason for a schema failure (pydantic's message may quote values)."""
+    kinds = {e["type"] for e in exc.errors()}
+    return ReceiptRejected("count_overflow" if "too_long" in kinds else "schema_violation")
+
+
+def model_wire_data(receipt: PreparedContextReceipt) -> dict[str, Any]:
+    """An injected assembler's model as wire data, re-validated from JSON: models built with
+    ``model_construct`` or ``model_copy(update=...)`` skipped validation."""
     try:
-        # Re-validate from the wire form: an injected assembler may have bypassed model validation.
-        checked = PreparedContextReceipt.model_validate_json(raw)
+        checked = PreparedContextReceipt.model_validate_json(receipt.model_dump_json())
     except ValidationError as exc:
-        kinds = {e["type"] for e in exc.errors()}
-        raise ReceiptRejected("count_overflow" if "too_long" in kinds else "schema_violation") from None
-    if len(raw) > MAX_RECEIPT_BYTES:
-        raise ReceiptRejected("byte_overflow")
-    if checked.receipt_id != receipt_id:
+        raise rejection_for(exc) from None
+    return checked.model_dump(mode="json")
+
+
+def serialize_valid_receipt(data: Mapping[str, Any], build: PreparedContextBuild, receipt_id: str) -> bytes:
+    """The Receipt's exact wire bytes, after checking it explains ``build``; else ``ReceiptRejected``."""
+    retrieval = data["retrieval"]
+    if any(len(retrieval[k]) > cap for k, cap in _RETRIEVAL_CAPS.items()) or any(
+        len(data[k]) > cap for k, cap in _CAPS.items()
+    ):
+        raise ReceiptRejected("count_overflow")
+    if data["receipt_id"] != receipt_id:
         raise ReceiptRejected("receipt_id_mismatch")
     context = build.context
-    if checked.used_bytes != context.content_bytes:
+    if data["used_bytes"] != context.content_bytes:
         raise ReceiptRejected("used_bytes_mismatch")
     expected_digest = sha256_digest(context.content) if context.content is not None else None
-    if checked.content_digest != expected_digest:
+    if data["content_digest"] != expected_digest:
         raise ReceiptRejected("content_digest_mismatch")
-    selected: list[object] = [
-        ArtifactKey.from_address(s.artifact_address) if isinstance(s, SelectedArtifact) else s.code_evidence
-        for s in checked.selected
+    if build.code_origins:
+        raise ReceiptRejected("origin_mismatch")  # code items are not built yet
+    expected = [
+        (
+            {
+                "scope_id": i.key.scope_id,
+                "artifact": {"family": i.key.family, "artifact_id": i.key.artifact_id, "revision": i.key.revision},
+            },
+            i.key.family,
+            i.rendered_bytes,
+            i.truncated,
+        )
+        for i in build.items
     ]
-    if selected != [*build.origins, *build.code_origins]:
+    # Ordered, complete and unambiguous: every selected item has exactly one identity field.
+    selected = [
+        (s.get("artifact_address"), s.get("family"), s.get("rendered_bytes"), s.get("truncated"))
+        if "code_evidence" not in s
+        else None
+        for s in data["selected"]
+    ]
+    if selected != expected:
         raise ReceiptRejected("origin_mismatch")
-    rendered = [(s.rendered_bytes, s.truncated) for s in checked.selected]
-    if rendered != [(i.rendered_bytes, i.truncated) for i in build.items]:
-        raise ReceiptRejected("origin_mismatch")
-    if checked.truncated != any(i.truncated for i in build.items):
+    if data["truncated"] != any(i.truncated for i in build.items):
         raise ReceiptRejected("truncated_mismatch")
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(raw) > MAX_RECEIPT_BYTES:
+        raise ReceiptRejected("byte_overflow")
     return raw
