@@ -228,3 +228,44 @@ def test_term_counts_stay_exact_through_every_kind_of_write(tmp_path: Path) -> N
     stored = {(str(s), str(t)): n for s, t, n in _rows(path, "SELECT scope_id, term, docs FROM fts_term_docs")}
     assert stored == dict(expected)
     assert sum(len(p) for p in live.values()) == len(heads)
+
+
+def test_the_driver_can_load_extensions_for_sqlite_vec() -> None:
+    """The vector issue loads sqlite-vec; the stdlib module here cannot, so the bundled driver must."""
+    from powercontext.store.sqlite.driver import sqlite as driver
+
+    conn = driver.connect(":memory:")
+    try:
+        conn.enable_load_extension(True)
+        conn.enable_load_extension(False)
+        version = conn.execute("SELECT sqlite_version()").fetchone()[0]
+    finally:
+        conn.close()
+    assert tuple(int(p) for p in version.split(".")[:2]) >= (3, 45)
+
+
+def test_a_second_process_writing_meets_no_locked_database(tmp_path: Path) -> None:
+    """Two stores on one file (as two processes would be) both write while the other holds transactions."""
+    import threading
+
+    path = tmp_path / "two.db"
+    first, second = SqliteStore(path), SqliteStore(path)
+    first.create_scope("s", "t", [])
+    errors: list[BaseException] = []
+
+    def write(store: SqliteStore) -> None:
+        try:
+            for _ in range(50):
+                store.create_memories("s", [NewMemory("parallel writer body", "fact", ()) for _ in range(20)])
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(s,)) for s in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    first.close()
+    second.close()
+    assert errors == []
+    assert _rows(path, "SELECT COUNT(*) FROM artifacts") == [(2000,)]
