@@ -112,6 +112,16 @@ def test_import_jsonl_then_prepare_with_receipt(server: LiveServer, scope: str, 
     assert set(json.loads(plain.stdout)) == {"schema", "status", "content", "content_bytes"}
 
 
+def test_human_view_of_an_empty_result_explains_it(server: LiveServer, scope: str) -> None:
+    result = run_cli(
+        "context", "prepare", "-s", scope, "-q", "nothing matches this", "--include-receipt", url=server.base_url
+    )
+    assert result.returncode == 0, result.stderr
+    assert "empty: nothing to inject" in result.stdout
+    assert "selected: none" in result.stdout
+    assert "not_retrieved" in result.stdout
+
+
 def test_import_rejects_a_bad_line_and_writes_nothing(server: LiveServer, scope: str, tmp_path: Path) -> None:
     source = tmp_path / "bad.jsonl"
     source.write_text('{"text": "fine line about kiwis", "kind": "fact"}\n{"text": "kiwis", "kind": "rumour"}\n')

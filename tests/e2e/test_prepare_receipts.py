@@ -494,3 +494,10 @@ def test_representative_cross_scope_receipt_fits_8192_bytes(api: Api) -> None:
     assert {s["artifact_address"]["scope_id"] for s in receipt["selected"]} == {a, b}
     assert all(len(s["artifact_address"]["scope_id"]) > 200 for s in receipt["selected"])
     assert len(receipt_bytes(r.content)) <= 8192
+
+
+def test_a_blank_query_gets_a_message_a_person_can_act_on(api: Api) -> None:
+    r = api.prepare(api.new_scope(), "   \n\t ")
+    assert r.status_code == 422
+    assert error_code(r) == "invalid-request"
+    assert r.json()["error"]["message"] == "query: must contain a non-space character"

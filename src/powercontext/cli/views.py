@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from powercontext.contract.prepare import PreparedContext
-from powercontext.contract.receipt import SelectedArtifact
+from powercontext.contract.receipt import PreparedContextReceipt, SelectedArtifact
 
 
 def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
@@ -22,21 +22,7 @@ def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
         if asked_for_receipt:
             console.print("no Receipt was returned (the Server could not build a valid one)", style="yellow")
         return
-    selected = Table(title="Selected (injection order)")
-    for column in ("#", "family", "scope", "artifact", "rev", "bytes", "truncated"):
-        selected.add_column(column, overflow="fold")
-    for number, item in enumerate(receipt.selected, start=1):
-        if isinstance(item, SelectedArtifact):
-            address = item.artifact_address
-            ref = address.artifact
-            scope_id, ident, rev = address.scope_id, ref.artifact_id, str(ref.revision)
-        else:
-            code = item.code_evidence
-            scope_id, ident, rev = code.scope_id, f"{code.path}:{code.start_line}-{code.end_line}", "-"
-        selected.add_row(
-            str(number), item.family, scope_id, ident, rev, str(item.rendered_bytes), "yes" if item.truncated else ""
-        )
-    console.print(selected)
+    console.print(_selected_table(receipt) if receipt.selected else "selected: none", highlight=False)
     if receipt.omitted:
         omitted = Table(title="Omitted")
         for column in ("family", "reason", "count"):
@@ -56,3 +42,21 @@ def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
         f"receipt_id: {receipt.receipt_id}",
         highlight=False,
     )
+
+
+def _selected_table(receipt: PreparedContextReceipt) -> Table:
+    table = Table(title="Selected (injection order)")
+    for column in ("#", "family", "scope", "artifact", "rev", "bytes", "truncated"):
+        table.add_column(column, overflow="fold")
+    for number, item in enumerate(receipt.selected, start=1):
+        if isinstance(item, SelectedArtifact):
+            address = item.artifact_address
+            ref = address.artifact
+            scope_id, ident, rev = address.scope_id, ref.artifact_id, str(ref.revision)
+        else:
+            code = item.code_evidence
+            scope_id, ident, rev = code.scope_id, f"{code.path}:{code.start_line}-{code.end_line}", "-"
+        table.add_row(
+            str(number), item.family, scope_id, ident, rev, str(item.rendered_bytes), "yes" if item.truncated else ""
+        )
+    return table
