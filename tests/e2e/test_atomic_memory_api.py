@@ -485,3 +485,21 @@ def test_lone_surrogates_are_invalid_requests_not_server_errors(api: Api, path: 
         headers={"content-type": "application/json"},
     )
     assert p.status_code == 422 and error_code(p) == "invalid-request"
+
+
+def test_hostile_transport_input_is_a_4xx_with_the_envelope(api: Api) -> None:
+    sid = api.new_scope()
+    memory = api.add(sid, "overflow probe", "fact")
+    huge = api.revision(sid, artifact_id(memory), 2**70)
+    assert huge.status_code == 422 and error_code(huge) == "invalid-request"
+    stale = api.http.put(
+        f"/v1/scopes/{sid}/atomic-memory/{artifact_id(memory)}", json={"text": "x", "expected_revision": 2**70}
+    )
+    assert stale.status_code == 422 and error_code(stale) == "invalid-request"
+    not_utf8 = api.http.post("/v1/context/prepare", content=b"\xff\xfe{", headers={"content-type": "application/json"})
+    assert not_utf8.status_code == 422 and error_code(not_utf8) == "invalid-request"
+    wrong_method = api.http.delete("/v1/scopes")
+    assert wrong_method.status_code == 405 and error_code(wrong_method) == "method-not-allowed"
+    assert wrong_method.headers["allow"] == "GET, POST"
+    batch_path = api.http.delete(f"/v1/scopes/{sid}/atomic-memory/batch")
+    assert batch_path.status_code == 405 and batch_path.headers["allow"] == "POST"

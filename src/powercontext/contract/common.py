@@ -37,6 +37,10 @@ def require_constants(*names: str) -> Callable[[dict[str, Any]], None]:
     return hook
 
 
+# Revisions are SQLite integers: bounding them turns an absurd number into a 422, not an overflow.
+MAX_REVISION = 2**31 - 1
+Revision = Annotated[int, Field(ge=1, le=MAX_REVISION)]
+
 ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=r".*\S.*")]
 ArtifactId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
 
@@ -44,7 +48,7 @@ ArtifactId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21
 class ArtifactRef(StrictModel):
     family: ArtifactFamily
     artifact_id: ArtifactId
-    revision: int = Field(ge=1)
+    revision: Revision
 
 
 class ArtifactAddress(StrictModel):

@@ -11,6 +11,7 @@ from powercontext.contract.common import (
     ArtifactId,
     LifecycleState,
     MemoryKind,
+    Revision,
     SearchModePolicy,
     StrictModel,
 )
@@ -54,19 +55,19 @@ class AtomicMemoryBatchCreate(StrictModel):
 
 
 class AtomicMemoryRevise(_BodyModel):
-    expected_revision: int = Field(ge=1, description="The head revision the change is based on.")
+    expected_revision: Revision = Field(description="The head revision the change is based on.")
     kind: MemoryKind | None = Field(default=None, description="Omit to keep the current kind.")
     tags: list[Tag] | None = Field(default=None, max_length=32, description="Omit to keep the current tags.")
 
 
 class AtomicMemoryLifecycle(StrictModel):
     action: Literal["forget", "retire", "restore"]
-    expected_revision: int | None = Field(default=None, ge=1)
+    expected_revision: Revision | None = None
 
 
 class MergeSource(StrictModel):
     artifact_id: ArtifactId
-    revision: int = Field(ge=1)
+    revision: Revision
 
 
 class AtomicMemoryMerge(_BodyModel):

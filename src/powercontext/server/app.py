@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from powercontext import __version__
 from powercontext.runtime import Runtime
@@ -31,7 +32,15 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAP
     )
     app.state.runtime = runtime
     install_error_handlers(app)
-    for router in (health.router, scopes.router, memory.router, context.router):
+    routers = (health.router, scopes.router, memory.router, context.router)
+    for router in routers:
         app.include_router(router)
+    # For the Allow header of a 405: which methods each path template serves.
+    app.state.route_methods = [
+        (route.path_regex, route.methods)
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute)
+    ]
     app.add_middleware(RequestIdMiddleware)
     return app

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -56,6 +58,23 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI's "error parsing the body": bytes that are not UTF-8 JSON
+            return error_response(request, 422, "invalid-request", "the request body is not valid UTF-8 JSON")
         code = _HTTP_CODES.get(exc.status_code, "http-error")
         message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
-        return error_response(request, exc.status_code, code, message)
+        response = error_response(request, exc.status_code, code, message)
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            response.headers["Allow"] = ", ".join(_allowed_methods(request))
+        return response
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods of the most specific path template matching this path, as the OpenAPI document lists
+    them (the router names only its first matching route's; ``/atomic-memory/batch`` also fits
+    ``/atomic-memory/{artifact_id}``, so the template with the fewest parameters wins)."""
+    path = request.url.path
+    table: list[tuple[re.Pattern[str], set[str]]] = request.app.state.route_methods
+    matching = [(pattern.groups, methods) for pattern, methods in table if pattern.match(path)]
+    fewest = min((groups for groups, _ in matching), default=0)
+    return sorted({m for groups, methods in matching if groups == fewest for m in methods})

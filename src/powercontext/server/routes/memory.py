@@ -6,6 +6,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Path
 
+from powercontext.contract.common import MAX_REVISION
 from powercontext.contract.memory import (
     AtomicMemory,
     AtomicMemoryBatch,
@@ -96,6 +97,6 @@ def read_revision(
     family: Family,
     artifact_id: str,
     runtime: RuntimeDep,
-    revision: int = Path(ge=1),
+    revision: int = Path(ge=1, le=MAX_REVISION),
 ) -> AtomicMemory:
     return memory_view(runtime.store.read_revision(scope_id, artifact_id, revision))

@@ -1,0 +1,56 @@
+"""Schemathesis drives every operation of the served OpenAPI document against a real server.
+
+Whatever it sends, the Server answers with a documented status, the error envelope, a conforming body
+and the right headers; never a 500. The one check left out, ``positive_data_acceptance``, expects
+every schema-valid body to succeed, but some rules are semantic (a Scope cannot reference itself, a
+merge cannot name a source twice) and rightly answer 422.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LiveServer, _start_server, _stop_server
+
+
+@pytest.fixture(scope="module")
+def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = tmp_path_factory.mktemp("fuzz")
+    live = _start_server(base / "fuzz.db", base / "server-stderr.log")
+    try:
+        yield live
+    finally:
+        _stop_server(live)
+
+
+def test_no_input_breaks_the_contract(fuzz_server: LiveServer, tmp_path: Path) -> None:
+    schemathesis = Path(sys.executable).with_name("schemathesis")
+    result = subprocess.run(
+        [
+            str(schemathesis),
+            "run",
+            f"{fuzz_server.base_url}/openapi.json",
+            "--checks",
+            "all",
+            "--exclude-checks",
+            "positive_data_acceptance",
+            "--max-examples",
+            "15",
+            "--seed",
+            "20261202",
+            "--workers",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-6000:]
+    assert "Traceback" not in fuzz_server.log_path.read_text("utf-8", errors="replace")
