@@ -17,6 +17,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,14 +104,20 @@ def _stop_server(server: LiveServer) -> None:
             server.process.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    base = tmp_path_factory.mktemp("server")
+@contextmanager
+def live_server(base: Path) -> Iterator[LiveServer]:
+    """A server subprocess on a fresh database in ``base``, stopped on exit."""
     live = _start_server(base / "powercontext.db", base / "server-stderr.log")
     try:
         yield live
     finally:
         _stop_server(live)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("server")) as live:
+        yield live
 
 
 @pytest.fixture

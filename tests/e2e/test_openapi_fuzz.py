@@ -15,17 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LiveServer, _start_server, _stop_server
+from tests.conftest import LiveServer, live_server
 
 
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    base = tmp_path_factory.mktemp("fuzz")
-    live = _start_server(base / "fuzz.db", base / "server-stderr.log")
-    try:
+    # Its own database: the fuzzer writes into whatever Scopes it invents.
+    with live_server(tmp_path_factory.mktemp("fuzz")) as live:
         yield live
-    finally:
-        _stop_server(live)
 
 
 def test_no_input_breaks_the_contract(fuzz_server: LiveServer, tmp_path: Path) -> None:
@@ -43,8 +40,9 @@ def test_no_input_breaks_the_contract(fuzz_server: LiveServer, tmp_path: Path) -
             "15",
             "--seed",
             "20261202",
+            # One worker: with two, schemathesis' generator sometimes crashes in a thread race of its own.
             "--workers",
-            "2",
+            "1",
         ],
         capture_output=True,
         text=True,
