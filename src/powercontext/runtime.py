@@ -45,7 +45,6 @@ class PrepareResult:
 
     context: PreparedContext
     receipt_json: bytes | None
-    build: PreparedContextBuild
 
     def response_body(self) -> bytes:
         body = self.context.model_dump_json().encode("utf-8")
@@ -111,7 +110,7 @@ class Runtime:
         receipt_json = None
         if request.include_receipt:
             receipt_json = self._receipt(request, request_id, trace, build)
-        return PrepareResult(build.context, receipt_json, build)
+        return PrepareResult(build.context, receipt_json)
 
     def _receipt(
         self, request: PrepareContextRequest, request_id: str, trace: RecallTrace, build: PreparedContextBuild
