@@ -313,20 +313,23 @@ def _server_code(db: Path, port: int) -> str:
     )
 
 
-def _wait_ready(process: subprocess.Popen[bytes], url: str, spawned: float, timeout: float, log: Path) -> float:
+def wait_ready(
+    process: subprocess.Popen[bytes], url: str, spawned: float, timeout: float, log: Path, name: str = "server"
+) -> float:
+    """Seconds from ``spawned`` until ``url`` answers 200; raises if the process exits or time runs out."""
     deadline = spawned + timeout
     with httpx.Client(timeout=1.0) as client:
         while time.perf_counter() < deadline:
             if process.poll() is not None:
                 tail = log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"server exited with {process.returncode} before ready:\n{tail}")
+                raise RuntimeError(f"{name} exited with {process.returncode} before ready:\n{tail}")
             try:
                 if client.get(url).status_code == 200:
                     return time.perf_counter() - spawned
             except httpx.TransportError:
                 pass
             time.sleep(0.005)
-    raise TimeoutError(f"server not ready after {timeout:.0f} s (log: {log})")
+    raise TimeoutError(f"{name} not ready after {timeout:.0f} s (log: {log})")
 
 
 @contextmanager
@@ -339,7 +342,7 @@ def running_server(db: Path, log_dir: Path, ready_timeout: float = 60.0) -> Iter
         spawned = time.perf_counter()
         process = subprocess.Popen([sys.executable, "-c", _server_code(db, port)], stdout=log, stderr=log)
         try:
-            ready = _wait_ready(process, f"{base_url}/health/ready", spawned, ready_timeout, log_path)
+            ready = wait_ready(process, f"{base_url}/health/ready", spawned, ready_timeout, log_path)
             yield Server(process, base_url, ready)
         finally:
             process.terminate()

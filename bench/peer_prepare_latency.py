@@ -49,6 +49,7 @@ from _common import (
     percentile,
     running_server,
     seed_batches,
+    wait_ready,
 )
 
 MAIN_ROOT = Path(__file__).resolve().parent.parent
@@ -57,22 +58,6 @@ PEER_CHUNK = 500  # remember calls per progress line
 READY_TIMEOUT_S = 90.0
 
 # -- peer server subprocess ----------------------------------------------------------------------------
-
-
-def _wait_peer_ready(process: subprocess.Popen[bytes], base_url: str, spawned: float, log: Path) -> float:
-    deadline = spawned + READY_TIMEOUT_S
-    with httpx.Client(timeout=2.0) as client:
-        while time.perf_counter() < deadline:
-            if process.poll() is not None:
-                tail = log.read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"peer exited with {process.returncode} before ready:\n{tail}")
-            try:
-                if client.get(f"{base_url}/health/ready").status_code == 200:
-                    return time.perf_counter() - spawned
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-    raise TimeoutError(f"peer not ready after {READY_TIMEOUT_S:.0f} s (log: {log})")
 
 
 def _stop_group(process: subprocess.Popen[bytes]) -> None:
@@ -114,7 +99,11 @@ def running_peer(peer_bin: Path, work: Path, extra_env: Sequence[str] = ()) -> I
             argv, env=env, cwd=work, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        yield Server(process, base_url, _wait_peer_ready(process, base_url, spawned, log))
+        yield Server(
+            process,
+            base_url,
+            wait_ready(process, f"{base_url}/health/ready", spawned, READY_TIMEOUT_S, log, name="peer"),
+        )
     finally:
         _stop_group(process)
 

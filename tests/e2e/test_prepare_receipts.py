@@ -24,6 +24,15 @@ from tests.support import (
 )
 
 RECEIPT_SCHEMA = "powercontext.prepared-context-receipt.v1"
+# One Scope, no provider: `auto` runs one completed full-text search, a normal choice (no fallback).
+ONE_FTS_SEARCH = {
+    "round": 0,
+    "family": "atomic-memory",
+    "mode": "fts",
+    "outcome": "completed",
+    "fallback_reason": "none",
+    "count": 1,
+}
 
 
 def prepare_ok(api: Api, scope_id: str, query: str, **extra: Any) -> tuple[httpx.Response, dict[str, Any]]:
@@ -149,16 +158,7 @@ def test_empty_with_receipt(api: Api) -> None:
     assert receipt["content_digest"] is None
     assert receipt["used_bytes"] == 0
     assert receipt["omitted"] == [{"family": "atomic-memory", "reason": "not_retrieved", "count": 1}]
-    assert receipt["retrieval"]["searches"] == [
-        {
-            "round": 0,
-            "family": "atomic-memory",
-            "mode": "fts",
-            "outcome": "completed",
-            "fallback_reason": "none",
-            "count": 1,
-        }
-    ]
+    assert receipt["retrieval"]["searches"] == [ONE_FTS_SEARCH]
     assert receipt["retrieval"]["rounds"] == [{"round": 0, "outcome": "completed", "retained": True}]
     assert receipt["retrieval"]["rerank_configs"] == [] and receipt["retrieval"]["reranks"] == []
     assert receipt["non_deterministic"] is False
@@ -199,16 +199,7 @@ def test_ready_receipt_explains_exactly_the_returned_content(api: Api) -> None:
             "revision": 1,
         }
     assert receipt["omitted"] == []
-    assert receipt["retrieval"]["searches"] == [
-        {
-            "round": 0,
-            "family": "atomic-memory",
-            "mode": "fts",
-            "outcome": "completed",
-            "fallback_reason": "none",
-            "count": 1,
-        }
-    ]
+    assert receipt["retrieval"]["searches"] == [ONE_FTS_SEARCH]
     # The same request without the flag injects byte-identical content.
     _, plain = prepare_ok(api, sid, query, max_bytes=8000)
     assert plain == {k: body[k] for k in FOUR_KEYS}
