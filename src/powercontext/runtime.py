@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
 from powercontext import __version__
-from powercontext.assembly.builder import Candidate, PreparedContextBuild, PreparedContextBuilder, round_robin
+from powercontext.assembly.builder import Candidate, PreparedContextBuild, PreparedContextBuilder
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
 from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES
@@ -21,6 +20,8 @@ from powercontext.contract.prepare import (
     PrepareContextRequest,
     PreparedContext,
 )
+from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
+from powercontext.recall.readers import AtomicMemoryReader, FamilyReader, RecallContext
 from powercontext.recall.trace import RecallTrace
 from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
 from powercontext.receipt.validation import (
@@ -29,14 +30,14 @@ from powercontext.receipt.validation import (
     rejection_for,
     serialize_valid_receipt,
 )
-from powercontext.search.atomic import AVAILABLE_MODES, AtomicMemorySearch
+from powercontext.search.atomic import AtomicMemorySearch, HybridWeights
+from powercontext.search.embedding import GuardedEmbedder, VectorChannel
 from powercontext.settings import Settings
-from powercontext.store.base import ScoredMemory, Store
+from powercontext.store.base import Embedding, MemoryRecord, NewMemory, Store
 
 log = logging.getLogger("powercontext.receipt")
 
 ATOMIC_MEMORY: Family = "atomic-memory"
-ATOMIC_CANDIDATE_LIMIT = 16
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,15 @@ class Runtime:
         self,
         store: Store,
         *,
+        embedder: GuardedEmbedder | None = None,
+        hybrid_weights: HybridWeights | None = None,
         builder: PreparedContextBuilder | None = None,
         receipt_assembler: ReceiptAssembler | None = None,
     ) -> None:
         self.store = store
-        self.atomic_search = AtomicMemorySearch(store)
+        self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
+        self.atomic_search = AtomicMemorySearch(store, self.embedder, hybrid_weights)
+        self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search)}
         self.builder = builder or PreparedContextBuilder()
         self.receipt_assembler = receipt_assembler or TraceReceiptAssembler()
 
@@ -71,18 +76,72 @@ class Runtime:
     def from_settings(cls, settings: Settings) -> Runtime:
         from powercontext.store.sqlite import SqliteStore
 
-        return cls(SqliteStore(settings.db_path))
+        provider = build_embedding_provider(settings.embeddings)
+        runtime = cls(
+            SqliteStore(settings.db_path),
+            embedder=GuardedEmbedder(provider, settings.embeddings_cooldown_s),
+            hybrid_weights=HybridWeights(
+                settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k
+            ),
+        )
+        runtime.report_vector_index()
+        return runtime
 
     def close(self) -> None:
         self.store.close()
+        self.embedder.provider.close()
+
+    def report_vector_index(self) -> None:
+        """Say at start-up, without content, when stored vectors do not match the configured model."""
+        if not self.embedder.configured:
+            return
+        status = self.store.embedding_status(self.embedder.model_id)
+        missing = status.active_heads - status.current_model
+        if missing:
+            logging.getLogger("powercontext.inference").warning(
+                "event=embeddings.index.incomplete model=%s missing=%d other_model=%d"
+                " action='run powercontext memory reindex'",
+                self.embedder.model_id,
+                missing - status.other_models,
+                status.other_models,
+            )
+
+    # -- writes that carry embeddings --------------------------------------------------------------
+
+    def create_memories(self, scope_id: str, items: list[NewMemory]) -> list[MemoryRecord]:
+        self.store.get_scope(scope_id)  # a missing Scope is a 404 before any provider call
+        embeddings = self.embedder.embed_for_write([item.text for item in items])
+        with_vectors = [replace(item, embedding=e) for item, e in zip(items, embeddings, strict=True)]
+        return self.store.create_memories(scope_id, with_vectors)
+
+    def revise_memory(
+        self,
+        scope_id: str,
+        artifact_id: str,
+        expected_revision: int,
+        text: str,
+        kind: str | None,
+        tags: list[str] | None,
+    ) -> MemoryRecord:
+        embedding = self._embedding_for(text)
+        return self.store.revise_memory(scope_id, artifact_id, expected_revision, text, kind, tags, embedding)
+
+    def merge_memories(
+        self, scope_id: str, sources: list[tuple[str, int]], text: str, kind: str, tags: list[str]
+    ) -> MemoryRecord:
+        embedding = self._embedding_for(text)
+        return self.store.merge_memories(scope_id, sources, text, kind, tags, embedding)
+
+    def _embedding_for(self, text: str) -> Embedding | None:
+        return self.embedder.embed_for_write([text])[0]
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
             version=__version__,
             context_versions=[PREPARED_CONTEXT_SCHEMA],
             receipt_policies=[RECEIPT_POLICY_ID],
-            families=[ATOMIC_MEMORY],
-            search_modes=list(AVAILABLE_MODES),
+            families=list(self.readers),
+            search_modes=list(self.atomic_search.available_modes),
             limits=Limits(
                 max_bytes_min=MIN_MAX_BYTES,
                 max_bytes_max=MAX_MAX_BYTES,
@@ -94,19 +153,24 @@ class Runtime:
         )
 
     def prepare(self, request: PrepareContextRequest, request_id: str) -> PrepareResult:
-        trace = RecallTrace(requested_families=(ATOMIC_MEMORY,))
+        families: tuple[Family, ...] = (ATOMIC_MEMORY,)
+        trace = RecallTrace(requested_families=families)
         with trace.stage("scope.context"):
             scope = self.store.get_scope(request.scope_id)
-            scope_ids = [scope.scope_id, *scope.context_references]
-        per_scope: list[list[ScoredMemory]] = []
-        for scope_id in scope_ids:
-            with trace.stage("memory.search"):
-                outcome = self.atomic_search.search(scope_id, request.query, "auto", ATOMIC_CANDIDATE_LIMIT)
-            trace.record_search(0, ATOMIC_MEMORY, outcome.mode, "completed", outcome.fallback_reason)
-            per_scope.append(outcome.hits)
+            scope_ids = (scope.scope_id, *scope.context_references)
+        ctx = RecallContext(request.query, scope_ids, trace, VectorChannel(self.embedder))
+        pools: dict[Family, list[Candidate]] = {}
+        for family in families:
+            reader = self.readers.get(family)
+            if reader is None:
+                # Requested, but this Runtime has no reader for it: a skipped opportunity, not a search.
+                trace.record_search(ctx.round, family, "none", "not_run", "none")
+                pools[family] = []
+                continue
+            pools[family] = reader.read(ctx)
         trace.record_round(0, "completed", retained=True)
         with trace.stage("context.build"):
-            build = self.builder.build({ATOMIC_MEMORY: _merge_scope_hits(per_scope)}, request.max_bytes)
+            build = self.builder.build(pools, request.max_bytes)
         receipt_json = None
         if request.include_receipt:
             receipt_json = self._receipt(request, request_id, trace, build)
@@ -134,8 +198,3 @@ class Runtime:
             "event=context.receipt.omitted reason=%s error_type=%s receipt_id=%s", reason, error_type, request_id
         )
         return None
-
-
-def _merge_scope_hits(per_scope: Sequence[Sequence[ScoredMemory]]) -> list[Candidate]:
-    """Each Scope keeps its hit order; Scopes interleave, request Scope first (scores are not comparable)."""
-    return [Candidate(h.record.key, h.record.kind, h.record.text) for h in round_robin(per_scope)]

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from powercontext.inference.config import EmbeddingConfig
+
 DEFAULT_HOST = "127.0.0.1"
+
+
+class SettingsError(ValueError):
+    """A configuration value a person must fix; the message names the variable."""
+
+
 DEFAULT_PORT = 8765
 
 
@@ -22,6 +31,12 @@ class Settings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     log_level: str = "info"
+    embeddings: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    # Seconds the provider is left alone after a failure (0: try again on the next search).
+    embeddings_cooldown_s: float = 30.0
+    hybrid_fts_weight: float = 1.0
+    hybrid_vector_weight: float = 1.0
+    hybrid_rrf_k: int = 60
 
     @classmethod
     def from_env(cls, db: str | None = None, host: str | None = None, port: int | None = None) -> Settings:
@@ -33,4 +48,22 @@ class Settings:
             host=host or env.get("POWERCONTEXT_HOST", DEFAULT_HOST),
             port=port or int(env.get("POWERCONTEXT_PORT", DEFAULT_PORT)),
             log_level=env.get("POWERCONTEXT_LOG_LEVEL", "info"),
+            embeddings=EmbeddingConfig.from_env(env),
+            embeddings_cooldown_s=_number(env, "POWERCONTEXT_EMBEDDINGS_COOLDOWN", 30.0, minimum=0.0),
+            hybrid_fts_weight=_number(env, "POWERCONTEXT_HYBRID_FTS_WEIGHT", 1.0, minimum=0.0),
+            hybrid_vector_weight=_number(env, "POWERCONTEXT_HYBRID_VECTOR_WEIGHT", 1.0, minimum=0.0),
+            hybrid_rrf_k=int(_number(env, "POWERCONTEXT_HYBRID_RRF_K", 60, minimum=1)),
         )
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number (got something else)") from None
+    if not value >= minimum:
+        raise SettingsError(f"{name} must be at least {minimum:g}")
+    return value

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from powercontext.domain.identity import ArtifactKey
 from powercontext.domain.lifecycle import LifecycleAction
 
@@ -20,6 +23,14 @@ class ScopeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Embedding:
+    """A unit vector and the model that made it; vectors of different models are never compared."""
+
+    model_id: str
+    vector: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
 class NewMemory:
     text: str
     kind: str
@@ -27,6 +38,23 @@ class NewMemory:
     idempotency_key: str | None = None
     # Digest of the request body without the key: same key + same digest replays, else conflicts.
     request_digest: str = ""
+    embedding: Embedding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingTask:
+    """An active head whose embedding is missing or was made by another model."""
+
+    rowid: int
+    key: ArtifactKey
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingStatus:
+    active_heads: int
+    current_model: int  # active heads embedded by the configured model
+    other_models: int  # active heads embedded only by another model: stale until reindexed
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +95,19 @@ class Store(Protocol):
         text: str,
         kind: str | None,
         tags: Sequence[str] | None,
+        embedding: Embedding | None = None,
     ) -> MemoryRecord: ...
     def change_lifecycle(
         self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None
     ) -> MemoryRecord: ...
     def merge_memories(
-        self, scope_id: str, sources: Sequence[tuple[str, int]], text: str, kind: str, tags: Sequence[str]
+        self,
+        scope_id: str,
+        sources: Sequence[tuple[str, int]],
+        text: str,
+        kind: str,
+        tags: Sequence[str],
+        embedding: Embedding | None = None,
     ) -> MemoryRecord: ...
 
     def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord: ...
@@ -81,3 +116,12 @@ class Store(Protocol):
 
     def ready(self) -> bool: ...
     def close(self) -> None: ...
+    def search_vector(
+        self, scope_id: str, model_id: str, vector: npt.NDArray[np.float32], limit: int
+    ) -> list[ScoredMemory]: ...
+
+    def embedding_backlog(self, model_id: str, after_rowid: int, limit: int) -> list[EmbeddingTask]: ...
+    def write_embeddings(
+        self, model_id: str, items: Sequence[tuple[EmbeddingTask, npt.NDArray[np.float32]]]
+    ) -> int: ...
+    def embedding_status(self, model_id: str) -> EmbeddingStatus: ...

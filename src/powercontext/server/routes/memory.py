@@ -26,7 +26,7 @@ router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"])
 
 @router.post("/atomic-memory", status_code=201, operation_id="create_atomic_memory", responses=errors(404, 409))
 def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemory:
-    return memory_view(runtime.store.create_memories(scope_id, [new_memory(body)])[0])
+    return memory_view(runtime.create_memories(scope_id, [new_memory(body)])[0])
 
 
 @router.post(
@@ -37,11 +37,11 @@ def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> Atom
     summary="Create up to 500 Atomic Memories in one transaction",
 )
 def create_batch(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeDep) -> AtomicMemoryBatch:
-    records = runtime.store.create_memories(scope_id, [new_memory(item) for item in body.items])
+    records = runtime.create_memories(scope_id, [new_memory(item) for item in body.items])
     return AtomicMemoryBatch(items=[memory_view(r) for r in records])
 
 
-@router.post("/atomic-memory/search", operation_id="search_atomic_memory", responses=errors(404, 409))
+@router.post("/atomic-memory/search", operation_id="search_atomic_memory", responses=errors(404, 409, 503, 504))
 def search(scope_id: str, body: AtomicMemorySearchRequest, runtime: RuntimeDep) -> AtomicMemorySearchResult:
     runtime.store.get_scope(scope_id)
     outcome = runtime.atomic_search.search(scope_id, body.query, body.mode, body.limit)
@@ -59,12 +59,19 @@ def search(scope_id: str, body: AtomicMemorySearchRequest, runtime: RuntimeDep) 
 )
 def merge(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> AtomicMemory:
     sources = [(s.artifact_id, s.revision) for s in body.sources]
-    return memory_view(runtime.store.merge_memories(scope_id, sources, body.text, body.kind, body.tags))
+    return memory_view(runtime.merge_memories(scope_id, sources, body.text, body.kind, list(body.tags)))
 
 
 @router.put("/atomic-memory/{artifact_id}", operation_id="revise_atomic_memory", responses=errors(404, 409))
 def revise(scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep) -> AtomicMemory:
-    record = runtime.store.revise_memory(scope_id, artifact_id, body.expected_revision, body.text, body.kind, body.tags)
+    record = runtime.revise_memory(
+        scope_id,
+        artifact_id,
+        body.expected_revision,
+        body.text,
+        body.kind,
+        None if body.tags is None else list(body.tags),
+    )
     return memory_view(record)
 
 

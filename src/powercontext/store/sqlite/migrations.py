@@ -70,6 +70,30 @@ MIGRATIONS: list[tuple[int, str]] = [
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        3,
+        """
+        -- One embedding per exact revision, tagged with the model that made it: vectors of two
+        -- models are never compared (see store/sqlite/vectors.py).
+        CREATE TABLE artifact_embeddings (
+          artifact INTEGER NOT NULL,
+          revision INTEGER NOT NULL,
+          model_id TEXT NOT NULL,
+          vector BLOB NOT NULL,
+          PRIMARY KEY (artifact, revision),
+          FOREIGN KEY (artifact, revision) REFERENCES revisions(artifact, revision)
+        ) WITHOUT ROWID;
+
+        -- Bumped by every write that changes a (Scope, family)'s searchable heads, so an in-memory
+        -- vector matrix knows when another connection or process changed them.
+        CREATE TABLE vector_generations (
+          scope_id TEXT NOT NULL,
+          family TEXT NOT NULL,
+          generation INTEGER NOT NULL,
+          PRIMARY KEY (scope_id, family)
+        ) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -20,7 +20,15 @@ from typing import Any, Final
 
 from powercontext.domain.identity import ArtifactKey
 from powercontext.domain.lifecycle import LifecycleAction, TransitionRefused, next_state
-from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory
+from powercontext.store.base import (
+    Embedding,
+    EmbeddingStatus,
+    EmbeddingTask,
+    MemoryRecord,
+    NewMemory,
+    ScopeRecord,
+    ScoredMemory,
+)
 from powercontext.store.errors import (
     ArtifactNotFound,
     IdempotencyConflict,
@@ -35,6 +43,7 @@ from powercontext.store.errors import (
 )
 from powercontext.store.sqlite.driver import sqlite
 from powercontext.store.sqlite.migrations import apply_migrations
+from powercontext.store.sqlite.vectors import Vector, VectorCache, VectorChanges, load_matrix
 from powercontext.text.tokenize import terms as index_terms
 
 FAMILY: Final = "atomic-memory"
@@ -88,6 +97,8 @@ class SqliteStore:
         self._readers: list[Any] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        self._vectors = VectorCache()
+        self._changes = VectorChanges()
         self._writer = self._connect()
         self._writer.execute("PRAGMA journal_mode = WAL")
         apply_migrations(self._writer, _now())
@@ -124,12 +135,15 @@ class SqliteStore:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite.OperationalError as exc:  # another process held the lock past the timeout
                 raise StoreUnavailable() from exc
+            self._changes = VectorChanges()
             try:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+            # Still under the write lock, so cached matrices see commits in order.
+            self._vectors.apply(self._changes)
 
     def ready(self) -> bool:
         try:
@@ -233,6 +247,9 @@ class SqliteStore:
                     (rowid, item.kind, item.text, tags, now),
                 )
                 counts.index(conn, rowid, item.text)
+                self._changes.touch(conn, scope_id, FAMILY)
+                if item.embedding is not None:
+                    self._store_embedding(conn, scope_id, rowid, 1, item.embedding)
                 if item.idempotency_key is not None:
                     conn.execute(
                         "INSERT INTO idempotency_keys (scope_id, idem_key, request_digest, artifact)"
@@ -264,6 +281,7 @@ class SqliteStore:
         text: str,
         kind: str | None,
         tags: Sequence[str] | None,
+        embedding: Embedding | None = None,
     ) -> MemoryRecord:
         now = _now()
         with self._write() as conn:
@@ -285,6 +303,9 @@ class SqliteStore:
             counts.unindex(conn, rowid, head[7])
             counts.index(conn, rowid, text)
             counts.flush(conn)
+            self._changes.unsearchable(conn, scope_id, FAMILY, rowid)
+            if embedding is not None:
+                self._store_embedding(conn, scope_id, rowid, revision, embedding)
         key = ArtifactKey(scope_id, FAMILY, artifact_id, revision)
         return MemoryRecord(key, revision, "active", new_kind, text, tuple(new_tags), now, None, ())
 
@@ -305,14 +326,22 @@ class SqliteStore:
             counts = TermCounts(scope_id)
             if state == "active":
                 counts.unindex(conn, rowid, head[7])
+                self._changes.unsearchable(conn, scope_id, FAMILY, rowid)
             if target == "active":
                 counts.index(conn, rowid, head[7])
+                self._changes.searchable_again(conn, scope_id, FAMILY, rowid, head_revision)
             counts.flush(conn)
             row = conn.execute(_SELECT_MEMORY + " WHERE a.id = ? AND r.revision = ?", (rowid, head_revision)).fetchone()
         return _record(row)
 
     def merge_memories(
-        self, scope_id: str, sources: Sequence[tuple[str, int]], text: str, kind: str, tags: Sequence[str]
+        self,
+        scope_id: str,
+        sources: Sequence[tuple[str, int]],
+        text: str,
+        kind: str,
+        tags: Sequence[str],
+        embedding: Embedding | None = None,
     ) -> MemoryRecord:
         ids = [artifact_id for artifact_id, _ in sources]
         if len(set(ids)) != len(ids):
@@ -346,12 +375,16 @@ class SqliteStore:
             )
             counts = TermCounts(scope_id)
             counts.index(conn, merged_rowid, text)
+            self._changes.touch(conn, scope_id, FAMILY)
+            if embedding is not None:
+                self._store_embedding(conn, scope_id, merged_rowid, 1, embedding)
             for head in heads:
                 conn.execute(
                     "UPDATE artifacts SET state = 'merged', merged_into = ?, updated_at = ? WHERE id = ?",
                     (merged_id, now, head[0]),
                 )
                 counts.unindex(conn, head[0], head[7])
+                self._changes.unsearchable(conn, scope_id, FAMILY, head[0])
             counts.flush(conn)
         source_keys = tuple(ArtifactKey(scope_id, FAMILY, a, r) for a, r in sources)
         key = ArtifactKey(scope_id, FAMILY, merged_id, 1)
@@ -408,6 +441,93 @@ class SqliteStore:
         ).fetchall()
         # bm25() is lower-is-better; the public score is higher-is-better.
         return [ScoredMemory(_record(row[1:]), -row[0]) for row in rows]
+
+    # -- vectors -------------------------------------------------------------------------------
+
+    def _store_embedding(self, conn: Any, scope_id: str, rowid: int, revision: int, embedding: Embedding) -> None:
+        self._changes.store(conn, scope_id, FAMILY, rowid, revision, embedding.model_id, embedding.vector)
+
+    def search_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredMemory]:
+        """Active heads of the Scope by cosine similarity to ``vector``, among those embedded by ``model_id``."""
+        conn = self._reader()
+        matrix_key = (scope_id, FAMILY, model_id)
+        generation = self._generation(conn, scope_id)
+        matrix = self._vectors.get(matrix_key, generation)
+        if matrix is None:
+            conn.execute("BEGIN")  # one snapshot for the generation and the rows it describes
+            try:
+                generation = self._generation(conn, scope_id)
+                rows = conn.execute(
+                    "SELECT a.id, e.vector FROM artifacts a"
+                    " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+                    " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?",
+                    (scope_id, FAMILY, model_id),
+                )
+                matrix = load_matrix(rows, len(vector), generation)
+            finally:
+                conn.execute("COMMIT")
+            self._vectors.install(matrix_key, matrix)
+        hits = matrix.top(vector, limit)
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        rows = conn.execute(
+            _SELECT_MEMORY + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'",
+            [rowid for rowid, _ in hits],
+        ).fetchall()
+        by_rowid = {row[0]: _record(row) for row in rows}
+        return [ScoredMemory(by_rowid[rowid], score) for rowid, score in hits if rowid in by_rowid]
+
+    @staticmethod
+    def _generation(conn: Any, scope_id: str) -> int:
+        row = conn.execute(
+            "SELECT generation FROM vector_generations WHERE scope_id = ? AND family = ?", (scope_id, FAMILY)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def embedding_backlog(self, model_id: str, after_rowid: int, limit: int) -> list[EmbeddingTask]:
+        """Active heads after ``after_rowid`` (in rowid order) with no embedding by ``model_id``."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT a.id, a.scope_id, a.artifact_id, a.head_revision, r.body FROM artifacts a"
+                " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision"
+                " LEFT JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+                " WHERE a.id > ? AND a.family = ? AND a.state = 'active'"
+                " AND (e.model_id IS NULL OR e.model_id != ?) ORDER BY a.id LIMIT ?",
+                (after_rowid, FAMILY, model_id, limit),
+            )
+            .fetchall()
+        )
+        return [EmbeddingTask(r[0], ArtifactKey(r[1], FAMILY, r[2], r[3]), r[4]) for r in rows]
+
+    def write_embeddings(self, model_id: str, items: Sequence[tuple[EmbeddingTask, Vector]]) -> int:
+        """Store embeddings for tasks whose revision is still the active head; returns how many were stored."""
+        written = 0
+        with self._write() as conn:
+            for task, vector in items:
+                head = conn.execute(
+                    "SELECT scope_id FROM artifacts WHERE id = ? AND head_revision = ? AND state = 'active'",
+                    (task.rowid, task.key.revision),
+                ).fetchone()
+                if head is None:
+                    continue  # revised or retired since the backlog was read: its new head is in a later backlog
+                self._store_embedding(conn, head[0], task.rowid, task.key.revision, Embedding(model_id, vector))
+                written += 1
+        return written
+
+    def embedding_status(self, model_id: str) -> EmbeddingStatus:
+        row = (
+            self._reader()
+            .execute(
+                "SELECT COUNT(*), COUNT(e.model_id), COALESCE(SUM(e.model_id = ?), 0) FROM artifacts a"
+                " LEFT JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+                " WHERE a.family = ? AND a.state = 'active'",
+                (model_id, FAMILY),
+            )
+            .fetchone()
+        )
+        return EmbeddingStatus(active_heads=row[0], current_model=row[2], other_models=row[1] - row[2])
 
 
 def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:

@@ -1,0 +1,57 @@
+"""Family readers: each turns one prepare's query into candidates and records every call it makes.
+
+A reader is the only place that knows a family's retrieval mode, so the Receipt's search groups
+are exactly what the readers recorded (the Runtime never infers a mode from a reader's presence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from powercontext.assembly.builder import Candidate, round_robin
+from powercontext.contract.common import Family
+from powercontext.recall.trace import RecallTrace
+from powercontext.search.atomic import AtomicMemorySearch
+from powercontext.search.embedding import VectorChannel
+
+ATOMIC_CANDIDATE_LIMIT = 16
+
+
+@dataclass
+class RecallContext:
+    """What every reader of one prepare round shares."""
+
+    query: str
+    scope_ids: tuple[str, ...]  # the request Scope first, then its context references in order
+    trace: RecallTrace
+    channel: VectorChannel
+    round: int = 0
+
+
+class FamilyReader(Protocol):
+    family: Family
+
+    def read(self, ctx: RecallContext) -> list[Candidate]: ...
+
+
+class AtomicMemoryReader:
+    """Searches every Scope; each Scope keeps its hit order and the Scopes interleave, request Scope first
+    (scores of different Scopes are not comparable)."""
+
+    family: Family = "atomic-memory"
+
+    def __init__(self, search: AtomicMemorySearch, per_scope_limit: int = ATOMIC_CANDIDATE_LIMIT) -> None:
+        self._search = search
+        self._limit = per_scope_limit
+
+    def read(self, ctx: RecallContext) -> list[Candidate]:
+        per_scope = []
+        for scope_id in ctx.scope_ids:
+            with ctx.trace.stage("memory.search"):
+                outcome = self._search.search(
+                    scope_id, ctx.query, "auto", self._limit, channel=ctx.channel, round=ctx.round
+                )
+            ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
+            per_scope.append(outcome.hits)
+        return [Candidate(h.record.key, h.record.kind, h.record.text) for h in round_robin(per_scope)]

@@ -1,0 +1,115 @@
+"""The embedding provider as search and writes use it: behind a breaker, failures mapped, content-free logs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.inference.base import EmbeddingProvider
+from powercontext.inference.errors import InferenceError
+from powercontext.store.base import Embedding
+
+log = logging.getLogger("powercontext.inference")
+
+FallbackReason = Literal["none", "inference_unavailable", "inference_timeout", "reused_fts_fallback"]
+InferenceReason = Literal["inference_unavailable", "inference_timeout"]
+
+
+class GuardedEmbedder:
+    """The configured provider behind a breaker.
+
+    After a failure the provider is not called again for ``cooldown_s`` seconds: a dead or stalled
+    provider then costs one timeout per cool-down, not one per search. While the breaker is open,
+    ``auto`` searches run fts and report the failure class that opened it.
+    """
+
+    def __init__(
+        self, provider: EmbeddingProvider, cooldown_s: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.provider = provider
+        self.cooldown_s = cooldown_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._open: tuple[float, InferenceReason] | None = None
+
+    @property
+    def configured(self) -> bool:
+        return self.provider.configured
+
+    @property
+    def model_id(self) -> str:
+        return self.provider.model_id
+
+    def open_reason(self) -> InferenceReason | None:
+        """The failure class of a recent failure, while the breaker is open."""
+        with self._lock:
+            if self._open is None:
+                return None
+            until, reason = self._open
+            if self._clock() >= until:
+                self._open = None
+                return None
+            return reason
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed now, whatever the breaker says (explicit requests); a failure opens the breaker."""
+        try:
+            vectors = self.provider.embed(texts)
+        except InferenceError as exc:
+            with self._lock:
+                self._open = (self._clock() + self.cooldown_s, exc.reason)
+            log.warning("event=inference.embed.failed reason=%s provider=%s", exc.reason, self.provider.name)
+            raise
+        with self._lock:
+            self._open = None
+        return vectors
+
+    def embed_for_write(self, texts: Sequence[str]) -> list[Embedding | None]:
+        """Embeddings to store with new revisions, or ``None`` each when none can be made now.
+
+        A write never fails because of the provider: the memory is stored without its vector (it is
+        still found by fts) and ``powercontext memory reindex`` fills the gap later.
+        """
+        if not self.configured or not texts or self.open_reason() is not None:
+            return [None] * len(texts)
+        try:
+            vectors = self.embed(texts)
+        except InferenceError:
+            return [None] * len(texts)
+        return [Embedding(self.model_id, vectors[i]) for i in range(len(texts))]
+
+
+@dataclass
+class VectorChannel:
+    """One prepare's view of the vector channel, so rounds can reuse an earlier round's failure.
+
+    Within a round each search tries the provider unless the breaker is open; once a round saw a
+    failure, every later round runs fts and reports ``reused_fts_fallback``.
+    """
+
+    embedder: GuardedEmbedder
+    failure: tuple[int, InferenceReason] | None = None
+
+    def query_vector(self, round: int, text: str) -> npt.NDArray[np.float32] | FallbackReason:
+        """The query's embedding, or the fallback reason when the vector channel is dropped."""
+        if not self.embedder.configured:
+            return "none"
+        if self.failure is not None:
+            failed_round, reason = self.failure
+            return "reused_fts_fallback" if round > failed_round else reason
+        open_reason = self.embedder.open_reason()
+        if open_reason is not None:
+            return open_reason
+        try:
+            vector: npt.NDArray[np.float32] = self.embedder.embed([text])[0]
+        except InferenceError as exc:
+            self.failure = (round, exc.reason)
+            return exc.reason
+        return vector
