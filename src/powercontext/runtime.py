@@ -8,7 +8,13 @@ from dataclasses import dataclass, replace
 from pydantic import ValidationError
 
 from powercontext import __version__
-from powercontext.assembly.builder import Candidate, PreparedContextBuild, PreparedContextBuilder
+from powercontext.assembly.builder import (
+    Candidate,
+    CodeCandidate,
+    PreparedContextBuild,
+    PreparedContextBuilder,
+    Section,
+)
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
 from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES
@@ -20,8 +26,9 @@ from powercontext.contract.prepare import (
     PrepareContextRequest,
     PreparedContext,
 )
+from powercontext.domain.errors import RequestRefused
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
-from powercontext.recall.readers import AtomicMemoryReader, FamilyReader, RecallContext
+from powercontext.recall.readers import AtomicMemoryReader, CodeReader, FamilyReader, RecallContext
 from powercontext.recall.trace import RecallTrace
 from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
 from powercontext.receipt.validation import (
@@ -38,6 +45,29 @@ from powercontext.store.base import Embedding, MemoryRecord, NewMemory, Store
 log = logging.getLogger("powercontext.receipt")
 
 ATOMIC_MEMORY: Family = "atomic-memory"
+# Default recall (no ``assembly``): these families interleave by rank under the combined entry limit.
+DEFAULT_FAMILIES: tuple[Family, ...] = ("atomic-memory", "topic-memory", "experience")
+SECTION_FAMILY: dict[str, Family] = {
+    "memory": "atomic-memory",
+    "topic-memory": "topic-memory",
+    "experience": "experience",
+    "profile": "profile",
+}
+
+
+class FamilyDisabled(RequestRefused):
+    code, status = "family-disabled", 409
+
+    def __init__(self, family: str) -> None:
+        super().__init__(f"the {family} family is disabled on this Server; remove its assembly section")
+
+
+@dataclass(frozen=True)
+class RecallPlan:
+    """Which families one prepare reads, and how the Builder assembles them."""
+
+    families: tuple[Family, ...]  # historical families in read order, then "code" when requested
+    sections: tuple[Section, ...] | None  # None: the default interleaved recall
 
 
 @dataclass(frozen=True)
@@ -69,6 +99,8 @@ class Runtime:
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
         self.atomic_search = AtomicMemorySearch(store, self.embedder, hybrid_weights)
         self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search)}
+        self.code_reader: CodeReader | None = None
+        self.disabled_families: frozenset[Family] = frozenset()
         self.builder = builder or PreparedContextBuilder()
         self.receipt_assembler = receipt_assembler or TraceReceiptAssembler()
 
@@ -153,14 +185,18 @@ class Runtime:
         )
 
     def prepare(self, request: PrepareContextRequest, request_id: str) -> PrepareResult:
-        families: tuple[Family, ...] = (ATOMIC_MEMORY,)
-        trace = RecallTrace(requested_families=families)
+        plan = self.plan(request)
+        trace = RecallTrace(requested_families=plan.families)
         with trace.stage("scope.context"):
             scope = self.store.get_scope(request.scope_id)
             scope_ids = (scope.scope_id, *scope.context_references)
         ctx = RecallContext(request.query, scope_ids, trace, VectorChannel(self.embedder))
         pools: dict[Family, list[Candidate]] = {}
-        for family in families:
+        code: list[CodeCandidate] = []
+        for family in plan.families:
+            if family == "code":
+                code = self._read_code(ctx)
+                continue
             reader = self.readers.get(family)
             if reader is None:
                 # Requested, but this Runtime has no reader for it: a skipped opportunity, not a search.
@@ -170,11 +206,32 @@ class Runtime:
             pools[family] = reader.read(ctx)
         trace.record_round(0, "completed", retained=True)
         with trace.stage("context.build"):
-            build = self.builder.build(pools, request.max_bytes)
+            build = self.builder.build(pools, request.max_bytes, sections=plan.sections, code=code)
         receipt_json = None
         if request.include_receipt:
             receipt_json = self._receipt(request, request_id, trace, build)
         return PrepareResult(build.context, receipt_json)
+
+    def plan(self, request: PrepareContextRequest) -> RecallPlan:
+        if request.assembly is None:
+            families = tuple(f for f in DEFAULT_FAMILIES if f not in self.disabled_families)
+            sections = None
+        else:
+            sections = tuple(Section(SECTION_FAMILY[s.family], s.limit) for s in request.assembly.sections)
+            for section in sections:
+                if section.family in self.disabled_families:
+                    raise FamilyDisabled(section.family)
+            families = tuple(s.family for s in sections)
+        if request.include_code and "code" not in self.disabled_families:
+            families += ("code",)
+        return RecallPlan(families, sections)
+
+    def _read_code(self, ctx: RecallContext) -> list[CodeCandidate]:
+        """Code is queried once per prepare, for the request Scope (round 0)."""
+        if self.code_reader is None:
+            ctx.trace.record_search(0, "code", "none", "not_run", "none")
+            return []
+        return self.code_reader.read(ctx)
 
     def _receipt(
         self, request: PrepareContextRequest, request_id: str, trace: RecallTrace, build: PreparedContextBuild

@@ -13,6 +13,7 @@ from typing import TypeVar
 from powercontext.assembly.render import (
     ENVELOPE_BYTES,
     SEPARATOR_BYTES,
+    render_code_item,
     render_context,
     render_item,
 )
@@ -20,6 +21,7 @@ from powercontext.contract.common import CodeEvidenceRef, Family
 from powercontext.contract.prepare import PreparedContext
 from powercontext.contract.receipt import OmissionReason
 from powercontext.domain.identity import ArtifactKey
+from powercontext.text.normalize import sha256_digest
 from powercontext.text.utf8 import ELLIPSIS_BYTES, truncate_utf8, truncate_with_ellipsis
 
 MIN_TRUNCATED_BYTES = 64
@@ -35,19 +37,65 @@ class Candidate:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class CodeCandidate:
+    """One indexed code range; ``text`` is exactly lines start..end, each with its line terminator."""
+
+    scope_id: str
+    fingerprint: str
+    path: str
+    file_sha256: str
+    start_line: int
+    end_line: int
+    snippet_sha256: str
+    text: str
+
+    def ref(self, end_line: int, snippet: str) -> CodeEvidenceRef:
+        return CodeEvidenceRef(
+            scope_id=self.scope_id,
+            fingerprint=self.fingerprint,
+            path=self.path,
+            file_sha256=self.file_sha256,
+            start_line=self.start_line,
+            end_line=end_line,
+            snippet_sha256=sha256_digest(snippet),
+        )
+
+
+def _default_candidate_limits() -> dict[Family, int]:
+    return {"atomic-memory": 16, "topic-memory": 8, "experience": 8, "code": 16}
+
+
 @dataclass(frozen=True)
 class BuilderLimits:
-    candidate_limits: Mapping[Family, int] = field(default_factory=lambda: {"atomic-memory": 16})
-    # Per-family injection caps, for families that have one (the default path caps only the total).
-    family_limits: Mapping[Family, int] = field(default_factory=dict)
+    # How many of each family's ranked candidates are considered at all (the rest: family_limit).
+    candidate_limits: Mapping[Family, int] = field(default_factory=_default_candidate_limits)
+    # Per-family injection caps on the default path (explicit sections bring their own).
+    family_limits: Mapping[Family, int] = field(default_factory=lambda: {"experience": 2})
     entry_limit: int = 8
+    code_limit: int = 4
     max_entry_bytes: int = 2000
     min_truncated_bytes: int = MIN_TRUNCATED_BYTES
 
 
 @dataclass(frozen=True, slots=True)
+class Section:
+    """An explicit assembly section: visit this family, in this order, until ``limit`` items fit."""
+
+    family: Family
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class BuiltItem:
     key: ArtifactKey
+    rendered_bytes: int
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltCodeItem:
+    ref: CodeEvidenceRef  # the lines actually injected: a truncated item has its final end_line and hash
     rendered_bytes: int
     truncated: bool
 
@@ -58,13 +106,21 @@ class PreparedContextBuild:
 
     context: PreparedContext
     items: tuple[BuiltItem, ...]
-    code_origins: tuple[CodeEvidenceRef, ...]
+    code_items: tuple[BuiltCodeItem, ...]
     omissions: Mapping[tuple[Family, OmissionReason], int]
     candidate_counts: Mapping[Family, int]
 
     @property
     def origins(self) -> tuple[ArtifactKey, ...]:
         return tuple(item.key for item in self.items)
+
+    @property
+    def code_origins(self) -> tuple[CodeEvidenceRef, ...]:
+        return tuple(item.ref for item in self.code_items)
+
+    @property
+    def truncated(self) -> bool:
+        return any(i.truncated for i in self.items) or any(i.truncated for i in self.code_items)
 
     @property
     def dropped_items(self) -> int:
@@ -93,7 +149,21 @@ class PreparedContextBuilder:
     def __init__(self, limits: BuilderLimits | None = None) -> None:
         self.limits = limits or BuilderLimits()
 
-    def build(self, pools: Mapping[Family, Sequence[Candidate]], max_bytes: int) -> PreparedContextBuild:
+    def build(
+        self,
+        pools: Mapping[Family, Sequence[Candidate]],
+        max_bytes: int,
+        *,
+        sections: Sequence[Section] | None = None,
+        code: Sequence[CodeCandidate] = (),
+    ) -> PreparedContextBuild:
+        """Select, budget and render.
+
+        Without ``sections`` (the default recall) the families interleave by rank under one combined
+        entry limit; with them, each section is filled in order up to its own limit. Code is fitted
+        first into its share of the budget (half when history is assembled too; unused bytes return
+        to history) and rendered after the historical items.
+        """
         limits = self.limits
         omissions: Counter[tuple[Family, OmissionReason]] = Counter()
         admitted: dict[Family, list[Candidate]] = {}
@@ -103,12 +173,25 @@ class PreparedContextBuilder:
             if len(pool) > cap:
                 omissions[(family, "family_limit")] += len(pool) - cap
 
-        seen: set[ArtifactKey] = set()
-        per_family: Counter[Family] = Counter()
+        used = ENVELOPE_BYTES
+        historical = bool(pools) if sections is None else bool(sections)
+        code_budget = max_bytes // 2 if historical else max_bytes
+        code_fragments, code_items, used = self._fit_code(code, code_budget, used, omissions)
+
         fragments: list[str] = []
         items: list[BuiltItem] = []
-        used = ENVELOPE_BYTES
-        for family, candidate in interleave(admitted):
+        separators = len(code_fragments)  # every further fragment needs one separator when code exists
+        if sections is None:
+            order = interleave(admitted)
+            caps: Mapping[Family, int] = limits.family_limits
+            entry_limit = limits.entry_limit
+        else:
+            order = [(s.family, c) for s in sections for c in admitted.get(s.family, [])]
+            caps = {s.family: s.limit for s in sections}
+            entry_limit = sum(s.limit for s in sections)
+        seen: set[ArtifactKey] = set()
+        per_family: Counter[Family] = Counter()
+        for family, candidate in order:
             if candidate.key is None or not candidate.text.strip():
                 omissions[(family, "blank")] += 1
                 continue
@@ -116,14 +199,14 @@ class PreparedContextBuilder:
                 omissions[(family, "duplicate")] += 1
                 continue
             seen.add(candidate.key)
-            family_cap = limits.family_limits.get(family)
+            family_cap = caps.get(family)
             if family_cap is not None and per_family[family] >= family_cap:
                 omissions[(family, "family_limit")] += 1
                 continue
-            if len(items) >= limits.entry_limit:
+            if len(items) >= entry_limit:
                 omissions[(family, "entry_limit")] += 1
                 continue
-            separator = SEPARATOR_BYTES if fragments else 0
+            separator = SEPARATOR_BYTES if fragments or separators else 0
             fitted = self._fit(candidate, candidate.key, max_bytes - used - separator)
             if isinstance(fitted, str):
                 omissions[(family, fitted)] += 1
@@ -134,7 +217,8 @@ class PreparedContextBuilder:
             per_family[family] += 1
             used += separator + size
 
-        if items:
+        fragments.extend(code_fragments)
+        if fragments:
             content = render_context(fragments)
             size = len(content.encode("utf-8"))
             if size != used or size > max_bytes:
@@ -142,13 +226,72 @@ class PreparedContextBuilder:
             context = PreparedContext(status="ready", content=content, content_bytes=size)
         else:
             context = PreparedContext.empty()
+        counts: dict[Family, int] = {family: len(pool) for family, pool in pools.items()}
+        if code:
+            counts["code"] = len(code)
         return PreparedContextBuild(
             context=context,
             items=tuple(items),
-            code_origins=(),
+            code_items=tuple(code_items),
             omissions=dict(omissions),
-            candidate_counts={family: len(pool) for family, pool in pools.items()},
+            candidate_counts=counts,
         )
+
+    def _fit_code(
+        self,
+        code: Sequence[CodeCandidate],
+        budget: int,
+        used: int,
+        omissions: Counter[tuple[Family, OmissionReason]],
+    ) -> tuple[list[str], list[BuiltCodeItem], int]:
+        """Code items in rank order within ``budget`` (envelope included), cut only at line boundaries."""
+        limits = self.limits
+        cap = limits.candidate_limits.get("code", len(code))
+        if len(code) > cap:
+            omissions[("code", "family_limit")] += len(code) - cap
+        fragments: list[str] = []
+        items: list[BuiltCodeItem] = []
+        seen: set[tuple[str, str, int]] = set()
+        for candidate in code[:cap]:
+            if not candidate.text.strip():
+                omissions[("code", "blank")] += 1
+                continue
+            identity = (candidate.fingerprint, candidate.path, candidate.start_line)
+            if identity in seen:
+                omissions[("code", "duplicate")] += 1
+                continue
+            seen.add(identity)
+            if len(items) >= limits.code_limit:
+                omissions[("code", "family_limit")] += 1
+                continue
+            separator = SEPARATOR_BYTES if fragments else 0
+            fitted = self._fit_lines(candidate, budget - used - separator)
+            if isinstance(fitted, str):
+                omissions[("code", fitted)] += 1
+                continue
+            fragment, item = fitted
+            fragments.append(fragment)
+            items.append(item)
+            used += separator + item.rendered_bytes
+        return fragments, items, used
+
+    def _fit_lines(self, candidate: CodeCandidate, available: int) -> tuple[str, BuiltCodeItem] | OmissionReason:
+        """The most leading whole lines (capped at ``max_entry_bytes``) whose rendering fits."""
+        lines = candidate.text.splitlines(keepends=True)
+        keep = len(lines)
+        while keep > 0 and len("".join(lines[:keep]).encode("utf-8")) > self.limits.max_entry_bytes:
+            keep -= 1
+        while keep > 0:
+            snippet = "".join(lines[:keep])
+            ref = candidate.ref(candidate.start_line + keep - 1, snippet)
+            fragment = render_code_item(ref, snippet, keep < len(lines))
+            size = len(fragment.encode("utf-8"))
+            if size <= available:
+                return fragment, BuiltCodeItem(ref, size, keep < len(lines))
+            keep -= 1
+        if len(candidate.text.encode("utf-8")) < self.limits.min_truncated_bytes:
+            return "below_min_bytes"
+        return "no_fitting_truncation"
 
     def _fit(self, candidate: Candidate, key: ArtifactKey, available: int) -> tuple[str, int, bool] | OmissionReason:
         """The largest rendering that fits ``available`` bytes, or the reason none does."""

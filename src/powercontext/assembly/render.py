@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from powercontext.contract.common import CodeEvidenceRef
 from powercontext.domain.identity import ArtifactKey
 
 # Kept short on purpose: at the smallest budget (512 bytes) the envelope must still leave room for an item.
@@ -35,6 +36,20 @@ def render_item(key: ArtifactKey, kind: str, content: str, truncated: bool) -> s
                 "artifact": {"family": key.family, "artifact_id": key.artifact_id, "revision": key.revision},
             },
             "kind": kind,
+            "truncated": truncated,
+            "content": content,
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def render_code_item(ref: CodeEvidenceRef, content: str, truncated: bool) -> str:
+    """One code fragment: its citation is the exact CodeEvidenceRef of the lines in ``content``."""
+    return json.dumps(
+        {
+            "citation": {"code_evidence": ref.model_dump(mode="json")},
+            "kind": "code",
             "truncated": truncated,
             "content": content,
         },

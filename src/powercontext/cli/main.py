@@ -1,8 +1,8 @@
 """The ``powercontext`` command.
 
 Only Typer loads at start-up; the client, the server and Rich load inside the command that needs
-them, so ``powercontext --help`` stays fast. Every command but ``server run`` talks HTTP to a
-running Server (``--url`` or ``POWERCONTEXT_URL``).
+them, so ``powercontext --help`` stays fast. Every command but ``server run`` and ``memory reindex``
+talks HTTP to a running Server (``--url`` or ``POWERCONTEXT_URL``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import typer
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
     from powercontext.contract.memory import AtomicMemory
+    from powercontext.settings import Settings
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 IMPORT_BATCH = 500
@@ -85,9 +86,8 @@ def server_run(
 ) -> None:
     """Run the Server on the embedded SQLite store until interrupted."""
     from powercontext.server.run import serve
-    from powercontext.settings import Settings
 
-    settings = Settings.from_env(db=str(db) if db else None, host=host, port=port)
+    settings = _settings(db, host, port)
     typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {settings.db_path})", err=True)
     serve(settings)
 
@@ -137,6 +137,56 @@ def memory_add(
     """Add one Atomic Memory."""
     memory = _run(url, lambda c: c.add_memory(scope, text, kind, tag or [], idempotency_key))  # type: ignore[arg-type]
     _print_memory(memory, as_json)
+
+
+@memory_app.command("reindex")
+def memory_reindex(
+    db: Annotated[
+        Path | None, typer.Option(help="SQLite file. Default: the user data dir, or POWERCONTEXT_DB.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, max=2048, help="Memories per provider call.")] = 64,
+) -> None:
+    """Embed memories that have no vector from the configured model (works beside a running Server)."""
+    from rich.progress import Progress
+
+    from powercontext.inference.config import build_embedding_provider
+    from powercontext.inference.errors import InferenceError
+    from powercontext.search.embedding import GuardedEmbedder
+    from powercontext.search.reindex import reindex
+    from powercontext.store.sqlite import SqliteStore
+
+    settings = _settings(db)
+    provider = build_embedding_provider(settings.embeddings)
+    if not provider.configured:
+        typer.echo("error: no embedding provider is configured; set POWERCONTEXT_EMBEDDINGS (see docs)", err=True)
+        raise typer.Exit(2)
+    store = SqliteStore(settings.db_path)
+    try:
+        with Progress(transient=True) as bar:
+            task = bar.add_task("embedding", total=None)
+            report = reindex(
+                store,
+                GuardedEmbedder(provider, cooldown_s=0),
+                batch_size=batch_size,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    except InferenceError as exc:
+        typer.echo(f"error: {exc.reason}: the provider failed; finished batches are kept, rerun to continue", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        store.close()
+        provider.close()
+    typer.echo(f"embedded {report.embedded} memories with {provider.model_id}; {report.remaining} still without one")
+
+
+def _settings(db: Path | None, host: str | None = None, port: int | None = None) -> Settings:
+    from powercontext.settings import Settings
+
+    try:
+        return Settings.from_env(db=str(db) if db else None, host=host, port=port)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 @memory_app.command("import")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, ScopeId, StrictModel, require_constants
@@ -14,6 +14,45 @@ DEFAULT_MAX_BYTES = 8000
 MIN_MAX_BYTES = 512
 MAX_MAX_BYTES = 32768
 MAX_QUERY_CHARS = 8192
+SectionFamily = Literal["memory", "topic-memory", "experience", "profile"]
+# Per-section caps: 8 each, Experience 2 — so an explicit assembly asks for at most 26 historical items.
+SECTION_LIMITS: dict[str, int] = {"memory": 8, "topic-memory": 8, "experience": 2, "profile": 8}
+
+
+class AssemblySection(StrictModel):
+    """One family to assemble, and how many of its items may be injected."""
+
+    family: SectionFamily = Field(description="'memory' selects the atomic-memory family.")
+    limit: int = Field(ge=1, le=8, description="1..8; at most 2 for experience.")
+
+    @model_validator(mode="after")
+    def _family_cap(self) -> AssemblySection:
+        cap = SECTION_LIMITS[self.family]
+        if self.limit > cap:
+            raise ValueError(f"limit for {self.family} must be at most {cap}")
+        return self
+
+
+def _default_sections() -> list[AssemblySection]:
+    return [AssemblySection(family="memory", limit=6), AssemblySection(family="experience", limit=2)]
+
+
+class Assembly(StrictModel):
+    """Explicit multi-family assembly: sections in byte-budget priority order, one per family."""
+
+    sections: list[AssemblySection] = Field(
+        default_factory=_default_sections,
+        max_length=4,
+        description="Default [memory 6, experience 2]; an explicit [] assembles no historical family.",
+    )
+
+    @field_validator("sections")
+    @classmethod
+    def _unique(cls, sections: list[AssemblySection]) -> list[AssemblySection]:
+        families = [s.family for s in sections]
+        if len(set(families)) != len(families):
+            raise ValueError("each family may appear in at most one section")
+        return sections
 
 
 class PrepareContextRequest(StrictModel):
@@ -22,11 +61,26 @@ class PrepareContextRequest(StrictModel):
     scope_id: ScopeId
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r".*\S.*")
     max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=MIN_MAX_BYTES, le=MAX_MAX_BYTES)
+    assembly: Assembly | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Omit for the default recall (Atomic Memory, Topic Memory and Experience, interleaved, "
+        "8 items in all). Must not be null.",
+    )
+    include_code: StrictBool = Field(
+        default=False, description="Add up to 4 exact code ranges of the Scope's indexed work trees."
+    )
     include_receipt: bool | None = Field(
         default=None,
         description="When true, attach a powercontext.prepared-context-receipt.v1 Receipt. "
         "Omitted, null and false are equivalent. Automatic host recall must not set it.",
     )
+
+    @field_validator("assembly", mode="before")
+    @classmethod
+    def _assembly_not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("assembly must be omitted, not null")
+        return value
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON body to send: unset optional fields stay absent, so older servers accept it."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from powercontext.assembly.builder import Candidate, round_robin
+from powercontext.assembly.builder import Candidate, CodeCandidate, round_robin
 from powercontext.contract.common import Family
 from powercontext.recall.trace import RecallTrace
 from powercontext.search.atomic import AtomicMemorySearch
@@ -33,6 +33,10 @@ class FamilyReader(Protocol):
     family: Family
 
     def read(self, ctx: RecallContext) -> list[Candidate]: ...
+
+
+class CodeReader(Protocol):
+    def read(self, ctx: RecallContext) -> list[CodeCandidate]: ...
 
 
 class AtomicMemoryReader:

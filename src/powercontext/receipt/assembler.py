@@ -55,7 +55,7 @@ class TraceReceiptAssembler:
             "content_digest": sha256_digest(context.content) if context.content is not None else None,
             "requested_max_bytes": evidence.requested_max_bytes,
             "used_bytes": context.content_bytes,
-            "truncated": any(item.truncated for item in build.items),
+            "truncated": build.truncated,
             "non_deterministic": trace.non_deterministic,
             "retrieval": {
                 "rounds": [{"round": r.round, "outcome": r.outcome, "retained": r.retained} for r in trace.rounds],
@@ -78,6 +78,15 @@ class TraceReceiptAssembler:
                     "truncated": item.truncated,
                 }
                 for item in build.items
+            ]
+            + [
+                {
+                    "family": "code",
+                    "code_evidence": item.ref.model_dump(mode="json"),
+                    "rendered_bytes": item.rendered_bytes,
+                    "truncated": item.truncated,
+                }
+                for item in build.code_items
             ],
             "omitted": omitted_groups(build, trace.requested_families),
             "stages": stage_timings(trace),

@@ -74,32 +74,37 @@ def serialize_valid_receipt(data: Mapping[str, Any], build: PreparedContextBuild
     expected_digest = sha256_digest(context.content) if context.content is not None else None
     if data["content_digest"] != expected_digest:
         raise ReceiptRejected("content_digest_mismatch")
-    if build.code_origins:
-        raise ReceiptRejected("origin_mismatch")  # code items are not built yet
-    expected = [
+    expected: list[tuple[str, str, Any, int, bool]] = [
         (
+            i.key.family,
+            "artifact_address",
             {
                 "scope_id": i.key.scope_id,
                 "artifact": {"family": i.key.family, "artifact_id": i.key.artifact_id, "revision": i.key.revision},
             },
-            i.key.family,
             i.rendered_bytes,
             i.truncated,
         )
         for i in build.items
     ]
-    # Ordered, complete and unambiguous: every selected item has exactly one identity field.
-    selected = [
-        (s.get("artifact_address"), s.get("family"), s.get("rendered_bytes"), s.get("truncated"))
-        if "code_evidence" not in s
-        else None
-        for s in data["selected"]
+    expected += [
+        ("code", "code_evidence", c.ref.model_dump(mode="json"), c.rendered_bytes, c.truncated)
+        for c in build.code_items
     ]
+    # Ordered, complete and unambiguous: origins then code origins, each item with exactly one identity field.
+    selected = [_selected_identity(s) for s in data["selected"]]
     if selected != expected:
         raise ReceiptRejected("origin_mismatch")
-    if data["truncated"] != any(i.truncated for i in build.items):
+    if data["truncated"] != build.truncated:
         raise ReceiptRejected("truncated_mismatch")
     raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if len(raw) > MAX_RECEIPT_BYTES:
         raise ReceiptRejected("byte_overflow")
     return raw
+
+
+def _selected_identity(item: Mapping[str, Any]) -> tuple[str, str, Any, int, bool] | None:
+    fields = [f for f in ("artifact_address", "code_evidence") if item.get(f) is not None]
+    if len(fields) != 1:
+        return None
+    return (item.get("family"), fields[0], item[fields[0]], item.get("rendered_bytes"), item.get("truncated"))  # type: ignore[return-value]

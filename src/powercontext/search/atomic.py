@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.contract.common import SearchModePolicy
+from powercontext.domain.errors import RequestRefused
 from powercontext.inference.errors import InferenceError, InferenceTimeout
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
 from powercontext.store.base import ScoredMemory, Store
@@ -18,7 +19,7 @@ from powercontext.text.tokenize import query_terms
 ActualMode = Literal["fts", "vector", "hybrid"]
 
 
-class ModeUnavailable(Exception):
+class ModeUnavailable(RequestRefused):
     code, status = "mode-unavailable", 409
 
     def __init__(self, mode: str) -> None:
@@ -28,7 +29,7 @@ class ModeUnavailable(Exception):
         )
 
 
-class SearchInferenceFailed(Exception):
+class SearchInferenceFailed(RequestRefused):
     """An explicit ``vector`` or ``hybrid`` search whose query embedding failed."""
 
     def __init__(self, error: InferenceError) -> None:

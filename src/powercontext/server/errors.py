@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from powercontext.search.atomic import ModeUnavailable, SearchInferenceFailed
+from powercontext.domain.errors import RequestRefused
 from powercontext.store.errors import StoreError
 
 NON_BLANK = r".*\S.*"
@@ -52,12 +52,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _store(request: Request, exc: StoreError) -> JSONResponse:
         return error_response(request, exc.status, exc.code, str(exc))
 
-    @app.exception_handler(ModeUnavailable)
-    async def _mode(request: Request, exc: ModeUnavailable) -> JSONResponse:
-        return error_response(request, exc.status, exc.code, str(exc))
-
-    @app.exception_handler(SearchInferenceFailed)
-    async def _inference(request: Request, exc: SearchInferenceFailed) -> JSONResponse:
+    @app.exception_handler(RequestRefused)
+    async def _refused(request: Request, exc: RequestRefused) -> JSONResponse:
         return error_response(request, exc.status, exc.code, str(exc))
 
     @app.exception_handler(StarletteHTTPException)

@@ -15,7 +15,7 @@ router = APIRouter(prefix="/v1/context", tags=["context"])
     "/prepare",
     operation_id="prepare_context",
     response_model=PreparedContext,
-    responses=errors(404, 503),
+    responses=errors(404, 409, 503),
     summary="Prepare one bounded, cited, injection-ready context string",
 )
 def prepare(body: PrepareContextRequest, request: Request, runtime: RuntimeDep) -> Response:
