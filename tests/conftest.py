@@ -65,10 +65,11 @@ class LiveServer:
         return self.log_path.read_text("utf-8", errors="replace")
 
 
-def _start_server(db_path: Path, log_path: Path) -> LiveServer:
+def _start_server(db_path: Path, log_path: Path, settings: dict[str, str] | None = None) -> LiveServer:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["POWERCONTEXT_LOG_LEVEL"] = "info"
+    env.update(settings or {})
     log_file = open(log_path, "wb")  # noqa: SIM115 - closed when the process is stopped
     process = subprocess.Popen(
         [sys.executable, "-c", SERVE_CODE.format(db=str(db_path), port=port)],
@@ -105,9 +106,11 @@ def _stop_server(server: LiveServer) -> None:
 
 
 @contextmanager
-def live_server(base: Path) -> Iterator[LiveServer]:
-    """A server subprocess on a fresh database in ``base``, stopped on exit."""
-    live = _start_server(base / "powercontext.db", base / "server-stderr.log")
+def live_server(
+    base: Path, settings: dict[str, str] | None = None, log_name: str = "server-stderr.log"
+) -> Iterator[LiveServer]:
+    """A server subprocess on the database in ``base`` (``POWERCONTEXT_*`` from ``settings``), stopped on exit."""
+    live = _start_server(base / "powercontext.db", base / log_name, settings)
     try:
         yield live
     finally:

@@ -1,0 +1,257 @@
+"""Vector and hybrid recall against a real OpenAI-compatible embedding server on loopback.
+
+The embedding server (``tests/embedding_server.py``) is a separate process whose answers the tests
+steer: answer, 500, garbage, wrong dimension, or a stall past the Server's timeout. Every case
+must give the right search mode and Receipt group while prepare still answers.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO_ROOT, LiveServer, live_server
+from tests.embedding_fixture import EmbeddingServer, start_embedding_server
+from tests.support import Api, free_port, unique
+
+DIM = 64
+TIMEOUT_S = 0.5
+MEMORY_ONLY = {"sections": [{"family": "memory", "limit": 8}]}
+
+
+def provider_settings(base_url: str, model: str = "fake-embed") -> dict[str, str]:
+    return {
+        "POWERCONTEXT_EMBEDDINGS": "openai-compatible",
+        "POWERCONTEXT_EMBEDDINGS_BASE_URL": base_url,
+        "POWERCONTEXT_EMBEDDINGS_MODEL": model,
+        "POWERCONTEXT_EMBEDDINGS_DIMENSION": str(DIM),
+        "POWERCONTEXT_EMBEDDINGS_TIMEOUT": str(TIMEOUT_S),
+        # Each case below must see the provider's answer, not the breaker's memory of the last one.
+        "POWERCONTEXT_EMBEDDINGS_COOLDOWN": "0",
+    }
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> Iterator[EmbeddingServer]:
+    with start_embedding_server(DIM) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def vector_server(tmp_path_factory: pytest.TempPathFactory, embeddings: EmbeddingServer) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("vector"), provider_settings(embeddings.base_url)) as live:
+        yield live
+
+
+@pytest.fixture
+def vapi(vector_server: LiveServer, embeddings: EmbeddingServer) -> Iterator[Api]:
+    embeddings.control(mode="answer")
+    client = Api(vector_server.base_url)
+    try:
+        yield client
+    finally:
+        embeddings.control(mode="answer")
+        client.close()
+
+
+def prepare_receipt(api: Api, scope_id: str, query: str, **extra: Any) -> dict[str, Any]:
+    r = api.post("/v1/context/prepare", {"scope_id": scope_id, "query": query, "include_receipt": True, **extra})
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    assert "receipt" in body, "the Receipt was dropped"
+    return body
+
+
+def atomic_groups(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [g for g in body["receipt"]["retrieval"]["searches"] if g["family"] == "atomic-memory"]
+
+
+def group(mode: str, fallback: str, count: int = 1, outcome: str = "completed") -> dict[str, Any]:
+    return {
+        "round": 0,
+        "family": "atomic-memory",
+        "mode": mode,
+        "outcome": outcome,
+        "fallback_reason": fallback,
+        "count": count,
+    }
+
+
+def seed(api: Api, texts: list[str]) -> str:
+    scope_id = api.new_scope()
+    r = api.post(f"/v1/scopes/{scope_id}/atomic-memory/batch", {"items": [{"text": t, "kind": "fact"} for t in texts]})
+    assert r.status_code == 201, r.text
+    return scope_id
+
+
+TEXTS = [
+    "the payments ledger settles nightly in UTC",
+    "release trains leave every tuesday afternoon",
+    "the blue green switch flips traffic between pools",
+]
+
+
+def test_capabilities_list_vector_modes(vapi: Api) -> None:
+    modes = vapi.get("/v1/capabilities").json()["search_modes"]
+    assert set(modes) == {"auto", "fts", "vector", "hybrid"}
+
+
+def test_explicit_vector_search_finds_by_embedding(vapi: Api) -> None:
+    sid = seed(vapi, TEXTS)
+    r = vapi.post(f"/v1/scopes/{sid}/atomic-memory/search", {"query": "ledger settles", "mode": "vector", "limit": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["mode"], body["fallback_reason"]) == ("vector", "none")
+    assert body["hits"][0]["text"] == TEXTS[0]
+    assert len(body["hits"]) == 3  # vector search ranks every embedded head, sharing words or not
+
+
+def test_auto_prepare_runs_hybrid(vapi: Api) -> None:
+    sid = seed(vapi, TEXTS)
+    body = prepare_receipt(vapi, sid, "when do release trains leave", assembly=MEMORY_ONLY)
+    assert body["status"] == "ready"
+    assert atomic_groups(body) == [group("hybrid", "none")]
+    assert body["receipt"]["retrieval"]["searches"] == [group("hybrid", "none")]
+
+
+@pytest.mark.parametrize(
+    ("control", "reason"),
+    [
+        ({"mode": "error"}, "inference_unavailable"),
+        ({"mode": "garbage"}, "inference_unavailable"),
+        ({"mode": "wrong_dim"}, "inference_unavailable"),
+        ({"mode": "stall", "stall_s": 3 * TIMEOUT_S}, "inference_timeout"),
+    ],
+)
+def test_provider_failure_falls_back_to_fts(
+    vapi: Api, embeddings: EmbeddingServer, control: dict[str, Any], reason: str
+) -> None:
+    sid = seed(vapi, TEXTS)
+    embeddings.control(**control)
+    body = prepare_receipt(vapi, sid, "payments ledger", assembly=MEMORY_ONLY)
+    assert body["status"] == "ready"  # fts still found it
+    assert atomic_groups(body) == [group("fts", reason)]
+    content = body["content"]
+    assert TEXTS[0] in content
+
+
+@pytest.mark.parametrize(
+    ("mode", "status", "code"), [("error", 503, "inference-unavailable"), ("stall", 504, "inference-timeout")]
+)
+def test_explicit_vector_search_reports_provider_failure(
+    vapi: Api, embeddings: EmbeddingServer, mode: str, status: int, code: str
+) -> None:
+    sid = seed(vapi, TEXTS)
+    embeddings.control(mode=mode, stall_s=3 * TIMEOUT_S)
+    for search_mode in ("vector", "hybrid"):
+        r = vapi.post(f"/v1/scopes/{sid}/atomic-memory/search", {"query": "ledger", "mode": search_mode})
+        assert r.status_code == status, r.text
+        assert r.json()["error"]["code"] == code
+
+
+def test_auto_search_endpoint_reports_its_fallback(vapi: Api, embeddings: EmbeddingServer) -> None:
+    sid = seed(vapi, TEXTS)
+    embeddings.control(mode="error")
+    body = vapi.post(f"/v1/scopes/{sid}/atomic-memory/search", {"query": "ledger"}).json()
+    assert (body["mode"], body["fallback_reason"]) == ("fts", "inference_unavailable")
+    assert body["hits"][0]["text"] == TEXTS[0]
+
+
+def test_rfc_example_hybrid_and_timeout_in_two_scopes(vapi: Api, embeddings: EmbeddingServer) -> None:
+    referenced = seed(vapi, ["the ledger export runs at midnight"])
+    request_scope = unique("rfc")
+    r = vapi.post("/v1/scopes", {"scope_id": request_scope, "title": "t", "context_references": [referenced]})
+    assert r.status_code == 201, r.text
+    vapi.post(f"/v1/scopes/{request_scope}/atomic-memory", {"text": "the ledger is append only", "kind": "fact"})
+    # The request Scope is searched first: its embedding answers, the referenced Scope's stalls.
+    embeddings.control(mode="answer", script=["answer", "stall"], stall_s=3 * TIMEOUT_S)
+    body = prepare_receipt(vapi, request_scope, "ledger", assembly=MEMORY_ONLY)
+    assert body["receipt"]["retrieval"]["searches"] == [group("hybrid", "none"), group("fts", "inference_timeout")]
+    cited = {s["artifact_address"]["scope_id"] for s in body["receipt"]["selected"]}
+    assert cited == {request_scope, referenced}
+
+
+def test_include_receipt_makes_no_extra_embedding_calls(vapi: Api, embeddings: EmbeddingServer) -> None:
+    sid = seed(vapi, TEXTS)
+    request = {"scope_id": sid, "query": "payments ledger"}
+    counts = []
+    for flag in (False, True):
+        before = embeddings.stats()["requests"]
+        assert vapi.post("/v1/context/prepare", {**request, "include_receipt": flag}).status_code == 200
+        counts.append(embeddings.stats()["requests"] - before)
+    assert counts[0] == counts[1] >= 1
+
+
+def test_zero_hit_search_differs_from_not_run(vapi: Api) -> None:
+    sid = vapi.new_scope()  # no memories, no Profile
+    assembly = {"sections": [{"family": "memory", "limit": 8}, {"family": "profile", "limit": 1}]}
+    body = prepare_receipt(vapi, sid, "anything at all", assembly=assembly)
+    assert body["status"] == "empty"
+    searches = body["receipt"]["retrieval"]["searches"]
+    assert group("hybrid", "none") in searches  # it ran, found nothing
+    profile = [g for g in searches if g["family"] == "profile"]
+    assert profile == [
+        {"round": 0, "family": "profile", "mode": "none", "outcome": "not_run", "fallback_reason": "none", "count": 1}
+    ]
+    omitted = {(o["family"], o["reason"]): o["count"] for o in body["receipt"]["omitted"]}
+    assert omitted == {("atomic-memory", "not_retrieved"): 1, ("profile", "not_retrieved"): 1}
+
+
+def test_refused_connection_is_inference_unavailable(tmp_path: Path) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    with live_server(tmp_path, provider_settings(closed)) as live:
+        client = Api(live.base_url)
+        try:
+            sid = seed(client, TEXTS)  # writes still succeed, without vectors
+            body = prepare_receipt(client, sid, "payments ledger", assembly=MEMORY_ONLY)
+            assert atomic_groups(body) == [group("fts", "inference_unavailable")]
+            assert TEXTS[0] in body["content"]
+        finally:
+            client.close()
+
+
+def test_reindex_embeds_old_memories_and_detects_a_model_change(tmp_path: Path, embeddings: EmbeddingServer) -> None:
+    embeddings.control(mode="answer")
+    with live_server(tmp_path, log_name="plain.log") as live:  # no provider: fts only
+        client = Api(live.base_url)
+        sid = seed(client, TEXTS)
+        client.close()
+
+    def run_reindex(model: str) -> subprocess.CompletedProcess[str]:
+        env = {**provider_settings(embeddings.base_url, model), "PATH": "/usr/bin:/bin"}
+        return subprocess.run(
+            [sys.executable, "-m", "powercontext", "memory", "reindex", "--db", str(tmp_path / "powercontext.db")],
+            capture_output=True,
+            text=True,
+            cwd=REPO_ROOT,
+            env=env,
+            timeout=120,
+        )
+
+    with live_server(tmp_path, provider_settings(embeddings.base_url), log_name="before.log") as live:
+        assert "event=embeddings.index.incomplete" in live.log_text()
+        client = Api(live.base_url)
+        vector = {"query": "ledger settles", "mode": "vector"}
+        assert client.post(f"/v1/scopes/{sid}/atomic-memory/search", vector).json()["hits"] == []
+        done = run_reindex("fake-embed")
+        assert done.returncode == 0, done.stderr
+        assert "embedded 3 memories" in done.stdout
+        # The running Server sees the new vectors without a restart.
+        hits = client.post(f"/v1/scopes/{sid}/atomic-memory/search", vector).json()["hits"]
+        assert hits[0]["text"] == TEXTS[0]
+        again = run_reindex("fake-embed")
+        assert "embedded 0 memories" in again.stdout
+        client.close()
+
+    with live_server(tmp_path, provider_settings(embeddings.base_url, "other-model"), log_name="changed.log") as live:
+        log = live.log_text()
+        assert "event=embeddings.index.incomplete" in log and "other_model=3" in log
+        client = Api(live.base_url)
+        # Vectors of the old model are never compared with the new model's query vector.
+        assert client.post(f"/v1/scopes/{sid}/atomic-memory/search", vector).json()["hits"] == []
+        client.close()
