@@ -333,14 +333,21 @@ def wait_ready(
 
 
 @contextmanager
-def running_server(db: Path, log_dir: Path, ready_timeout: float = 60.0) -> Iterator[Server]:
-    """Spawn the Server on ``db``; always terminated (then killed if stuck) on exit."""
+def running_server(
+    db: Path, log_dir: Path, ready_timeout: float = 60.0, env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """Spawn the Server on ``db`` (extra environment from ``env``); always terminated on exit."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     log_path = log_dir / f"server-{port}.log"
     with log_path.open("wb") as log:
         spawned = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-c", _server_code(db, port)], stdout=log, stderr=log)
+        process = subprocess.Popen(
+            [sys.executable, "-c", _server_code(db, port)],
+            stdout=log,
+            stderr=log,
+            env={**os.environ, **(env or {})},
+        )
         try:
             ready = wait_ready(process, f"{base_url}/health/ready", spawned, ready_timeout, log_path)
             yield Server(process, base_url, ready)

@@ -1,0 +1,94 @@
+"""fts-only prepare latency of this checkout against an earlier commit, in one run on one machine.
+
+Run: .venv/bin/python bench/fts_regression.py [--base 6a60c71] [--size 10000] [--calls 300]
+
+The base commit's ``src/`` is exported with ``git archive`` to a temporary directory and served with
+``PYTHONPATH`` pointing at it; this checkout is served as installed. Both Servers get the same
+corpus through the batch endpoint (each its own database: an older schema cannot open a newer
+one), no embedding provider, and the same queries, alternating which Server goes first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from _common import (
+    BENCH_DIR,
+    create_scope,
+    describe_target,
+    http_client,
+    make_corpus,
+    make_queries,
+    median,
+    percentile,
+    running_server,
+    seed_batches,
+    verdict,
+)
+from prepare_latency import prepare_once
+
+FOUNDATION = "6a60c71"  # the foundation issue's final commit
+REGRESSION_TARGET = 1.05
+WARMUP = 20
+
+
+def export_src(commit: str, into: Path) -> Path:
+    repo = BENCH_DIR.parent
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "src"], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", default=FOUNDATION)
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--calls", type=int, default=300)
+    args = parser.parse_args()
+    print(describe_target())
+    corpus = make_corpus(args.size)
+    queries = make_queries()
+    quiet = {"POWERCONTEXT_LOG_LEVEL": "warning", "POWERCONTEXT_EMBEDDINGS": "none"}
+    with tempfile.TemporaryDirectory(prefix="pc-regress-") as tmp:
+        work = Path(tmp)
+        base_src = export_src(args.base, work / "base")
+        base_env = {**quiet, "PYTHONPATH": os.pathsep.join([str(base_src), os.environ.get("PYTHONPATH", "")])}
+        with (
+            running_server(work / "base.db", work, env=base_env) as base_server,
+            running_server(work / "head.db", work, env=quiet) as head_server,
+            http_client(base_server) as base,
+            http_client(head_server) as head,
+        ):
+            for client in (base, head):
+                create_scope(client)
+                seed_batches(client, corpus)
+            ok = True
+            for receipt in (False, True):
+                samples: dict[str, list[float]] = {"base": [], "head": []}
+                for i in range(WARMUP + args.calls):
+                    query = queries[i % len(queries)]
+                    order = (("base", base), ("head", head)) if i % 2 == 0 else (("head", head), ("base", base))
+                    for name, client in order:
+                        elapsed, _ = prepare_once(client, query, 8000, receipt)
+                        if i >= WARMUP:
+                            samples[name].append(elapsed)
+                ratio = median(samples["head"]) / median(samples["base"])
+                print(f"\ninclude_receipt={str(receipt).lower()}, {args.size:,} memories, {args.calls} calls each")
+                for name, values in samples.items():
+                    print(f"  {name}: p50 {median(values):.2f} ms  p95 {percentile(values, 95):.2f} ms")
+                ok &= verdict(
+                    f"head/base p50 ratio (base {args.base})", ratio, REGRESSION_TARGET, "x", at_least=False, digits=3
+                )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
