@@ -1,0 +1,92 @@
+"""Vector storage contract: embeddings per exact revision, model isolation, and coherence across stores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from powercontext.store.base import Embedding, NewMemory, Store
+
+DIM = 16
+MODEL = "test:model:16"
+
+
+def basis(i: int) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def add(store: Store, scope: str, text: str, axis: int | None, model: str = MODEL) -> str:
+    embedding = None if axis is None else Embedding(model, basis(axis))
+    record = store.create_memories(scope, [NewMemory(text, "fact", (), embedding=embedding)])[0]
+    return record.key.artifact_id
+
+
+def nearest(store: Store, scope: str, axis: int, model: str = MODEL, limit: int = 5) -> list[str]:
+    return [h.record.text for h in store.search_vector(scope, model, basis(axis), limit)]
+
+
+def test_vector_search_follows_active_heads_through_every_write(open_store: Callable[[], Store]) -> None:
+    writer, reader = open_store(), open_store()  # two stores on one file: another process's view
+    writer.create_scope("s", "S", [])
+    a = add(writer, "s", "alpha", 0)
+    add(writer, "s", "beta", 1)
+    assert nearest(reader, "s", 0)[0] == "alpha"
+    assert nearest(writer, "s", 0)[0] == "alpha"
+
+    writer.revise_memory("s", a, 1, "alpha two", None, None, Embedding(MODEL, basis(2)))
+    for store in (writer, reader):
+        assert nearest(store, "s", 2)[0] == "alpha two"
+        assert "alpha" not in nearest(store, "s", 0)  # the old revision's vector is not searchable
+
+    writer.change_lifecycle("s", a, "forget", None)
+    for store in (writer, reader):
+        assert nearest(store, "s", 2) == ["beta"]
+    writer.change_lifecycle("s", a, "restore", None)
+    for store in (writer, reader):
+        assert nearest(store, "s", 2)[0] == "alpha two"
+
+
+def test_merge_embeds_the_result_and_hides_the_sources(store: Store) -> None:
+    store.create_scope("s", "S", [])
+    a, b = add(store, "s", "one", 0), add(store, "s", "two", 1)
+    store.merge_memories("s", [(a, 1), (b, 1)], "one and two", "fact", [], Embedding(MODEL, basis(3)))
+    assert nearest(store, "s", 0) == ["one and two"]
+
+
+def test_vectors_of_another_model_are_never_compared(store: Store) -> None:
+    store.create_scope("s", "S", [])
+    add(store, "s", "old model", 0, model="other:model:16")
+    add(store, "s", "no vector", None)
+    assert nearest(store, "s", 0) == []
+    status = store.embedding_status(MODEL)
+    assert (status.active_heads, status.current_model, status.other_models) == (2, 0, 1)
+
+
+def test_backlog_and_write_embeddings(store: Store) -> None:
+    store.create_scope("s", "S", [])
+    store.create_scope("t", "T", [])
+    add(store, "s", "first", None)
+    revised = add(store, "t", "second", 0, model="other:model:16")
+    add(store, "s", "third", 1)
+    backlog = store.embedding_backlog(MODEL, 0, 10)
+    assert [t.text for t in backlog] == ["first", "second"]
+    # A head revised after the backlog was read keeps its new revision; the stale task is skipped.
+    store.revise_memory("t", revised, 1, "second, revised", None, None)
+    written = store.write_embeddings(MODEL, [(t, basis(4 + i)) for i, t in enumerate(backlog)])
+    assert written == 1
+    assert nearest(store, "s", 4) == ["first", "third"]
+    assert [t.text for t in store.embedding_backlog(MODEL, 0, 10)] == ["second, revised"]
+    # Paging is by artifact row: a revised head keeps its row, so a pass that is past it does not see it again.
+    assert store.embedding_backlog(MODEL, backlog[-1].rowid, 10) == []
+
+
+def test_scopes_do_not_share_vectors(store: Store) -> None:
+    store.create_scope("s", "S", [])
+    store.create_scope("t", "T", [])
+    add(store, "s", "in s", 0)
+    add(store, "t", "in t", 0)
+    assert nearest(store, "s", 0) == ["in s"]
+    assert nearest(store, "t", 0) == ["in t"]
