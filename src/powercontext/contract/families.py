@@ -12,7 +12,6 @@ from powercontext.contract.common import (
     ArtifactAddress,
     ArtifactId,
     LifecycleState,
-    Revision,
     StrictModel,
 )
 from powercontext.contract.memory import AtomicMemory, IdempotencyKey
@@ -66,7 +65,9 @@ TopicBody = Annotated[
 ]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
 SearchQuery = Annotated[str, Field(min_length=1, max_length=8192, pattern=_NON_BLANK)]
-SearchLimit = Annotated[int, Field(ge=1, le=MAX_FAMILY_SEARCH_LIMIT)]
+# Strict integers: lax mode would take JSON true/false as 1/0, which the schema forbids.
+Revision = Annotated[int, Field(strict=True, ge=1, le=MAX_REVISION)]
+SearchLimit = Annotated[int, Field(strict=True, ge=1, le=MAX_FAMILY_SEARCH_LIMIT)]
 
 
 def _field(name: str) -> object:
@@ -277,6 +278,7 @@ class ProfileCommit(StrictModel):
     ]
     expected_revision: int | None = Field(
         default=None,
+        strict=True,
         ge=0,
         le=MAX_REVISION,
         description="The committed head this snapshot replaces; 0 or omitted for the first commit.",
