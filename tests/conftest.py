@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +26,9 @@ import httpx
 import pytest
 import uvicorn
 
-from powercontext.domain.lifecycle import LifecycleAction
 from powercontext.runtime import Runtime
 from powercontext.server.app import create_app
-from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory, Store
+from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests.support import REQUEST_ID_HEADER, Api, free_port, wait_until
 
@@ -136,16 +135,29 @@ def api(server: LiveServer) -> Iterator[Api]:
 
 
 class CountingStore:
-    """Delegates every ``Store`` method to a real store and counts the calls by method name."""
+    """Delegates every store method (``Store`` and ``FamilyStore``) to a real store and counts calls by name.
+
+    A proxy rather than a list of signatures: it cannot fall behind the protocols, and
+    ``isinstance(CountingStore(s), FamilyStore)`` holds exactly when it holds for ``s``.
+    Subclasses override a method by defining it (looked up before ``__getattr__``).
+    """
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def _count(self, name: str) -> None:
-        with self._lock:
-            self.calls[name] += 1
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.inner, name)
+        if not callable(target) or name in ("ready", "close"):
+            return target
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self.calls[name] += 1
+            return target(*args, **kwargs)
+
+        return counted
 
     def snapshot(self) -> Counter[str]:
         with self._lock:
@@ -154,68 +166,6 @@ class CountingStore:
     @property
     def search_text_calls(self) -> int:
         return self.snapshot()["search_text"]
-
-    def create_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
-        self._count("create_scope")
-        return self.inner.create_scope(scope_id, title, context_references)
-
-    def update_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
-        self._count("update_scope")
-        return self.inner.update_scope(scope_id, title, context_references)
-
-    def get_scope(self, scope_id: str) -> ScopeRecord:
-        self._count("get_scope")
-        return self.inner.get_scope(scope_id)
-
-    def list_scopes(self) -> list[ScopeRecord]:
-        self._count("list_scopes")
-        return self.inner.list_scopes()
-
-    def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]:
-        self._count("create_memories")
-        return self.inner.create_memories(scope_id, items)
-
-    def revise_memory(
-        self,
-        scope_id: str,
-        artifact_id: str,
-        expected_revision: int,
-        text: str,
-        kind: str | None,
-        tags: Sequence[str] | None,
-    ) -> MemoryRecord:
-        self._count("revise_memory")
-        return self.inner.revise_memory(scope_id, artifact_id, expected_revision, text, kind, tags)
-
-    def change_lifecycle(
-        self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None
-    ) -> MemoryRecord:
-        self._count("change_lifecycle")
-        return self.inner.change_lifecycle(scope_id, artifact_id, action, expected_revision)
-
-    def merge_memories(
-        self, scope_id: str, sources: Sequence[tuple[str, int]], text: str, kind: str, tags: Sequence[str]
-    ) -> MemoryRecord:
-        self._count("merge_memories")
-        return self.inner.merge_memories(scope_id, sources, text, kind, tags)
-
-    def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord:
-        self._count("read_head")
-        return self.inner.read_head(scope_id, artifact_id)
-
-    def read_revision(self, scope_id: str, artifact_id: str, revision: int) -> MemoryRecord:
-        self._count("read_revision")
-        return self.inner.read_revision(scope_id, artifact_id, revision)
-
-    def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
-        self._count("search_text")
-        return self.inner.search_text(scope_id, terms, limit)
-
-    def ready(self) -> bool:
-        return self.inner.ready()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @dataclass

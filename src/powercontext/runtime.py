@@ -28,6 +28,7 @@ from powercontext.contract.prepare import (
 )
 from powercontext.domain.errors import RequestRefused
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
+from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
 from powercontext.recall.readers import AtomicMemoryReader, CodeReader, FamilyReader, RecallContext
 from powercontext.recall.trace import RecallTrace
 from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
@@ -39,8 +40,9 @@ from powercontext.receipt.validation import (
 )
 from powercontext.search.atomic import AtomicMemorySearch, HybridWeights
 from powercontext.search.embedding import GuardedEmbedder, VectorChannel
+from powercontext.search.families import ExperienceSearch, TopicMemorySearch
 from powercontext.settings import Settings
-from powercontext.store.base import Embedding, MemoryRecord, NewMemory, Store
+from powercontext.store.base import Embedding, FamilyStore, MemoryRecord, NewMemory, Store
 
 log = logging.getLogger("powercontext.receipt")
 
@@ -99,6 +101,10 @@ class Runtime:
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
         self.atomic_search = AtomicMemorySearch(store, self.embedder, hybrid_weights)
         self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search)}
+        if isinstance(store, FamilyStore):  # a backend without these families leaves them reader-less
+            self.readers["topic-memory"] = TopicMemoryReader(TopicMemorySearch(store))
+            self.readers["experience"] = ExperienceReader(ExperienceSearch(store))
+            self.readers["profile"] = ProfileReader(store)
         self.code_reader: CodeReader | None = None
         self.disabled_families: frozenset[Family] = frozenset()
         self.builder = builder or PreparedContextBuilder()

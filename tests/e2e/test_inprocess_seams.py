@@ -238,7 +238,7 @@ class RepeatingStore(CountingStore):
     """A backend whose full-text search returns every hit twice (as a union of two indexes could)."""
 
     def search_text(self, scope_id: str, terms: Any, limit: int) -> Any:
-        hits = super().search_text(scope_id, terms, limit)
+        hits = self.inner.search_text(scope_id, terms, limit)
         return [hit for hit in hits for _ in range(2)]
 
 

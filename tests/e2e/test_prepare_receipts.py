@@ -24,15 +24,29 @@ from tests.support import (
 )
 
 RECEIPT_SCHEMA = "powercontext.prepared-context-receipt.v1"
-# One Scope, no provider: `auto` runs one completed full-text search, a normal choice (no fallback).
-ONE_FTS_SEARCH = {
-    "round": 0,
-    "family": "atomic-memory",
-    "mode": "fts",
-    "outcome": "completed",
-    "fallback_reason": "none",
-    "count": 1,
-}
+
+
+def fts_search(family: str, count: int = 1) -> dict[str, Any]:
+    return {
+        "round": 0,
+        "family": family,
+        "mode": "fts",
+        "outcome": "completed",
+        "fallback_reason": "none",
+        "count": count,
+    }
+
+
+# One Scope, no provider: the default recall runs one completed full-text search per family, a normal
+# choice under `auto` (no fallback).
+ONE_FTS_SEARCH = fts_search("atomic-memory")
+DEFAULT_SEARCHES = [ONE_FTS_SEARCH, fts_search("topic-memory"), fts_search("experience")]
+# The default recall also asks Topic Memory and Experience; a Scope without them flags both.
+NO_TOPICS_OR_EXPERIENCE = [
+    {"family": "topic-memory", "reason": "not_retrieved", "count": 1},
+    {"family": "experience", "reason": "not_retrieved", "count": 1},
+]
+NOTHING_RETRIEVED = [{"family": "atomic-memory", "reason": "not_retrieved", "count": 1}, *NO_TOPICS_OR_EXPERIENCE]
 
 
 def prepare_ok(api: Api, scope_id: str, query: str, **extra: Any) -> tuple[httpx.Response, dict[str, Any]]:
@@ -157,8 +171,8 @@ def test_empty_with_receipt(api: Api) -> None:
     check_receipt_against_content(r, body, query, 4096)
     assert receipt["content_digest"] is None
     assert receipt["used_bytes"] == 0
-    assert receipt["omitted"] == [{"family": "atomic-memory", "reason": "not_retrieved", "count": 1}]
-    assert receipt["retrieval"]["searches"] == [ONE_FTS_SEARCH]
+    assert receipt["omitted"] == NOTHING_RETRIEVED
+    assert receipt["retrieval"]["searches"] == DEFAULT_SEARCHES
     assert receipt["retrieval"]["rounds"] == [{"round": 0, "outcome": "completed", "retained": True}]
     assert receipt["retrieval"]["rerank_configs"] == [] and receipt["retrieval"]["reranks"] == []
     assert receipt["non_deterministic"] is False
@@ -169,7 +183,7 @@ def test_empty_scope_with_memories_that_do_not_match(api: Api) -> None:
     api.add(sid, "unrelated memory about lunch", "note")
     _, body = with_receipt(api, sid, "kubernetes")
     assert body["status"] == "empty"
-    assert body["receipt"]["omitted"] == [{"family": "atomic-memory", "reason": "not_retrieved", "count": 1}]
+    assert body["receipt"]["omitted"] == NOTHING_RETRIEVED
 
 
 # -- ready -------------------------------------------------------------------------------------
@@ -198,8 +212,8 @@ def test_ready_receipt_explains_exactly_the_returned_content(api: Api) -> None:
             "artifact_id": s["artifact_address"]["artifact"]["artifact_id"],
             "revision": 1,
         }
-    assert receipt["omitted"] == []
-    assert receipt["retrieval"]["searches"] == [ONE_FTS_SEARCH]
+    assert receipt["omitted"] == NO_TOPICS_OR_EXPERIENCE
+    assert receipt["retrieval"]["searches"] == DEFAULT_SEARCHES
     # The same request without the flag injects byte-identical content.
     _, plain = prepare_ok(api, sid, query, max_bytes=8000)
     assert plain == {k: body[k] for k in FOUR_KEYS}
@@ -224,14 +238,17 @@ def test_stages_and_search_counts_match_the_searched_scopes(api: Api) -> None:
     _, body = with_receipt(api, a, "stageword")
     receipt = body["receipt"]
     searches = receipt["retrieval"]["searches"]
-    assert sum(g["count"] for g in searches) == 3  # one search per Scope: a and its two references
-    assert all(g["count"] >= 1 for g in searches)
+    # Atomic Memory and Experience: one search per Scope (a and its two references); Topic Memory
+    # reads the request Scope only, so one search, not one per Scope.
+    assert searches == [fts_search("atomic-memory", 3), fts_search("topic-memory", 1), fts_search("experience", 3)]
     stages = receipt["stages"]
     names = [s["stage"] for s in stages]
     assert len(names) == len(set(names)), "each stage appears once, aggregated"
     assert all(s["count"] >= 1 for s in stages)
     by_name = {s["stage"]: s for s in stages}
     assert by_name["memory.search"]["count"] == 3
+    assert by_name["experience.search"]["count"] == 3
+    assert by_name["topic_memory.search"]["count"] == 1
     assert {s["artifact_address"]["scope_id"] for s in receipt["selected"]} == {a, b, c}
 
 
@@ -242,7 +259,7 @@ def test_selected_plus_omitted_accounts_for_every_candidate(api: Api) -> None:
     _, body = with_receipt(api, sid, "accountword", max_bytes=32768)
     receipt = body["receipt"]
     assert len(receipt["selected"]) == 8  # the default combined entry limit
-    omitted = {(g["family"], g["reason"]): g["count"] for g in receipt["omitted"]}
+    omitted = {(g["family"], g["reason"]): g["count"] for g in receipt["omitted"] if g["reason"] != "not_retrieved"}
     assert sum(omitted.values()) == 11 - 8
     assert set(omitted) <= {("atomic-memory", "family_limit"), ("atomic-memory", "entry_limit")}
     assert len(parse_fragments(body["content"])) == 8
@@ -295,7 +312,12 @@ def test_over_budget_empty_is_distinguishable_from_no_memory(api: Api) -> None:
     check_receipt_against_content(r, body, "overword", 512)
     assert body["status"] == "empty"
     omitted = {(g["family"], g["reason"]): g["count"] for g in body["receipt"]["omitted"]}
-    assert omitted == {("atomic-memory", "below_min_bytes"): 1, ("atomic-memory", "no_fitting_truncation"): 1}
+    assert omitted == {
+        ("atomic-memory", "below_min_bytes"): 1,
+        ("atomic-memory", "no_fitting_truncation"): 1,
+        ("topic-memory", "not_retrieved"): 1,
+        ("experience", "not_retrieved"): 1,
+    }
     assert ("atomic-memory", "not_retrieved") not in omitted
 
 

@@ -32,9 +32,10 @@ def test_migrations_apply_once_and_reopen_works(tmp_path: Path) -> None:
     first.close()
     applied = _rows(path, "SELECT version, applied_at FROM schema_migrations ORDER BY version")
     versions = [v for v, _ in applied]
-    # Version 1 is applied, every migration exactly once, in order, with no gaps.
+    # Version 1 is applied, every migration exactly once, in ascending order. Versions are reserved
+    # per feature branch, so a branch may lack one (a gap) until the branches meet.
     assert versions[0] == 1
-    assert versions == list(range(1, len(versions) + 1))
+    assert versions == sorted(set(versions))
     assert versions == [v for v, _ in MIGRATIONS]
     for _ in range(2):
         again = SqliteStore(path)

@@ -7,25 +7,25 @@ talks HTTP to a running Server (``--url`` or ``POWERCONTEXT_URL``).
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
+from powercontext.cli.common import print_json as _print_json
+from powercontext.cli.common import run as _run
+from powercontext.cli.families import experience_app, profile_app, topic_app
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
     from powercontext.contract.memory import AtomicMemory
     from powercontext.settings import Settings
 
-DEFAULT_URL = "http://127.0.0.1:8765"
 IMPORT_BATCH = 500
 KINDS = "decision, constraint, fact, state, next-step, outcome, note"
-T = TypeVar("T")
-
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="PowerContext: prepared context for AI agents.")
 server_app = typer.Typer(no_args_is_help=True, help="Run the Server.")
 scope_app = typer.Typer(no_args_is_help=True, help="Create and list Scopes.")
@@ -35,29 +35,9 @@ app.add_typer(server_app, name="server")
 app.add_typer(scope_app, name="scope")
 app.add_typer(memory_app, name="memory")
 app.add_typer(context_app, name="context")
-
-UrlOption = Annotated[str, typer.Option("--url", envvar="POWERCONTEXT_URL", help="Server base URL.")]
-ScopeOption = Annotated[str, typer.Option("--scope", "-s", help="Scope id, e.g. project:payments.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
-
-
-def _run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
-    """Run one client call; a Server error becomes a one-line message and exit code 1."""
-    from powercontext.client import PowerContextClient, PowerContextError
-
-    async def go() -> T:
-        async with PowerContextClient(url) as client:
-            return await call(client)
-
-    try:
-        return asyncio.run(go())
-    except PowerContextError as exc:
-        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
-        raise typer.Exit(1) from None
-
-
-def _print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
+app.add_typer(topic_app, name="topic")
+app.add_typer(experience_app, name="experience")
+app.add_typer(profile_app, name="profile")
 
 
 def _print_memory(memory: AtomicMemory, as_json: bool) -> None:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from powercontext.client.families import FamilyClientMixin
 from powercontext.contract.capabilities import Capabilities
 from powercontext.contract.common import MemoryKind, SearchModePolicy
 from powercontext.contract.memory import (
@@ -37,8 +38,11 @@ class PowerContextError(Exception):
         self.request_id = request_id
 
 
-class PowerContextClient:
-    """Async client. Use as ``async with PowerContextClient(url) as client: ...`` or call ``aclose()``."""
+class PowerContextClient(FamilyClientMixin):
+    """Async client. Use as ``async with PowerContextClient(url) as client: ...`` or call ``aclose()``.
+
+    Topic Memory, Experience and Profile methods come from ``FamilyClientMixin``.
+    """
 
     def __init__(
         self,

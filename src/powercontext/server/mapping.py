@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from pydantic import BaseModel
+
 from powercontext.contract.memory import AtomicMemory, AtomicMemoryCreate, AtomicMemoryHit
 from powercontext.contract.scopes import Scope
 from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory
@@ -45,7 +47,11 @@ def hit_view(hit: ScoredMemory) -> AtomicMemoryHit:
     )
 
 
-def new_memory(item: AtomicMemoryCreate) -> NewMemory:
+def request_digest(item: BaseModel) -> str:
+    """Digest of a create request without its ``idempotency_key``: what a replay must repeat exactly."""
     body = item.model_dump(mode="json", exclude={"idempotency_key"})
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
-    return NewMemory(item.text, item.kind, tuple(item.tags), item.idempotency_key, digest)
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def new_memory(item: AtomicMemoryCreate) -> NewMemory:
+    return NewMemory(item.text, item.kind, tuple(item.tags), item.idempotency_key, request_digest(item))

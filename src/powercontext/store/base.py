@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.domain.families import CandidateStatus, ExperienceAction, TopicAction
 from powercontext.domain.identity import ArtifactKey
 from powercontext.domain.lifecycle import LifecycleAction
 
@@ -125,3 +126,172 @@ class Store(Protocol):
         self, model_id: str, items: Sequence[tuple[EmbeddingTask, npt.NDArray[np.float32]]]
     ) -> int: ...
     def embedding_status(self, model_id: str) -> EmbeddingStatus: ...
+
+
+# -- Topic Memory, Experience, Profile ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    title: str
+    body: str
+    tags: tuple[str, ...]
+    idempotency_key: str | None = None
+    # As for NewMemory: same key + same digest replays, else conflicts.
+    request_digest: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord:
+    """One exact Topic Memory revision plus the Artifact's current lifecycle facts."""
+
+    key: ArtifactKey
+    head_revision: int
+    state: str
+    title: str
+    body: str
+    tags: tuple[str, ...]
+    created_at: str
+
+    def render_text(self) -> str:
+        """The text to inject: the title, a blank line, the body."""
+        return f"{self.title}\n\n{self.body}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredTopic:
+    record: TopicRecord
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceContent:
+    """The three fields of a reviewed lesson."""
+
+    situation: str
+    what_worked: str
+    what_to_avoid: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceRecord:
+    """One exact, immutable Experience revision plus the Artifact's current lifecycle facts."""
+
+    key: ArtifactKey
+    head_revision: int
+    state: str
+    content: ExperienceContent
+    tags: tuple[str, ...]
+    created_at: str
+    # The approved Candidate this revision came from.
+    candidate_id: str
+
+    def render_text(self) -> str:
+        """The text to inject: one labelled line per field."""
+        c = self.content
+        return f"Situation: {c.situation}\nWhat worked: {c.what_worked}\nWhat to avoid: {c.what_to_avoid}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredExperience:
+    record: ExperienceRecord
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceDraft:
+    """What a Candidate proposes: content, tags, and optionally the Experience head it revises."""
+
+    content: ExperienceContent
+    tags: tuple[str, ...]
+    target_artifact_id: str | None = None
+    expected_revision: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.target_artifact_id is None) != (self.expected_revision is None):
+            raise ValueError("target_artifact_id and expected_revision go together")
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRecord:
+    """An Experience Candidate. Only ``pending`` ones can be reviewed; ``result`` is set on approval."""
+
+    scope_id: str
+    candidate_id: str
+    candidate_revision: int
+    status: CandidateStatus
+    draft: ExperienceDraft
+    reject_reason: str | None
+    result: ArtifactKey | None
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileEntry:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRecord:
+    """One committed Profile revision: the Scope's ordered ``key: value`` conventions."""
+
+    key: ArtifactKey
+    head_revision: int
+    entries: tuple[ProfileEntry, ...]
+    created_at: str
+
+    def render_text(self) -> str:
+        """The text to inject: one ``key: value`` line per entry; a value's further lines are indented."""
+        return "\n".join(f"{e.key}: " + e.value.replace("\n", "\n  ") for e in self.entries)
+
+
+@runtime_checkable
+class FamilyStore(Protocol):
+    """Topic Memory, Experience and Profile storage. Same transaction and read rules as ``Store``.
+
+    The readers the prepare path calls (``search_topics``, ``search_experiences``, ``read_profile_snapshot``)
+    do not check that the Scope exists: an unknown Scope has no hits and no snapshot.
+    """
+
+    def create_topic(self, scope_id: str, item: NewTopic) -> TopicRecord: ...
+    def revise_topic(
+        self,
+        scope_id: str,
+        artifact_id: str,
+        expected_revision: int,
+        title: str | None,
+        body: str | None,
+        tags: Sequence[str] | None,
+    ) -> TopicRecord: ...
+    def change_topic_lifecycle(
+        self, scope_id: str, artifact_id: str, action: TopicAction, expected_revision: int | None
+    ) -> TopicRecord: ...
+    def read_topic_head(self, scope_id: str, artifact_id: str) -> TopicRecord: ...
+    def read_topic_revision(self, scope_id: str, artifact_id: str, revision: int) -> TopicRecord: ...
+    def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]: ...
+
+    def propose_experience(self, scope_id: str, draft: ExperienceDraft) -> CandidateRecord: ...
+    def read_candidate(self, scope_id: str, candidate_id: str) -> CandidateRecord: ...
+    def approve_candidate(
+        self, scope_id: str, candidate_id: str, expected_candidate_revision: int | None
+    ) -> tuple[CandidateRecord, ExperienceRecord]: ...
+    def reject_candidate(
+        self, scope_id: str, candidate_id: str, expected_candidate_revision: int | None, reason: str | None
+    ) -> CandidateRecord: ...
+    def revise_candidate(
+        self, scope_id: str, candidate_id: str, expected_candidate_revision: int, draft: ExperienceDraft
+    ) -> CandidateRecord: ...
+    def change_experience_lifecycle(
+        self, scope_id: str, artifact_id: str, action: ExperienceAction, expected_revision: int | None
+    ) -> ExperienceRecord: ...
+    def read_experience_head(self, scope_id: str, artifact_id: str) -> ExperienceRecord: ...
+    def read_experience_revision(self, scope_id: str, artifact_id: str, revision: int) -> ExperienceRecord: ...
+    def search_experiences(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredExperience]: ...
+
+    def commit_profile(
+        self, scope_id: str, expected_revision: int, entries: Sequence[ProfileEntry]
+    ) -> ProfileRecord: ...
+    def read_profile_snapshot(self, scope_id: str) -> ProfileRecord | None: ...
+    def read_profile_revision(self, scope_id: str, revision: int) -> ProfileRecord: ...

@@ -28,8 +28,13 @@ class ScopeExists(StoreError):
 class ArtifactNotFound(StoreError):
     code, status = "artifact-not-found", 404
 
+    def __init__(self, message: str = "no Artifact with this id exists in this Scope") -> None:
+        super().__init__(message)
+
+
+class ProfileNotFound(ArtifactNotFound):
     def __init__(self) -> None:
-        super().__init__("no Artifact with this id exists in this Scope")
+        super().__init__("this Scope has no committed Profile; commit one with PUT /v1/scopes/{scope_id}/profile")
 
 
 class RevisionNotFound(StoreError):
@@ -73,6 +78,37 @@ class InvalidReference(StoreError):
 
     def __init__(self) -> None:
         super().__init__("a Scope cannot list itself in context_references")
+
+
+class CandidateNotFound(StoreError):
+    code, status = "candidate-not-found", 404
+
+    def __init__(self) -> None:
+        super().__init__("no Experience Candidate with this id exists in this Scope")
+
+
+class CandidateNotPending(StoreError):
+    code, status = "candidate-not-pending", 409
+
+    def __init__(self, status: str) -> None:
+        super().__init__(f"this Candidate is already {status}; only pending Candidates can be reviewed")
+
+
+class CandidateRevisionConflict(StoreError):
+    code, status = "candidate-revision-conflict", 409
+
+    def __init__(self, expected: int, current: int) -> None:
+        super().__init__(
+            f"expected candidate revision {expected} but the Candidate is at revision {current}; read it and retry"
+        )
+        self.current = current
+
+
+class FamilyUnsupported(StoreError):
+    code, status = "family-unsupported", 501
+
+    def __init__(self) -> None:
+        super().__init__("this store does not implement Topic Memory, Experience and Profile")
 
 
 class StoreUnavailable(StoreError):

@@ -8,6 +8,8 @@ from fastapi import Depends, Request
 
 from powercontext.contract.errors import ErrorBody
 from powercontext.runtime import Runtime
+from powercontext.store.base import FamilyStore
+from powercontext.store.errors import FamilyUnsupported
 
 
 def _runtime(request: Request) -> Runtime:
@@ -16,6 +18,21 @@ def _runtime(request: Request) -> Runtime:
 
 
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
+
+
+def family_store_of(runtime: Runtime) -> FamilyStore:
+    """The runtime's store as a ``FamilyStore``; ``family-unsupported`` if its adapter predates the families."""
+    store = runtime.store
+    if not isinstance(store, FamilyStore):
+        raise FamilyUnsupported()
+    return store
+
+
+def _family_store(request: Request) -> FamilyStore:
+    return family_store_of(_runtime(request))
+
+
+FamilyStoreDep = Annotated[FamilyStore, Depends(_family_store)]
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

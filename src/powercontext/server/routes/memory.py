@@ -1,12 +1,9 @@
-"""Atomic Memory writes, search, and exact reads."""
+"""Atomic Memory writes and search (exact reads are in ``artifacts``)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Path
-
-from powercontext.contract.common import MAX_REVISION
 from powercontext.contract.memory import (
     AtomicMemory,
     AtomicMemoryBatch,
@@ -83,27 +80,3 @@ def revise(scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: R
 )
 def lifecycle(scope_id: str, artifact_id: str, body: AtomicMemoryLifecycle, runtime: RuntimeDep) -> AtomicMemory:
     return memory_view(runtime.store.change_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))
-
-
-Family = Literal["atomic-memory"]
-
-
-@router.get("/artifacts/{family}/{artifact_id}", operation_id="get_artifact_head", responses=errors(404))
-def read_head(scope_id: str, family: Family, artifact_id: str, runtime: RuntimeDep) -> AtomicMemory:
-    return memory_view(runtime.store.read_head(scope_id, artifact_id))
-
-
-@router.get(
-    "/artifacts/{family}/{artifact_id}/revisions/{revision}",
-    operation_id="get_artifact_revision",
-    responses=errors(404),
-    summary="Read one exact, immutable revision (never follows a newer head or a merge target)",
-)
-def read_revision(
-    scope_id: str,
-    family: Family,
-    artifact_id: str,
-    runtime: RuntimeDep,
-    revision: int = Path(ge=1, le=MAX_REVISION),
-) -> AtomicMemory:
-    return memory_view(runtime.store.read_revision(scope_id, artifact_id, revision))

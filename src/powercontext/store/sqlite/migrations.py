@@ -94,6 +94,47 @@ MIGRATIONS: list[tuple[int, str]] = [
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        4,
+        """
+        -- Topic Memory, Experience and Profile share artifacts/revisions with Atomic Memory (so exact
+        -- reads and per-(artifact, revision) projections work the same for every family). For them,
+        -- revisions.body is the family's rendered text, kind is '', and fields holds the structured
+        -- content as JSON. NULL for Atomic Memory, whose content predates the column.
+        ALTER TABLE revisions ADD COLUMN fields TEXT;
+
+        -- Proposals awaiting review (today only Experience). Mutable while pending; the approved
+        -- result is an ordinary immutable revision.
+        CREATE TABLE artifact_candidates (
+          id INTEGER PRIMARY KEY,
+          scope_id TEXT NOT NULL REFERENCES scopes(scope_id),
+          family TEXT NOT NULL,
+          candidate_id TEXT NOT NULL,
+          candidate_revision INTEGER NOT NULL CHECK (candidate_revision >= 1),
+          status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected')),
+          fields TEXT NOT NULL,
+          tags TEXT NOT NULL,
+          target_artifact_id TEXT,
+          expected_revision INTEGER,
+          reject_reason TEXT,
+          result_artifact_id TEXT,
+          result_revision INTEGER,
+          created_at TEXT NOT NULL,
+          updated_at TEXT NOT NULL,
+          UNIQUE (scope_id, family, candidate_id),
+          CHECK ((target_artifact_id IS NULL) = (expected_revision IS NULL))
+        );
+
+        -- One index per family, so no family's search ever sees another's rows. Only active heads
+        -- have a row (rowid = artifacts.id); terms are pre-tokenized like atomic_memory_fts.
+        CREATE VIRTUAL TABLE topic_memory_fts USING fts5(
+          scope_tag, title, body, tokenize = 'unicode61 remove_diacritics 0', content = '', contentless_delete = 1
+        );
+        CREATE VIRTUAL TABLE experience_fts USING fts5(
+          scope_tag, terms, tokenize = 'unicode61 remove_diacritics 0', content = '', contentless_delete = 1
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

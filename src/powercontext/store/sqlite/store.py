@@ -42,6 +42,7 @@ from powercontext.store.errors import (
     StoreUnavailable,
 )
 from powercontext.store.sqlite.driver import sqlite
+from powercontext.store.sqlite.families import SqliteFamilies
 from powercontext.store.sqlite.migrations import apply_migrations
 from powercontext.store.sqlite.vectors import Vector, VectorCache, VectorChanges, load_matrix
 from powercontext.text.tokenize import terms as index_terms
@@ -86,8 +87,8 @@ def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
     return f'scope_tag : "{scope_tag(scope_id)}" AND terms : ( {quoted} )'
 
 
-class SqliteStore:
-    """The embedded default store. Safe to share across threads."""
+class SqliteStore(SqliteFamilies):
+    """The embedded default store (``Store`` and ``FamilyStore``). Safe to share across threads."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

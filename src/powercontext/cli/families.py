@@ -1,0 +1,333 @@
+"""``powercontext topic|experience|profile``: Topic Memory, Experience and Profile from the command line.
+
+Like ``cli.main``, only Typer loads at import; the client, the wire models and Rich load per command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import typer
+
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, fail, print_json, run
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+topic_app = typer.Typer(no_args_is_help=True, help="Write, search and read Topic Memory.")
+experience_app = typer.Typer(no_args_is_help=True, help="Propose, review, search and read Experience.")
+candidate_app = typer.Typer(no_args_is_help=True, help="Experience Candidates: propose one, show it, review it.")
+profile_app = typer.Typer(no_args_is_help=True, help="Commit and read the Scope's Profile.")
+experience_app.add_typer(candidate_app, name="candidate")
+
+TagOption = Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")]
+RevisionOption = Annotated[int | None, typer.Option(min=1, help="An exact revision instead of the head.")]
+ExpectedOption = Annotated[
+    int | None, typer.Option("--expected-revision", min=1, help="Refuse unless the head is this revision.")
+]
+
+
+def _emit(model: BaseModel, as_json: bool, view: str) -> None:
+    if as_json:
+        print_json(model.model_dump(mode="json"))
+        return
+    from powercontext.cli import family_views
+
+    getattr(family_views, view)(model)
+
+
+def _read_text(inline: str | None, file: Path | None, name: str) -> str | None:
+    """``--name TEXT`` or ``--name-file PATH`` (``-`` reads stdin); not both."""
+    if inline is not None and file is not None:
+        raise fail(f"give --{name} or --{name}-file, not both")
+    if file is None:
+        return inline
+    if str(file) == "-":
+        return sys.stdin.read()
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"cannot read --{name}-file: {type(exc).__name__}") from None
+
+
+# -- topic -------------------------------------------------------------------------------------
+
+
+@topic_app.command("create")
+def topic_create(
+    title: Annotated[str, typer.Argument(help="One line naming the topic.")],
+    scope: ScopeOption,
+    body: Annotated[str | None, typer.Option(help="What is known about the topic.")] = None,
+    body_file: Annotated[Path | None, typer.Option(help="Read the body from a file ('-' for stdin).")] = None,
+    tag: TagOption = None,
+    idempotency_key: Annotated[str | None, typer.Option(help="Retry-safe key.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a Topic Memory."""
+    text = _read_text(body, body_file, "body")
+    if text is None:
+        raise fail("give the body with --body or --body-file")
+    topic = run(url, lambda c: c.create_topic(scope, title, text, tag or [], idempotency_key))
+    _emit(topic, as_json, "print_topic")
+
+
+@topic_app.command("revise")
+def topic_revise(
+    artifact_id: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    expected_revision: Annotated[int, typer.Option(min=1, help="The head revision you are changing.")],
+    title: Annotated[str | None, typer.Option(help="New title; default keeps it.")] = None,
+    body: Annotated[str | None, typer.Option(help="New body; default keeps it.")] = None,
+    body_file: Annotated[Path | None, typer.Option(help="Read the new body from a file ('-' for stdin).")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Replace the tags (repeatable).")] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Write a new revision (refused with revision-conflict if the head moved)."""
+    text = _read_text(body, body_file, "body")
+    if title is None and text is None and tag is None:
+        raise fail("nothing to change: give --title, --body, --body-file or --tag")
+    topic = run(url, lambda c: c.revise_topic(scope, artifact_id, expected_revision, title, text, tag))
+    _emit(topic, as_json, "print_topic")
+
+
+def _topic_lifecycle(action: Literal["retire", "restore"]) -> Any:
+    def command(
+        artifact_id: Annotated[str, typer.Argument()],
+        scope: ScopeOption,
+        expected_revision: ExpectedOption = None,
+        url: UrlOption = DEFAULT_URL,
+        as_json: JsonOption = False,
+    ) -> None:
+        topic = run(url, lambda c: c.change_topic_lifecycle(scope, artifact_id, action, expected_revision))
+        _emit(topic, as_json, "print_topic")
+
+    command.__doc__ = f"{action.capitalize()} a Topic Memory (its revisions stay readable exactly)."
+    return command
+
+
+topic_app.command("retire")(_topic_lifecycle("retire"))
+topic_app.command("restore")(_topic_lifecycle("restore"))
+
+
+@topic_app.command("get")
+def topic_get(
+    artifact_id: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    revision: RevisionOption = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Read the head, or one exact revision, of a Topic Memory."""
+    _emit(run(url, lambda c: c.get_topic(scope, artifact_id, revision)), as_json, "print_topic")
+
+
+@topic_app.command("search")
+def topic_search(
+    query: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    limit: Annotated[int, typer.Option(min=1, max=20)] = 10,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Search active Topic Memory heads (title and body)."""
+    _emit(run(url, lambda c: c.search_topics(scope, query, limit)), as_json, "print_topic_hits")
+
+
+# -- experience --------------------------------------------------------------------------------
+
+SituationOption = Annotated[str | None, typer.Option(help="When the lesson applies.")]
+WorkedOption = Annotated[str | None, typer.Option("--worked", help="What worked.")]
+AvoidOption = Annotated[str | None, typer.Option("--avoid", help="What to avoid.")]
+TargetOption = Annotated[
+    str | None, typer.Option("--target", help="An Experience this revises (needs --expected-revision).")
+]
+
+
+@candidate_app.command("add")
+def candidate_add(
+    scope: ScopeOption,
+    situation: Annotated[str, typer.Option(help="When the lesson applies.")],
+    worked: Annotated[str, typer.Option("--worked", help="What worked.")],
+    avoid: Annotated[str, typer.Option("--avoid", help="What to avoid.")],
+    tag: TagOption = None,
+    target: TargetOption = None,
+    expected_revision: ExpectedOption = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Propose an Experience; it becomes one only when a reviewer approves it."""
+    if (target is None) != (expected_revision is None):
+        raise fail("--target and --expected-revision go together")
+    candidate = run(
+        url, lambda c: c.propose_experience(scope, situation, worked, avoid, tag or [], target, expected_revision)
+    )
+    _emit(candidate, as_json, "print_candidate")
+
+
+@candidate_app.command("show")
+def candidate_show(
+    candidate_id: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a Candidate and its review outcome."""
+    _emit(run(url, lambda c: c.get_candidate(scope, candidate_id)), as_json, "print_candidate")
+
+
+@candidate_app.command("review")
+def candidate_review(
+    candidate_id: Annotated[str, typer.Argument()],
+    decision: Annotated[str, typer.Argument(help="approve, reject or revise.")],
+    scope: ScopeOption,
+    reason: Annotated[str | None, typer.Option(help="reject: a short kebab-case reason code.")] = None,
+    expected_candidate_revision: Annotated[
+        int | None, typer.Option(min=1, help="Refuse unless the Candidate is at this revision (required to revise).")
+    ] = None,
+    situation: SituationOption = None,
+    worked: WorkedOption = None,
+    avoid: AvoidOption = None,
+    tag: TagOption = None,
+    target: TargetOption = None,
+    expected_revision: ExpectedOption = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve, reject, or revise a pending Candidate (revise keeps fields you do not give)."""
+    from powercontext.client import PowerContextClient
+    from powercontext.contract.families import ExperienceReviewResult, ReviseDecision
+
+    if decision not in ("approve", "reject", "revise"):
+        raise fail("the decision is one of: approve, reject, revise")
+    cas = expected_candidate_revision
+    if decision == "revise" and cas is None:
+        raise fail("revise needs --expected-candidate-revision")
+
+    async def review(client: PowerContextClient) -> ExperienceReviewResult:
+        if decision == "approve":
+            return await client.approve_candidate(scope, candidate_id, cas)
+        if decision == "reject":
+            return await client.reject_candidate(scope, candidate_id, reason, cas)
+        assert cas is not None  # checked above, before any request
+        current = await client.get_candidate(scope, candidate_id)
+        keep_target = target is None and expected_revision is None
+        revised = ReviseDecision(
+            decision="revise",
+            expected_candidate_revision=cas,
+            situation=situation if situation is not None else current.situation,
+            what_worked=worked if worked is not None else current.what_worked,
+            what_to_avoid=avoid if avoid is not None else current.what_to_avoid,
+            tags=tag if tag is not None else current.tags,
+            target_artifact_id=current.target_artifact_id if keep_target else target,
+            expected_revision=current.expected_revision if keep_target else expected_revision,
+        )
+        return await client.review_candidate(scope, candidate_id, revised)
+
+    result = run(url, review)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    from powercontext.cli import family_views
+
+    family_views.print_candidate(result.candidate)
+
+
+@experience_app.command("retire")
+def experience_retire(
+    artifact_id: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    expected_revision: ExpectedOption = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Retire an Experience (its revisions stay readable exactly)."""
+    experience = run(url, lambda c: c.retire_experience(scope, artifact_id, expected_revision))
+    _emit(experience, as_json, "print_experience")
+
+
+@experience_app.command("get")
+def experience_get(
+    artifact_id: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    revision: RevisionOption = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Read the head, or one exact revision, of an Experience."""
+    _emit(run(url, lambda c: c.get_experience(scope, artifact_id, revision)), as_json, "print_experience")
+
+
+@experience_app.command("search")
+def experience_search(
+    query: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    limit: Annotated[int, typer.Option(min=1, max=20)] = 10,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Search active (approved, not retired) Experience heads."""
+    _emit(run(url, lambda c: c.search_experiences(scope, query, limit)), as_json, "print_experience_hits")
+
+
+# -- profile -----------------------------------------------------------------------------------
+
+
+def _entries_from_file(file: Path) -> list[tuple[str, str]]:
+    """A JSON object ``{key: value}``, a list of ``{key, value}``, or ``{"entries": [...]}``."""
+    try:
+        data = json.loads(sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise fail(f"cannot read --file as JSON: {type(exc).__name__}") from None
+    if isinstance(data, dict) and isinstance(data.get("entries"), list):
+        data = data["entries"]
+    if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()):
+        return list(data.items())
+    if isinstance(data, list) and all(
+        isinstance(e, dict) and set(e) == {"key", "value"} and all(isinstance(v, str) for v in e.values()) for e in data
+    ):
+        return [(e["key"], e["value"]) for e in data]
+    raise fail('--file holds {"key": "value", ...} or [{"key": ..., "value": ...}, ...]')
+
+
+def _entries_from_args(pairs: list[str]) -> list[tuple[str, str]]:
+    entries = []
+    for number, pair in enumerate(pairs, start=1):
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise fail(f"argument {number} is not key=value")
+        entries.append((key.strip(), value))
+    return entries
+
+
+@profile_app.command("set")
+def profile_set(
+    scope: ScopeOption,
+    pairs: Annotated[list[str] | None, typer.Argument(help="Entries as key=value (the whole Profile).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="Entries from a JSON file ('-' for stdin).")] = None,
+    expected_revision: Annotated[
+        int, typer.Option(min=0, help="The committed head you are replacing; 0 for the first commit.")
+    ] = 0,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Commit the next Profile snapshot: it replaces every entry."""
+    if bool(pairs) == (file is not None):
+        raise fail("give key=value arguments or --file, not both and not neither")
+    entries = _entries_from_file(file) if file is not None else _entries_from_args(pairs or [])
+    _emit(run(url, lambda c: c.set_profile(scope, entries, expected_revision)), as_json, "print_profile")
+
+
+@profile_app.command("get")
+def profile_get(
+    scope: ScopeOption,
+    revision: RevisionOption = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Read the committed Profile, or one exact revision of it."""
+    _emit(run(url, lambda c: c.get_profile(scope, revision)), as_json, "print_profile")

@@ -1,0 +1,97 @@
+"""Human views of Topic Memory, Experience and Profile for the CLI (Rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from powercontext.contract.families import (
+    Experience,
+    ExperienceCandidate,
+    ExperienceSearchResult,
+    Profile,
+    TopicMemory,
+    TopicMemorySearchResult,
+)
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def print_topic(topic: TopicMemory) -> None:
+    ref = topic.artifact_address.artifact
+    console = _console()
+    console.print(
+        f"{ref.artifact_id} revision {ref.revision} (head {topic.head_revision}, {topic.state})", markup=False
+    )
+    console.print(f"[bold]{_escape(topic.title)}[/bold]")
+    if topic.tags:
+        console.print("tags: " + ", ".join(topic.tags), markup=False)
+    console.print(topic.body, markup=False)
+
+
+def print_topic_hits(result: TopicMemorySearchResult) -> None:
+    console = _console()
+    console.print(f"mode {result.mode}, {len(result.hits)} hit(s)", markup=False)
+    for hit in result.hits:
+        ref = hit.artifact_address.artifact
+        console.print(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  {hit.title}", markup=False)
+
+
+def _lesson_lines(situation: str, what_worked: str, what_to_avoid: str) -> list[str]:
+    return [f"Situation: {situation}", f"What worked: {what_worked}", f"What to avoid: {what_to_avoid}"]
+
+
+def print_experience(experience: Experience) -> None:
+    ref = experience.artifact_address.artifact
+    console = _console()
+    console.print(
+        f"{ref.artifact_id} revision {ref.revision} (head {experience.head_revision}, {experience.state},"
+        f" from {experience.candidate_id})",
+        markup=False,
+    )
+    for line in _lesson_lines(experience.situation, experience.what_worked, experience.what_to_avoid):
+        console.print(line, markup=False)
+    if experience.tags:
+        console.print("tags: " + ", ".join(experience.tags), markup=False)
+
+
+def print_candidate(candidate: ExperienceCandidate) -> None:
+    console = _console()
+    console.print(
+        f"{candidate.candidate_id} candidate revision {candidate.candidate_revision} ({candidate.status})", markup=False
+    )
+    if candidate.target_artifact_id is not None:
+        console.print(f"revises {candidate.target_artifact_id}@{candidate.expected_revision}", markup=False)
+    if candidate.result_address is not None:
+        ref = candidate.result_address.artifact
+        console.print(f"approved as {ref.artifact_id}@{ref.revision}", markup=False)
+    if candidate.reject_reason is not None:
+        console.print(f"rejected: {candidate.reject_reason}", markup=False)
+    for line in _lesson_lines(candidate.situation, candidate.what_worked, candidate.what_to_avoid):
+        console.print(line, markup=False)
+
+
+def print_experience_hits(result: ExperienceSearchResult) -> None:
+    console = _console()
+    console.print(f"mode {result.mode}, {len(result.hits)} hit(s)", markup=False)
+    for hit in result.hits:
+        ref = hit.artifact_address.artifact
+        console.print(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  {hit.situation}", markup=False)
+
+
+def print_profile(profile: Profile) -> None:
+    ref = profile.artifact_address.artifact
+    table = Table(title=f"Profile revision {ref.revision} (head {profile.head_revision})")
+    table.add_column("key", overflow="fold")
+    table.add_column("value", overflow="fold")
+    for entry in profile.entries:
+        table.add_row(_escape(entry.key), _escape(entry.value))
+    _console().print(table)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

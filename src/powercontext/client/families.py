@@ -1,0 +1,185 @@
+"""Client methods for Topic Memory, Experience and Profile (mixed into ``PowerContextClient``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import quote
+
+from pydantic import BaseModel
+
+from powercontext.contract.families import (
+    ApproveDecision,
+    Experience,
+    ExperienceCandidate,
+    ExperienceCandidateCreate,
+    ExperienceReviewResult,
+    ExperienceSearchResult,
+    Profile,
+    ProfileCommit,
+    ProfileEntry,
+    RejectDecision,
+    ReviseDecision,
+    TopicMemory,
+    TopicMemoryCreate,
+    TopicMemorySearchResult,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _path(scope_id: str, *parts: str) -> str:
+    segments = [quote(p, safe=":@+=~.-_") for p in (scope_id, *parts)]
+    return "/v1/scopes/" + "/".join(segments)
+
+
+def _wire(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", exclude_none=True)
+
+
+def _artifact_path(scope_id: str, family: str, artifact_id: str, revision: int | None) -> str:
+    path = _path(scope_id, "artifacts", family, artifact_id)
+    return path if revision is None else f"{path}/revisions/{revision}"
+
+
+class FamilyClientMixin:
+    """Async methods, one per family operation. Bodies are validated locally before they are sent."""
+
+    if TYPE_CHECKING:
+
+        async def _call(self, method: str, path: str, model: type[M], json: Any = None) -> M: ...
+
+    # -- topic memory ----------------------------------------------------------------------------
+
+    async def create_topic(
+        self,
+        scope_id: str,
+        title: str,
+        body: str,
+        tags: Sequence[str] = (),
+        idempotency_key: str | None = None,
+    ) -> TopicMemory:
+        item = TopicMemoryCreate(title=title, body=body, tags=list(tags), idempotency_key=idempotency_key)
+        return await self._call("POST", _path(scope_id, "topic-memory"), TopicMemory, _wire(item))
+
+    async def revise_topic(
+        self,
+        scope_id: str,
+        artifact_id: str,
+        expected_revision: int,
+        title: str | None = None,
+        body: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> TopicMemory:
+        """Write the next revision; omitted fields keep their current value."""
+        wire: dict[str, Any] = {"expected_revision": expected_revision}
+        for name, value in (("title", title), ("body", body), ("tags", None if tags is None else list(tags))):
+            if value is not None:
+                wire[name] = value
+        return await self._call("PUT", _path(scope_id, "topic-memory", artifact_id), TopicMemory, wire)
+
+    async def change_topic_lifecycle(
+        self,
+        scope_id: str,
+        artifact_id: str,
+        action: Literal["retire", "restore"],
+        expected_revision: int | None = None,
+    ) -> TopicMemory:
+        wire: dict[str, Any] = {"action": action}
+        if expected_revision is not None:
+            wire["expected_revision"] = expected_revision
+        path = _path(scope_id, "topic-memory", artifact_id, "lifecycle")
+        return await self._call("POST", path, TopicMemory, wire)
+
+    async def get_topic(self, scope_id: str, artifact_id: str, revision: int | None = None) -> TopicMemory:
+        """The head, or with ``revision`` that exact immutable revision (readable after retire)."""
+        return await self._call("GET", _artifact_path(scope_id, "topic-memory", artifact_id, revision), TopicMemory)
+
+    async def search_topics(self, scope_id: str, query: str, limit: int = 10) -> TopicMemorySearchResult:
+        wire = {"query": query, "limit": limit}
+        return await self._call("POST", _path(scope_id, "topic-memory", "search"), TopicMemorySearchResult, wire)
+
+    # -- experience ------------------------------------------------------------------------------
+
+    async def propose_experience(
+        self,
+        scope_id: str,
+        situation: str,
+        what_worked: str,
+        what_to_avoid: str,
+        tags: Sequence[str] = (),
+        target_artifact_id: str | None = None,
+        expected_revision: int | None = None,
+    ) -> ExperienceCandidate:
+        """Create a pending Candidate; with a target it proposes the next revision of that Experience."""
+        item = ExperienceCandidateCreate(
+            situation=situation,
+            what_worked=what_worked,
+            what_to_avoid=what_to_avoid,
+            tags=list(tags),
+            target_artifact_id=target_artifact_id,
+            expected_revision=expected_revision,
+        )
+        path = _path(scope_id, "experience", "candidates")
+        return await self._call("POST", path, ExperienceCandidate, _wire(item))
+
+    async def get_candidate(self, scope_id: str, candidate_id: str) -> ExperienceCandidate:
+        path = _path(scope_id, "experience", "candidates", candidate_id)
+        return await self._call("GET", path, ExperienceCandidate)
+
+    async def review_candidate(
+        self, scope_id: str, candidate_id: str, decision: ApproveDecision | RejectDecision | ReviseDecision
+    ) -> ExperienceReviewResult:
+        path = _path(scope_id, "experience", "candidates", candidate_id, "review")
+        return await self._call("POST", path, ExperienceReviewResult, _wire(decision))
+
+    async def approve_candidate(
+        self, scope_id: str, candidate_id: str, expected_candidate_revision: int | None = None
+    ) -> ExperienceReviewResult:
+        decision = ApproveDecision(decision="approve", expected_candidate_revision=expected_candidate_revision)
+        return await self.review_candidate(scope_id, candidate_id, decision)
+
+    async def reject_candidate(
+        self,
+        scope_id: str,
+        candidate_id: str,
+        reason: str | None = None,
+        expected_candidate_revision: int | None = None,
+    ) -> ExperienceReviewResult:
+        decision = RejectDecision(
+            decision="reject", reason=reason, expected_candidate_revision=expected_candidate_revision
+        )
+        return await self.review_candidate(scope_id, candidate_id, decision)
+
+    async def retire_experience(
+        self, scope_id: str, artifact_id: str, expected_revision: int | None = None
+    ) -> Experience:
+        wire: dict[str, Any] = {"action": "retire"}
+        if expected_revision is not None:
+            wire["expected_revision"] = expected_revision
+        return await self._call("POST", _path(scope_id, "experience", artifact_id, "lifecycle"), Experience, wire)
+
+    async def get_experience(self, scope_id: str, artifact_id: str, revision: int | None = None) -> Experience:
+        """The head, or with ``revision`` that exact immutable revision (readable after retire)."""
+        return await self._call("GET", _artifact_path(scope_id, "experience", artifact_id, revision), Experience)
+
+    async def search_experiences(self, scope_id: str, query: str, limit: int = 10) -> ExperienceSearchResult:
+        wire = {"query": query, "limit": limit}
+        return await self._call("POST", _path(scope_id, "experience", "search"), ExperienceSearchResult, wire)
+
+    # -- profile ---------------------------------------------------------------------------------
+
+    async def set_profile(
+        self, scope_id: str, entries: Iterable[tuple[str, str]], expected_revision: int = 0
+    ) -> Profile:
+        """Commit the whole Profile as the next snapshot; ``expected_revision`` is the head (0 for the first)."""
+        commit = ProfileCommit(
+            entries=[ProfileEntry(key=k, value=v) for k, v in entries], expected_revision=expected_revision
+        )
+        return await self._call("PUT", _path(scope_id, "profile"), Profile, _wire(commit))
+
+    async def get_profile(self, scope_id: str, revision: int | None = None) -> Profile:
+        """The committed head, or with ``revision`` that exact snapshot."""
+        if revision is None:
+            return await self._call("GET", _path(scope_id, "profile"), Profile)
+        return await self._call("GET", _artifact_path(scope_id, "profile", "profile", revision), Profile)

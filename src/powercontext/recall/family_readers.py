@@ -1,0 +1,73 @@
+"""Readers of the Topic Memory, Experience and Profile families."""
+
+from __future__ import annotations
+
+from powercontext.assembly.builder import Candidate, round_robin
+from powercontext.contract.common import Family
+from powercontext.recall.readers import RecallContext
+from powercontext.search.families import ExperienceSearch, TopicMemorySearch
+from powercontext.store.base import FamilyStore
+
+TOPIC_CANDIDATE_LIMIT = 8
+EXPERIENCE_CANDIDATE_LIMIT = 8
+
+
+class TopicMemoryReader:
+    """Topic Memory of the request Scope only: one search per round, not one per referenced Scope."""
+
+    family: Family = "topic-memory"
+
+    def __init__(self, search: TopicMemorySearch, limit: int = TOPIC_CANDIDATE_LIMIT) -> None:
+        self._search = search
+        self._limit = limit
+
+    def read(self, ctx: RecallContext) -> list[Candidate]:
+        with ctx.trace.stage("topic_memory.search"):
+            outcome = self._search.search(ctx.scope_ids[0], ctx.query, self._limit)
+        ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", "none")
+        return [Candidate(h.record.key, "topic", h.record.render_text()) for h in outcome.hits]
+
+
+class ExperienceReader:
+    """Experience of every Scope; each keeps its order and the Scopes interleave, request Scope first."""
+
+    family: Family = "experience"
+
+    def __init__(self, search: ExperienceSearch, per_scope_limit: int = EXPERIENCE_CANDIDATE_LIMIT) -> None:
+        self._search = search
+        self._limit = per_scope_limit
+
+    def read(self, ctx: RecallContext) -> list[Candidate]:
+        per_scope = []
+        for scope_id in ctx.scope_ids:
+            with ctx.trace.stage("experience.search"):
+                outcome = self._search.search(scope_id, ctx.query, self._limit)
+            # The adapter says which mode ran; it is recorded as given.
+            ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", "none")
+            per_scope.append(outcome.hits)
+        return [Candidate(h.record.key, "experience", h.record.render_text()) for h in round_robin(per_scope)]
+
+
+class ProfileReader:
+    """The committed Profile snapshot of the request Scope, then of each referenced Scope.
+
+    Query-independent. A Scope without a committed Profile is a skipped read (``not_run``): Profile
+    is the family whose reader needs a head.
+    """
+
+    family: Family = "profile"
+
+    def __init__(self, store: FamilyStore) -> None:
+        self._store = store
+
+    def read(self, ctx: RecallContext) -> list[Candidate]:
+        candidates = []
+        for scope_id in ctx.scope_ids:
+            with ctx.trace.stage("profile.read"):
+                snapshot = self._store.read_profile_snapshot(scope_id)
+            if snapshot is None:
+                ctx.trace.record_search(0, self.family, "none", "not_run", "none")
+                continue
+            ctx.trace.record_search(0, self.family, "snapshot", "completed", "none")
+            candidates.append(Candidate(snapshot.key, "profile", snapshot.render_text()))
+        return candidates

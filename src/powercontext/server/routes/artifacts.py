@@ -1,0 +1,82 @@
+"""Exact reads for every Artifact family: the current head, and one immutable revision."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from fastapi import APIRouter, Path
+
+from powercontext.contract.common import MAX_REVISION, ArtifactFamily
+from powercontext.contract.families import ArtifactView, Experience, Profile, TopicMemory
+from powercontext.contract.memory import AtomicMemory
+from powercontext.domain.families import PROFILE_ARTIFACT_ID
+from powercontext.runtime import Runtime
+from powercontext.server.family_mapping import experience_view, profile_view, topic_view
+from powercontext.server.mapping import memory_view
+from powercontext.server.routes.deps import RuntimeDep, errors, family_store_of
+from powercontext.server.routes.profile import committed_head
+from powercontext.store.errors import ArtifactNotFound
+
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["artifacts"])
+
+AnyArtifact = AtomicMemory | TopicMemory | Experience | Profile
+HeadReader = Callable[[Runtime, str, str], AnyArtifact]
+RevisionReader = Callable[[Runtime, str, str, int], AnyArtifact]
+
+
+def _profile_id(runtime: Runtime, scope_id: str, artifact_id: str) -> None:
+    if artifact_id != PROFILE_ARTIFACT_ID:
+        runtime.store.get_scope(scope_id)
+        raise ArtifactNotFound(f"a Scope's Profile always has the artifact_id {PROFILE_ARTIFACT_ID!r}")
+
+
+def _profile_head(runtime: Runtime, scope_id: str, artifact_id: str) -> Profile:
+    _profile_id(runtime, scope_id, artifact_id)
+    return profile_view(committed_head(scope_id, runtime, family_store_of(runtime)))
+
+
+def _profile_revision(runtime: Runtime, scope_id: str, artifact_id: str, revision: int) -> Profile:
+    _profile_id(runtime, scope_id, artifact_id)
+    return profile_view(family_store_of(runtime).read_profile_revision(scope_id, revision))
+
+
+# One reader per family; the handlers below have no per-family branches.
+HEADS: Final[dict[ArtifactFamily, HeadReader]] = {
+    "atomic-memory": lambda rt, s, a: memory_view(rt.store.read_head(s, a)),
+    "topic-memory": lambda rt, s, a: topic_view(family_store_of(rt).read_topic_head(s, a)),
+    "experience": lambda rt, s, a: experience_view(family_store_of(rt).read_experience_head(s, a)),
+    "profile": _profile_head,
+}
+REVISIONS: Final[dict[ArtifactFamily, RevisionReader]] = {
+    "atomic-memory": lambda rt, s, a, r: memory_view(rt.store.read_revision(s, a, r)),
+    "topic-memory": lambda rt, s, a, r: topic_view(family_store_of(rt).read_topic_revision(s, a, r)),
+    "experience": lambda rt, s, a, r: experience_view(family_store_of(rt).read_experience_revision(s, a, r)),
+    "profile": _profile_revision,
+}
+
+
+@router.get(
+    "/artifacts/{family}/{artifact_id}",
+    operation_id="get_artifact_head",
+    responses=errors(404),
+    summary="Read the current head of an Artifact of any family",
+)
+def read_head(scope_id: str, family: ArtifactFamily, artifact_id: str, runtime: RuntimeDep) -> ArtifactView:
+    return HEADS[family](runtime, scope_id, artifact_id)
+
+
+@router.get(
+    "/artifacts/{family}/{artifact_id}/revisions/{revision}",
+    operation_id="get_artifact_revision",
+    responses=errors(404),
+    summary="Read one exact, immutable revision (never follows a newer head or a merge target)",
+)
+def read_revision(
+    scope_id: str,
+    family: ArtifactFamily,
+    artifact_id: str,
+    runtime: RuntimeDep,
+    revision: int = Path(ge=1, le=MAX_REVISION),
+) -> ArtifactView:
+    return REVISIONS[family](runtime, scope_id, artifact_id, revision)

@@ -1,0 +1,251 @@
+"""Row access shared by the SQLite Topic Memory, Experience and Profile mixins.
+
+They store their revisions in the generic ``artifacts``/``revisions`` tables: ``body`` is the family's
+rendered text, ``fields`` its structured content as JSON (the source the records are built from).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from powercontext.contract.common import ArtifactFamily, LifecycleState
+from powercontext.domain.identity import ArtifactKey
+from powercontext.store.errors import ArtifactNotFound, IdempotencyConflict, RevisionNotFound, ScopeNotFound
+from powercontext.text.tokenize import terms as index_terms
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+_SELECT = """
+SELECT a.id, a.scope_id, a.family, a.artifact_id, r.revision, a.head_revision, a.state, r.tags, r.fields,
+       r.created_at
+FROM artifacts a JOIN revisions r ON r.artifact = a.id
+"""
+
+
+class SqliteConnections:
+    """What the family mixins use of ``SqliteStore``: its serialized write transaction and reader connections."""
+
+    if TYPE_CHECKING:
+
+        def _write(self) -> AbstractContextManager[Any]: ...
+        def _reader(self) -> Any: ...
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id(prefix: str) -> str:
+    """``prefix`` + 26 Crockford base32 characters of 128 random bits (the ``am_`` id scheme)."""
+    value = int.from_bytes(secrets.token_bytes(16), "big")
+    chars = []
+    for _ in range(26):
+        value, rem = divmod(value, 32)
+        chars.append(_CROCKFORD[rem])
+    return prefix + "".join(chars)
+
+
+def scope_tag(scope_id: str) -> str:
+    # A single FTS term standing for the Scope; hex keeps it one unicode61 token.
+    return "s" + hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:24]
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRow:
+    """One revision row joined with its Artifact's current head and state."""
+
+    rowid: int
+    scope_id: str
+    family: ArtifactFamily
+    artifact_id: str
+    revision: int
+    head_revision: int
+    state: LifecycleState
+    tags: tuple[str, ...]
+    fields: dict[str, Any]
+    created_at: str
+
+    @property
+    def key(self) -> ArtifactKey:
+        return ArtifactKey(self.scope_id, self.family, self.artifact_id, self.revision)
+
+    def key_at(self, revision: int) -> ArtifactKey:
+        return ArtifactKey(self.scope_id, self.family, self.artifact_id, revision)
+
+
+def _row(raw: Any) -> ArtifactRow:
+    rowid, scope_id, family, artifact_id, revision, head, state, tags, fields, created = raw
+    return ArtifactRow(
+        rowid,
+        scope_id,
+        cast(ArtifactFamily, family),
+        artifact_id,
+        revision,
+        head,
+        cast(LifecycleState, state),
+        tuple(json.loads(tags)),
+        json.loads(fields),
+        created,
+    )
+
+
+def require_scope(conn: Any, scope_id: str) -> None:
+    if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone() is None:
+        raise ScopeNotFound(scope_id)
+
+
+def find_head(conn: Any, scope_id: str, family: ArtifactFamily, artifact_id: str) -> ArtifactRow | None:
+    raw = conn.execute(
+        _SELECT + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = a.head_revision",
+        (scope_id, family, artifact_id),
+    ).fetchone()
+    return None if raw is None else _row(raw)
+
+
+def head_row(
+    conn: Any,
+    scope_id: str,
+    family: ArtifactFamily,
+    artifact_id: str,
+    not_found: Callable[[], ArtifactNotFound] = ArtifactNotFound,
+) -> ArtifactRow:
+    """The head revision; raises ``ScopeNotFound``, or ``not_found()`` when the Scope has no such Artifact."""
+    row = find_head(conn, scope_id, family, artifact_id)
+    if row is None:
+        require_scope(conn, scope_id)
+        raise not_found()
+    return row
+
+
+def revision_row(
+    conn: Any,
+    scope_id: str,
+    family: ArtifactFamily,
+    artifact_id: str,
+    revision: int,
+    not_found: Callable[[], ArtifactNotFound] = ArtifactNotFound,
+) -> ArtifactRow:
+    """One exact revision, whatever the Artifact's state; never follows the head."""
+    raw = conn.execute(
+        _SELECT + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = ?",
+        (scope_id, family, artifact_id, revision),
+    ).fetchone()
+    if raw is None:
+        head = head_row(conn, scope_id, family, artifact_id, not_found)
+        raise RevisionNotFound(head.head_revision)
+    return _row(raw)
+
+
+def insert_artifact(conn: Any, scope_id: str, family: ArtifactFamily, artifact_id: str, at: str) -> int:
+    cur = conn.execute(
+        "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at, updated_at)"
+        " VALUES (?, ?, ?, 1, 'active', ?, ?)",
+        (scope_id, family, artifact_id, at, at),
+    )
+    return int(cur.lastrowid)
+
+
+def insert_revision(
+    conn: Any, rowid: int, revision: int, body: str, tags: Sequence[str], fields: dict[str, Any], at: str
+) -> None:
+    """Write one immutable revision; a revision after the first also becomes the head."""
+    conn.execute(
+        "INSERT INTO revisions (artifact, revision, kind, body, tags, fields, created_at)"
+        " VALUES (?, ?, '', ?, ?, ?, ?)",
+        (rowid, revision, body, json.dumps(list(tags)), json.dumps(fields, ensure_ascii=False), at),
+    )
+    if revision > 1:
+        conn.execute("UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, at, rowid))
+
+
+def set_state(conn: Any, rowid: int, state: LifecycleState, at: str) -> None:
+    conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (state, at, rowid))
+
+
+def row_by_id(conn: Any, rowid: int, revision: int) -> ArtifactRow:
+    return _row(conn.execute(_SELECT + " WHERE a.id = ? AND r.revision = ?", (rowid, revision)).fetchone())
+
+
+# -- idempotency -------------------------------------------------------------------------------
+
+
+def _family_digest(family: ArtifactFamily, digest: str) -> str:
+    # Keys live in the shared idempotency_keys table; the family prefix makes a key reused across
+    # families a conflict, never a replay of another family's Artifact.
+    return f"{family}:{digest}"
+
+
+def replay(conn: Any, scope_id: str, family: ArtifactFamily, key: str, digest: str) -> ArtifactRow | None:
+    """Revision 1 of the Artifact first created with ``key``, or None for a new key."""
+    raw = conn.execute(
+        "SELECT request_digest, artifact FROM idempotency_keys WHERE scope_id = ? AND idem_key = ?", (scope_id, key)
+    ).fetchone()
+    if raw is None:
+        return None
+    if raw[0] != _family_digest(family, digest):
+        raise IdempotencyConflict()
+    return row_by_id(conn, raw[1], 1)
+
+
+def remember_key(conn: Any, scope_id: str, family: ArtifactFamily, key: str, digest: str, rowid: int) -> None:
+    conn.execute(
+        "INSERT INTO idempotency_keys (scope_id, idem_key, request_digest, artifact) VALUES (?, ?, ?, ?)",
+        (scope_id, key, _family_digest(family, digest), rowid),
+    )
+
+
+# -- full text ---------------------------------------------------------------------------------
+
+
+class FtsIndex:
+    """One family's contentless FTS5 table over its active heads (rowid = ``artifacts.id``).
+
+    ``columns`` are the indexed text columns after ``scope_tag``; ``weights`` their BM25 weights.
+    """
+
+    def __init__(self, table: str, family: ArtifactFamily, columns: tuple[str, ...], weights: tuple[float, ...]):
+        self.table = table
+        self.family = family
+        self.columns = columns
+        self._bm25 = ", ".join(str(w) for w in (0.0, *weights))
+        self._filter = columns[0] if len(columns) == 1 else "{" + " ".join(columns) + "}"
+
+    def add(self, conn: Any, rowid: int, scope_id: str, texts: Sequence[str]) -> None:
+        """Make one active head searchable; ``texts`` line up with ``columns``."""
+        names = ", ".join(self.columns)
+        marks = ", ".join("?" * len(self.columns))
+        values = [" ".join(index_terms(text)) for text in texts]
+        conn.execute(
+            f"INSERT INTO {self.table} (rowid, scope_tag, {names}) VALUES (?, ?, {marks})",
+            (rowid, scope_tag(scope_id), *values),
+        )
+
+    def remove(self, conn: Any, rowid: int) -> None:
+        conn.execute(f"DELETE FROM {self.table} WHERE rowid = ?", (rowid,))
+
+    def search(self, conn: Any, scope_id: str, terms: Sequence[str], limit: int) -> list[tuple[float, ArtifactRow]]:
+        """Active heads of one Scope matching any term, best BM25 first, as (higher-is-better score, row)."""
+        distinct = [t for t in dict.fromkeys(terms) if t]
+        if not distinct or limit < 1:
+            return []
+        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in distinct)
+        match = f'scope_tag : "{scope_tag(scope_id)}" AND {self._filter} : ( {quoted} )'
+        rows = conn.execute(
+            f"WITH hits AS (SELECT rowid AS id, bm25({self.table}, {self._bm25}) AS rank FROM {self.table}"
+            f" WHERE {self.table} MATCH ? ORDER BY rank LIMIT ?) "
+            + _SELECT.replace("SELECT a.id", "SELECT hits.rank, a.id").replace(
+                "FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id"
+            )
+            + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? AND a.family = ?"
+            " ORDER BY hits.rank, a.id",
+            (match, limit, scope_id, self.family),
+        ).fetchall()
+        # bm25() is lower-is-better; the public score is higher-is-better.
+        return [(-raw[0], _row(raw[1:])) for raw in rows]

@@ -1,0 +1,123 @@
+"""Topic Memory on SQLite: titled bodies with revisions, retire/restore, and their own FTS5 index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Final
+
+from powercontext.domain.families import (
+    TOPIC_ID_PREFIX,
+    TOPIC_MEMORY,
+    FamilyTransitionRefused,
+    TopicAction,
+    family_next_state,
+)
+from powercontext.domain.identity import ArtifactKey
+from powercontext.store.base import NewTopic, ScoredTopic, TopicRecord
+from powercontext.store.errors import NotActive, RevisionConflict
+from powercontext.store.sqlite.family_rows import (
+    ArtifactRow,
+    FtsIndex,
+    SqliteConnections,
+    head_row,
+    insert_artifact,
+    insert_revision,
+    new_id,
+    now,
+    remember_key,
+    replay,
+    require_scope,
+    revision_row,
+    set_state,
+)
+
+# A title names the topic, so a title word says more about relevance than the same word in the body.
+TOPIC_FTS: Final = FtsIndex("topic_memory_fts", TOPIC_MEMORY, ("title", "body"), (2.0, 1.0))
+
+
+def _record(row: ArtifactRow) -> TopicRecord:
+    return TopicRecord(
+        row.key, row.head_revision, row.state, row.fields["title"], row.fields["body"], row.tags, row.created_at
+    )
+
+
+def _write_revision(conn: Any, row_id: int, revision: int, title: str, body: str, tags: Sequence[str], at: str) -> None:
+    text = f"{title}\n\n{body}"
+    insert_revision(conn, row_id, revision, text, tags, {"title": title, "body": body}, at)
+
+
+class SqliteTopics(SqliteConnections):
+    """The Topic Memory half of ``FamilyStore``."""
+
+    def create_topic(self, scope_id: str, item: NewTopic) -> TopicRecord:
+        at = now()
+        with self._write() as conn:
+            require_scope(conn, scope_id)
+            if item.idempotency_key is not None:
+                first = replay(conn, scope_id, TOPIC_MEMORY, item.idempotency_key, item.request_digest)
+                if first is not None:
+                    return _record(first)
+            artifact_id = new_id(TOPIC_ID_PREFIX)
+            row_id = insert_artifact(conn, scope_id, TOPIC_MEMORY, artifact_id, at)
+            _write_revision(conn, row_id, 1, item.title, item.body, item.tags, at)
+            TOPIC_FTS.add(conn, row_id, scope_id, (item.title, item.body))
+            if item.idempotency_key is not None:
+                remember_key(conn, scope_id, TOPIC_MEMORY, item.idempotency_key, item.request_digest, row_id)
+        key = ArtifactKey(scope_id, TOPIC_MEMORY, artifact_id, 1)
+        return TopicRecord(key, 1, "active", item.title, item.body, item.tags, at)
+
+    def revise_topic(
+        self,
+        scope_id: str,
+        artifact_id: str,
+        expected_revision: int,
+        title: str | None,
+        body: str | None,
+        tags: Sequence[str] | None,
+    ) -> TopicRecord:
+        at = now()
+        with self._write() as conn:
+            head = head_row(conn, scope_id, TOPIC_MEMORY, artifact_id)
+            if head.state != "active":
+                raise NotActive(f"only active Topic Memories can be revised; this one is {head.state}")
+            if expected_revision != head.head_revision:
+                raise RevisionConflict(expected_revision, head.head_revision)
+            new_title = title if title is not None else head.fields["title"]
+            new_body = body if body is not None else head.fields["body"]
+            new_tags = tuple(tags) if tags is not None else head.tags
+            revision = head.head_revision + 1
+            _write_revision(conn, head.rowid, revision, new_title, new_body, new_tags, at)
+            TOPIC_FTS.remove(conn, head.rowid)
+            TOPIC_FTS.add(conn, head.rowid, scope_id, (new_title, new_body))
+        return TopicRecord(head.key_at(revision), revision, "active", new_title, new_body, new_tags, at)
+
+    def change_topic_lifecycle(
+        self, scope_id: str, artifact_id: str, action: TopicAction, expected_revision: int | None
+    ) -> TopicRecord:
+        at = now()
+        with self._write() as conn:
+            head = head_row(conn, scope_id, TOPIC_MEMORY, artifact_id)
+            if expected_revision is not None and expected_revision != head.head_revision:
+                raise RevisionConflict(expected_revision, head.head_revision)
+            try:
+                target = family_next_state(TOPIC_MEMORY, action, head.state)
+            except FamilyTransitionRefused as exc:
+                raise NotActive(str(exc)) from exc
+            set_state(conn, head.rowid, target, at)
+            if target == "active":
+                TOPIC_FTS.add(conn, head.rowid, scope_id, (head.fields["title"], head.fields["body"]))
+            else:
+                TOPIC_FTS.remove(conn, head.rowid)
+        return replace(_record(head), state=target)
+
+    def read_topic_head(self, scope_id: str, artifact_id: str) -> TopicRecord:
+        return _record(head_row(self._reader(), scope_id, TOPIC_MEMORY, artifact_id))
+
+    def read_topic_revision(self, scope_id: str, artifact_id: str, revision: int) -> TopicRecord:
+        return _record(revision_row(self._reader(), scope_id, TOPIC_MEMORY, artifact_id, revision))
+
+    def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
+        """Active Topic Memory heads of one Scope, best BM25 over title and body first."""
+        found = TOPIC_FTS.search(self._reader(), scope_id, terms, limit)
+        return [ScoredTopic(_record(row), score) for score, row in found]
