@@ -112,6 +112,15 @@ class Api:
     def close(self) -> None:
         self.http.close()
 
+    def get(self, path: str) -> httpx.Response:
+        return self.http.get(path)
+
+    def post(self, path: str, body: Any) -> httpx.Response:
+        return self.http.post(path, json=body)
+
+    def put(self, path: str, body: Any) -> httpx.Response:
+        return self.http.put(path, json=body)
+
     def new_scope(self, references: tuple[str, ...] | list[str] = (), prefix: str = "scope") -> str:
         scope_id = unique(prefix)
         r = self.http.post(

@@ -122,6 +122,7 @@ class Runtime:
                 settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k
             ),
         )
+        runtime.disabled_families = frozenset(settings.disabled_families)  # type: ignore[arg-type]
         runtime.report_vector_index()
         return runtime
 
@@ -178,7 +179,9 @@ class Runtime:
             version=__version__,
             context_versions=[PREPARED_CONTEXT_SCHEMA],
             receipt_policies=[RECEIPT_POLICY_ID],
-            families=list(self.readers),
+            families=[
+                f for f in (*self.readers, *(["code"] if self.code_reader else [])) if f not in self.disabled_families
+            ],
             search_modes=list(self.atomic_search.available_modes),
             limits=Limits(
                 max_bytes_min=MIN_MAX_BYTES,

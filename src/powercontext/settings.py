@@ -37,6 +37,8 @@ class Settings:
     hybrid_fts_weight: float = 1.0
     hybrid_vector_weight: float = 1.0
     hybrid_rrf_k: int = 60
+    # Families an operator turned off: prepare never reads them and capabilities does not list them.
+    disabled_families: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(cls, db: str | None = None, host: str | None = None, port: int | None = None) -> Settings:
@@ -53,7 +55,21 @@ class Settings:
             hybrid_fts_weight=_number(env, "POWERCONTEXT_HYBRID_FTS_WEIGHT", 1.0, minimum=0.0),
             hybrid_vector_weight=_number(env, "POWERCONTEXT_HYBRID_VECTOR_WEIGHT", 1.0, minimum=0.0),
             hybrid_rrf_k=int(_number(env, "POWERCONTEXT_HYBRID_RRF_K", 60, minimum=1)),
+            disabled_families=_families(env.get("POWERCONTEXT_DISABLED_FAMILIES", "")),
         )
+
+
+DISABLEABLE_FAMILIES = ("topic-memory", "experience", "profile", "code")
+
+
+def _families(raw: str) -> frozenset[str]:
+    names = frozenset(n.strip() for n in raw.split(",") if n.strip())
+    unknown = names - set(DISABLEABLE_FAMILIES)
+    if unknown:
+        raise SettingsError(
+            "POWERCONTEXT_DISABLED_FAMILIES takes a comma-separated list of " + ", ".join(DISABLEABLE_FAMILIES)
+        )
+    return names
 
 
 def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float) -> float:
