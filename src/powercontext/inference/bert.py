@@ -23,9 +23,10 @@ LAYER_NORM_EPS = 1e-12
 _MASKED = np.float32(-1e9)
 
 # Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7 in erf, below float32 resolution of the GELU inputs that matter.
-_ERF_P = np.float32(0.3275911)
-_ERF_A = tuple(np.float32(a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
-_INV_SQRT2 = np.float32(1.0 / math.sqrt(2.0))
+# Coefficients pre-scaled for an argument of |x| rather than |x|/sqrt 2, and for tail/2 rather than tail.
+_ERF_P_SCALED = np.float32(0.3275911 / math.sqrt(2.0))
+_HALF_ERF_A = tuple(np.float32(a / 2) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
+_FFN_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -134,9 +135,14 @@ class BertEncoder:
         attended = self._linear(context, layer.attn_out_w, layer.attn_out_b)
         attended += x
         x = _layer_norm(attended, layer.attn_norm_g, layer.attn_norm_b)
-        inner = self._linear(x, layer.ff_in_w, layer.ff_in_b)
-        _gelu_in_place(inner)
-        out = self._linear(inner, layer.ff_out_w, layer.ff_out_b)
+        out = np.empty_like(x)
+        # Row blocks keep the 4x-wide intermediate activations in cache between the two matmuls and GELU's
+        # many elementwise passes; that halves the time of this, the most expensive, part of a block.
+        for start in range(0, x.shape[0], _FFN_ROWS):
+            rows = slice(start, start + _FFN_ROWS)
+            inner = self._linear(x[rows], layer.ff_in_w, layer.ff_in_b)
+            _gelu_in_place(inner)
+            out[rows] = self._linear(inner, layer.ff_out_w, layer.ff_out_b)
         out += x
         return _layer_norm(out, layer.ff_norm_g, layer.ff_norm_b)
 
@@ -165,22 +171,20 @@ def _softmax_in_place(scores: F32) -> None:
 def _gelu_in_place(x: F32) -> None:
     """Exact (erf) GELU, ``x * Phi(x)``, as BERT defines it; not the tanh approximation.
 
-    With ``s = |x|/sqrt(2)`` and ``tail = 1 - erf(s)``, GELU is ``max(x, 0) - |x| * tail / 2`` for either sign.
+    With ``tail = 1 - erf(|x| / sqrt 2)``, GELU is ``max(x, 0) - |x| * tail / 2`` for either sign of ``x``.
     """
-    s = np.abs(x) * _INV_SQRT2
-    t = s * _ERF_P
+    ax = np.abs(x)
+    t = ax * _ERF_P_SCALED
     t += 1.0
     np.reciprocal(t, out=t)
-    poly = t * _ERF_A[0]
-    for a in _ERF_A[1:]:
+    poly = t * _HALF_ERF_A[0]
+    for a in _HALF_ERF_A[1:]:
         poly += a
         poly *= t
-    np.square(s, out=s)
-    np.negative(s, out=s)
-    np.exp(s, out=s)
-    poly *= s  # tail = 1 - erf(|x| / sqrt 2)
-    np.abs(x, out=s)
-    poly *= s
-    poly *= np.float32(0.5)
+    gauss = np.square(x)
+    gauss *= np.float32(-0.5)
+    np.exp(gauss, out=gauss)
+    poly *= gauss  # now tail / 2
+    poly *= ax
     np.maximum(x, 0.0, out=x)
     x -= poly

@@ -70,7 +70,7 @@ class EmbeddingConfig:
                 provider=provider,
                 base_url=get(ENV_BASE_URL),
                 model=get(ENV_MODEL),
-                dimension=None if dimension is None else _parse_int(dimension, ENV_DIMENSION, "at least 1"),
+                dimension=None if dimension is None else _parse_int(dimension, ENV_DIMENSION, "of at least 1"),
                 api_key=get(ENV_API_KEY),
                 timeout_s=DEFAULT_TIMEOUT_S if timeout is None else _parse_float(timeout, ENV_TIMEOUT),
                 batch_size=DEFAULT_BATCH_SIZE
