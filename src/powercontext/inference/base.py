@@ -1,4 +1,4 @@
-"""The embedding provider protocol."""
+"""The embedding provider interface every backend implements, and the shared row normalisation."""
 
 from __future__ import annotations
 
@@ -8,12 +8,43 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.inference.errors import InferenceUnavailable
+
+Vectors = npt.NDArray[np.float32]
+
 
 class EmbeddingProvider(Protocol):
-    name: str
-    model_id: str
-    dimension: int
-    configured: bool
+    """Turns texts into unit-length float32 vectors.
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
-    def close(self) -> None: ...
+    ``model_id`` is stored next to every vector, so vectors from different models (or different conversions
+    of one model) are never compared with each other.
+    """
+
+    name: str  # "none" | "openai-compatible" | "local"
+    model_id: str  # "" for the none provider
+    dimension: int  # 0 for the none provider
+    configured: bool  # False only for the none provider
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Shape ``(len(texts), dimension)``, float32, every row L2-normalised.
+
+        Raises only ``InferenceError`` subclasses.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release connections or memory; the provider is not used afterwards."""
+        ...
+
+
+def l2_normalise(rows: npt.NDArray[np.floating]) -> Vectors:
+    """Rows scaled to unit length, computed in float64 so float32 inputs near the limits do not overflow.
+
+    A zero or non-finite row has no direction; that is a bad payload, not something to paper over.
+    """
+    wide: npt.NDArray[np.float64] = np.asarray(rows, dtype=np.float64)
+    norms: npt.NDArray[np.float64] = np.linalg.norm(wide, axis=1, keepdims=True)
+    if not (np.all(np.isfinite(norms)) and np.all(norms > 0.0)):
+        raise InferenceUnavailable("the embedding has a zero-length or non-finite vector")
+    unit: Vectors = (wide / norms).astype(np.float32)
+    return unit

@@ -1,0 +1,103 @@
+"""Embeddings from any server that speaks the OpenAI ``POST /embeddings`` shape (vLLM, llama.cpp, TEI, ...)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+
+from powercontext.inference.base import Vectors, l2_normalise
+from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
+
+
+class OpenAICompatibleEmbeddings:
+    """A thread-safe client: one ``httpx.Client`` (and its connection pool) is shared by every caller.
+
+    ``timeout_s`` bounds each HTTP request in every phase (connect, write, read, pool wait); a call with more
+    texts than ``batch_size`` makes one request per batch, in order.
+    """
+
+    name = "openai-compatible"
+    configured = True
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        dimension: int,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 2.0,
+        batch_size: int = 64,
+    ) -> None:
+        if dimension < 1:
+            raise ValueError("dimension must be at least 1")
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.model = model
+        self.dimension = dimension
+        self.model_id = f"openai-compatible:{model}:{dimension}"
+        self.batch_size = batch_size
+        headers = {"accept": "application/json"}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._url = base_url.rstrip("/") + "/embeddings"
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers, follow_redirects=False)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if isinstance(texts, str):  # a bare string is a Sequence[str] of characters: almost surely a mistake
+            raise TypeError("embed takes a sequence of texts, not one string")
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        parts = [self._embed_batch(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _embed_batch(self, texts: Sequence[str]) -> Vectors:
+        body = {"model": self.model, "input": list(texts)}
+        # Exceptions are re-raised ``from None``: httpx messages and causes may carry the URL or the body.
+        try:
+            response = self._client.post(self._url, json=body)
+        except httpx.TimeoutException:
+            raise InferenceTimeout("the embedding server did not answer within the timeout") from None
+        except httpx.HTTPError as exc:
+            raise InferenceUnavailable(f"the embedding server could not be reached ({type(exc).__name__})") from None
+        if not response.is_success:
+            raise InferenceUnavailable(f"the embedding server answered HTTP {response.status_code}")
+        try:
+            payload = json.loads(response.content)
+        except (ValueError, UnicodeDecodeError):
+            raise InferenceUnavailable("the embedding server answered with a body that is not JSON") from None
+        return l2_normalise(self._vectors(payload, len(texts)))
+
+    def _vectors(self, payload: Any, count: int) -> np.ndarray[Any, np.dtype[np.float64]]:
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            raise InferenceUnavailable("the embedding server answered without a list of embeddings in 'data'")
+        if len(data) != count:
+            raise InferenceUnavailable(f"the embedding server answered {len(data)} embeddings for {count} inputs")
+        indexes = [item.get("index") for item in data]
+        if all(index is None for index in indexes):
+            ordered = data
+        elif sorted(i for i in indexes if type(i) is int) == list(range(count)):
+            ordered = sorted(data, key=lambda item: int(item["index"]))
+        else:
+            raise InferenceUnavailable("the embedding server answered 'index' values that are not 0..n-1")
+        rows = [item.get("embedding") for item in ordered]
+        if not all(isinstance(row, list) and len(row) == self.dimension for row in rows):
+            raise InferenceUnavailable(f"the embedding server answered vectors that are not {self.dimension} long")
+        try:
+            matrix = np.array(rows)
+        except (ValueError, TypeError):
+            raise InferenceUnavailable("the embedding server answered non-numeric vector values") from None
+        # numpy would happily parse strings or keep objects (None): only real numbers count.
+        if matrix.dtype.kind not in "iuf" or matrix.shape != (count, self.dimension):
+            raise InferenceUnavailable("the embedding server answered non-numeric vector values")
+        if not np.all(np.isfinite(matrix)):
+            raise InferenceUnavailable("the embedding server answered non-finite vector values")
+        return matrix.astype(np.float64, copy=False)

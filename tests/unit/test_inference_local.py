@@ -1,0 +1,138 @@
+"""The local all-MiniLM-L6-v2 provider: shipped int8 weights, pure-NumPy forward pass, no network."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from powercontext.inference import InferenceError
+from powercontext.inference.local import LocalMiniLM, load_tokenizer
+
+QUERY = "how do we ship to production"
+RELEVANT = "Releases go out through the blue/green deploy pipeline"
+UNRELATED = [
+    "The office coffee machine is descaled every Monday",
+    "Alice prefers dark mode in her editor",
+    "The quarterly tax forms are filed by the accountant",
+    "Penguins live mostly in the southern hemisphere",
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[LocalMiniLM]:
+    provider = LocalMiniLM()
+    provider.load()
+    yield provider
+    provider.close()
+
+
+def test_identity() -> None:
+    provider = LocalMiniLM()
+    assert (provider.name, provider.dimension, provider.configured) == ("local", 384, True)
+    assert provider.model_id == "local:all-MiniLM-L6-v2:int8-v1"
+
+
+def test_deploy_query_is_nearest_to_the_deploy_memory(model: LocalMiniLM) -> None:
+    query, *docs = model.embed([QUERY, RELEVANT, *UNRELATED])
+    scores = np.array(docs) @ query
+    assert int(np.argmax(scores)) == 0
+    assert scores[0] > max(scores[1:]) + 0.1, scores
+
+
+def test_shape_dtype_and_unit_rows(model: LocalMiniLM) -> None:
+    vectors = model.embed([QUERY, RELEVANT, "x"])
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    assert vectors.flags.c_contiguous
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_list_loads_nothing() -> None:
+    provider = LocalMiniLM()
+    assert provider.embed([]).shape == (0, 384)
+    assert provider._model is None  # no weights were loaded for nothing
+
+
+def test_empty_string_is_embedded(model: LocalMiniLM) -> None:
+    # "" is [CLS] [SEP]: a real, fixed unit vector, so an empty memory never fails a whole batch.
+    vectors = model.embed(["", QUERY, ""])
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(vectors[0], vectors[2])
+    assert float(vectors[0] @ vectors[1]) < 0.9
+
+
+def test_deterministic(model: LocalMiniLM) -> None:
+    texts = [QUERY, RELEVANT, *UNRELATED]
+    np.testing.assert_array_equal(model.embed(texts), model.embed(texts))
+
+
+def test_batch_composition_does_not_change_a_vector(model: LocalMiniLM) -> None:
+    # Padding is masked out: alone or batched with longer texts (and in another order), a text keeps its vector.
+    alone = model.embed([QUERY])[0]
+    batched = model.embed([*UNRELATED, RELEVANT * 5, QUERY])[-1]
+    np.testing.assert_allclose(alone, batched, atol=2e-6)
+
+
+def test_small_batch_size_gives_the_same_vectors(model: LocalMiniLM) -> None:
+    texts = [QUERY, RELEVANT, *UNRELATED]
+    np.testing.assert_allclose(LocalMiniLM(batch_size=2).embed(texts), model.embed(texts), atol=2e-6)
+
+
+def test_long_texts_are_truncated_to_256_tokens(model: LocalMiniLM) -> None:
+    long_text = " ".join(f"word{i}" for i in range(400))
+    assert len(load_tokenizer().encode(long_text).ids) == 256
+    a, b = model.embed([long_text, long_text + " and a tail that falls past the limit"])
+    np.testing.assert_allclose(a, b, atol=2e-6)
+
+
+def test_unicode_and_odd_inputs(model: LocalMiniLM) -> None:
+    texts = ["データベースは毎晩バックアップされます。", "🚀🎉", "\u200b", "   ", "a\x00b", "ÉLAN élan"]
+    vectors = model.embed(texts)
+    assert np.all(np.isfinite(vectors))
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_non_text_items_raise_an_inference_error(model: LocalMiniLM) -> None:
+    with pytest.raises(InferenceError):
+        model.embed([QUERY, 42])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        model.embed(QUERY)
+
+
+def test_threads_get_identical_results(model: LocalMiniLM) -> None:
+    texts = [QUERY, RELEVANT, *UNRELATED, ""]
+    expected = model.embed(texts)
+    fresh = LocalMiniLM()  # also races the lazy load itself
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def work(provider: LocalMiniLM) -> None:
+        try:
+            barrier.wait(timeout=30)
+            for _ in range(3):
+                results.append(provider.embed(texts))
+        except BaseException as exc:  # surfaced in the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(fresh if i % 2 else model,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors
+    assert len(results) == 24
+    for vectors in results:
+        np.testing.assert_array_equal(vectors, expected)
+    fresh.close()
+
+
+def test_close_then_embed_reloads() -> None:
+    provider = LocalMiniLM()
+    first = provider.embed([QUERY])
+    provider.close()
+    np.testing.assert_array_equal(provider.embed([QUERY]), first)
+    provider.close()
