@@ -255,3 +255,31 @@ def test_reindex_embeds_old_memories_and_detects_a_model_change(tmp_path: Path, 
         # Vectors of the old model are never compared with the new model's query vector.
         assert client.post(f"/v1/scopes/{sid}/atomic-memory/search", vector).json()["hits"] == []
         client.close()
+
+
+def test_offline_local_model_finds_a_memory_that_shares_no_words(tmp_path: Path) -> None:
+    """With the ``embeddings`` extra: no provider process, no network, only the bundled model."""
+    settings = {"POWERCONTEXT_EMBEDDINGS": "local", "POWERCONTEXT_EMBEDDINGS_COOLDOWN": "0"}
+    with live_server(tmp_path, settings) as live:
+        client = Api(live.base_url)
+        try:
+            sid = seed(
+                client,
+                [
+                    "Releases go out through the blue/green deploy pipeline",
+                    "The office coffee machine is descaled on Fridays",
+                    "Invoices are numbered per legal entity",
+                    "Our style guide prefers British spelling",
+                ],
+            )
+            query = "how do we ship to production"
+            fts = client.post(f"/v1/scopes/{sid}/atomic-memory/search", {"query": query, "mode": "fts"}).json()
+            assert fts["hits"] == []  # no shared words: full text cannot find it
+            hits = client.post(f"/v1/scopes/{sid}/atomic-memory/search", {"query": query, "mode": "vector"}).json()
+            assert hits["hits"][0]["text"].startswith("Releases go out")
+            body = prepare_receipt(client, sid, query, assembly=MEMORY_ONLY)
+            assert atomic_groups(body) == [group("hybrid", "none")]
+            first = body["receipt"]["selected"][0]["artifact_address"]["artifact"]["artifact_id"]
+            assert first == hits["hits"][0]["artifact_address"]["artifact"]["artifact_id"]
+        finally:
+            client.close()
