@@ -38,11 +38,11 @@ from powercontext.receipt.validation import (
     rejection_for,
     serialize_valid_receipt,
 )
-from powercontext.search.atomic import AtomicMemorySearch, HybridWeights
+from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.embedding import GuardedEmbedder, VectorChannel
 from powercontext.search.families import ExperienceSearch, TopicMemorySearch
 from powercontext.settings import Settings
-from powercontext.store.base import Embedding, FamilyStore, MemoryRecord, NewMemory, Store
+from powercontext.store.base import Embedding, FamilyStore, MemoryRecord, NewMemory, ScoredMemory, Store
 
 log = logging.getLogger("powercontext.receipt")
 
@@ -99,7 +99,9 @@ class Runtime:
     ) -> None:
         self.store = store
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
-        self.atomic_search = AtomicMemorySearch(store, self.embedder, hybrid_weights)
+        self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
+            store.search_text, store.search_vector, self.embedder, hybrid_weights
+        )
         self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search)}
         if isinstance(store, FamilyStore):  # a backend without these families leaves them reader-less
             self.readers["topic-memory"] = TopicMemoryReader(TopicMemorySearch(store))

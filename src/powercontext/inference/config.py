@@ -155,7 +155,8 @@ def _validate(config: EmbeddingConfig) -> None:
         missing = tuple(key for key in ("base_url", "model", "dimension") if getattr(config, key) is None)
         if missing:
             raise _InvalidSetting(
-                "the openai-compatible embedding provider needs " + ", ".join("{}" for _ in missing)
+                "the openai-compatible embedding provider needs "
+                + ", ".join("{}" for _ in missing)
                 + " (the server's base URL up to but excluding /embeddings, the model name, and the vector length)",
                 *missing,
             )

@@ -57,9 +57,7 @@ def load_encoder() -> BertEncoder:
             return np.asarray(arrays[name], dtype=np.float32)
         return matrix(name).dequantise()
 
-    return BertEncoder.from_tensors(
-        tensor, matrix("embeddings.word_embeddings.weight"), layers=LAYERS, heads=HEADS
-    )
+    return BertEncoder.from_tensors(tensor, matrix("embeddings.word_embeddings.weight"), layers=LAYERS, heads=HEADS)
 
 
 def embed_texts(

@@ -12,8 +12,9 @@ from typing import Protocol
 from powercontext.assembly.builder import Candidate, CodeCandidate, round_robin
 from powercontext.contract.common import Family
 from powercontext.recall.trace import RecallTrace
-from powercontext.search.atomic import AtomicMemorySearch
+from powercontext.search.channels import ChannelSearch
 from powercontext.search.embedding import VectorChannel
+from powercontext.store.base import ScoredMemory
 
 ATOMIC_CANDIDATE_LIMIT = 16
 
@@ -45,7 +46,7 @@ class AtomicMemoryReader:
 
     family: Family = "atomic-memory"
 
-    def __init__(self, search: AtomicMemorySearch, per_scope_limit: int = ATOMIC_CANDIDATE_LIMIT) -> None:
+    def __init__(self, search: ChannelSearch[ScoredMemory], per_scope_limit: int = ATOMIC_CANDIDATE_LIMIT) -> None:
         self._search = search
         self._limit = per_scope_limit
 

@@ -48,6 +48,8 @@ from powercontext.store.sqlite.vectors import Vector, VectorCache, VectorChanges
 from powercontext.text.tokenize import terms as index_terms
 
 FAMILY: Final = "atomic-memory"
+# Families whose heads carry embeddings (their revisions.body is the text that was embedded).
+EMBEDDED_FAMILIES: Final = "('atomic-memory', 'topic-memory')"
 _BUSY_TIMEOUT_MS = 10_000
 POSTING_BUDGET = 8_000
 # A reserved term (the tokenizer never yields it) whose count is the Scope's number of active heads.
@@ -451,24 +453,7 @@ class SqliteStore(SqliteFamilies):
     def search_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredMemory]:
         """Active heads of the Scope by cosine similarity to ``vector``, among those embedded by ``model_id``."""
         conn = self._reader()
-        matrix_key = (scope_id, FAMILY, model_id)
-        generation = self._generation(conn, scope_id)
-        matrix = self._vectors.get(matrix_key, generation)
-        if matrix is None:
-            conn.execute("BEGIN")  # one snapshot for the generation and the rows it describes
-            try:
-                generation = self._generation(conn, scope_id)
-                rows = conn.execute(
-                    "SELECT a.id, e.vector FROM artifacts a"
-                    " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
-                    " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?",
-                    (scope_id, FAMILY, model_id),
-                )
-                matrix = load_matrix(rows, len(vector), generation)
-            finally:
-                conn.execute("COMMIT")
-            self._vectors.install(matrix_key, matrix)
-        hits = matrix.top(vector, limit)
+        hits = self._vector_hits(conn, scope_id, FAMILY, model_id, vector, limit)
         if not hits:
             return []
         marks = ",".join("?" * len(hits))
@@ -479,28 +464,43 @@ class SqliteStore(SqliteFamilies):
         by_rowid = {row[0]: _record(row) for row in rows}
         return [ScoredMemory(by_rowid[rowid], score) for rowid, score in hits if rowid in by_rowid]
 
-    @staticmethod
-    def _generation(conn: Any, scope_id: str) -> int:
-        row = conn.execute(
-            "SELECT generation FROM vector_generations WHERE scope_id = ? AND family = ?", (scope_id, FAMILY)
-        ).fetchone()
-        return 0 if row is None else int(row[0])
+    def _vector_hits(
+        self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
+    ) -> list[tuple[int, float]]:
+        """(artifact rowid, cosine) of the best active heads of one (Scope, family) embedded by ``model_id``."""
+        matrix_key = (scope_id, family, model_id)
+        matrix = self._vectors.get(matrix_key, _generation(conn, scope_id, family))
+        if matrix is None:
+            conn.execute("BEGIN")  # one snapshot for the generation and the rows it describes
+            try:
+                generation = _generation(conn, scope_id, family)
+                rows = conn.execute(
+                    "SELECT a.id, e.vector FROM artifacts a"
+                    " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+                    " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?",
+                    (scope_id, family, model_id),
+                )
+                matrix = load_matrix(rows, len(vector), generation)
+            finally:
+                conn.execute("COMMIT")
+            self._vectors.install(matrix_key, matrix)
+        return matrix.top(vector, limit)
 
     def embedding_backlog(self, model_id: str, after_rowid: int, limit: int) -> list[EmbeddingTask]:
         """Active heads after ``after_rowid`` (in rowid order) with no embedding by ``model_id``."""
         rows = (
             self._reader()
             .execute(
-                "SELECT a.id, a.scope_id, a.artifact_id, a.head_revision, r.body FROM artifacts a"
+                "SELECT a.id, a.scope_id, a.artifact_id, a.head_revision, r.body, a.family FROM artifacts a"
                 " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision"
                 " LEFT JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
-                " WHERE a.id > ? AND a.family = ? AND a.state = 'active'"
+                f" WHERE a.id > ? AND a.family IN {EMBEDDED_FAMILIES} AND a.state = 'active'"
                 " AND (e.model_id IS NULL OR e.model_id != ?) ORDER BY a.id LIMIT ?",
-                (after_rowid, FAMILY, model_id, limit),
+                (after_rowid, model_id, limit),
             )
             .fetchall()
         )
-        return [EmbeddingTask(r[0], ArtifactKey(r[1], FAMILY, r[2], r[3]), r[4]) for r in rows]
+        return [EmbeddingTask(r[0], ArtifactKey(r[1], r[5], r[2], r[3]), r[4]) for r in rows]
 
     def write_embeddings(self, model_id: str, items: Sequence[tuple[EmbeddingTask, Vector]]) -> int:
         """Store embeddings for tasks whose revision is still the active head; returns how many were stored."""
@@ -513,7 +513,7 @@ class SqliteStore(SqliteFamilies):
                 ).fetchone()
                 if head is None:
                     continue  # revised or retired since the backlog was read: its new head is in a later backlog
-                self._store_embedding(conn, head[0], task.rowid, task.key.revision, Embedding(model_id, vector))
+                self._changes.store(conn, head[0], task.key.family, task.rowid, task.key.revision, model_id, vector)
                 written += 1
         return written
 
@@ -523,12 +523,19 @@ class SqliteStore(SqliteFamilies):
             .execute(
                 "SELECT COUNT(*), COUNT(e.model_id), COALESCE(SUM(e.model_id = ?), 0) FROM artifacts a"
                 " LEFT JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
-                " WHERE a.family = ? AND a.state = 'active'",
-                (model_id, FAMILY),
+                f" WHERE a.family IN {EMBEDDED_FAMILIES} AND a.state = 'active'",
+                (model_id,),
             )
             .fetchone()
         )
         return EmbeddingStatus(active_heads=row[0], current_model=row[2], other_models=row[1] - row[2])
+
+
+def _generation(conn: Any, scope_id: str, family: str) -> int:
+    row = conn.execute(
+        "SELECT generation FROM vector_generations WHERE scope_id = ? AND family = ?", (scope_id, family)
+    ).fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:

@@ -1,22 +1,44 @@
-"""Atomic Memory search over active heads: fts, vector, hybrid, and the ``auto`` policy resolved honestly."""
+"""fts, vector and hybrid search over any family's active heads, with the ``auto`` policy resolved honestly.
+
+A family plugs in two ranked readers (full text, and vector when it stores embeddings); the modes,
+the fusion and the fallback reasons are the same for every family.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from powercontext.contract.common import SearchModePolicy
 from powercontext.domain.errors import RequestRefused
+from powercontext.domain.identity import ArtifactKey
 from powercontext.inference.errors import InferenceError, InferenceTimeout
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
-from powercontext.store.base import ScoredMemory, Store
 from powercontext.text.normalize import normalize_query
 from powercontext.text.tokenize import query_terms
 
 ActualMode = Literal["fts", "vector", "hybrid"]
+Vector = npt.NDArray[np.float32]
+
+
+class _Keyed(Protocol):
+    @property
+    def key(self) -> ArtifactKey: ...
+
+
+class ScoredHit(Protocol):
+    @property
+    def record(self) -> _Keyed: ...
+    @property
+    def score(self) -> float: ...
+
+
+H = TypeVar("H", bound=ScoredHit)
 
 
 class ModeUnavailable(RequestRefused):
@@ -50,38 +72,53 @@ class HybridWeights:
 
 
 @dataclass(frozen=True, slots=True)
-class SearchOutcome:
+class SearchOutcome(Generic[H]):
     """What ran: the actual mode (never ``auto``) and why it differs from the request, if it does."""
 
-    hits: list[ScoredMemory]
+    hits: list[H]
     mode: ActualMode
     fallback_reason: FallbackReason
 
 
-def fuse(channels: list[tuple[list[ScoredMemory], float]], k: int, limit: int) -> list[ScoredMemory]:
+def fuse(channels: Sequence[tuple[Sequence[H], float]], k: int, limit: int) -> list[H]:
     """Reciprocal-rank fusion of ranked lists; ties keep first-seen order (fts before vector)."""
-    scores: dict[tuple[str, int], float] = {}
-    records: dict[tuple[str, int], ScoredMemory] = {}
+    scores: dict[ArtifactKey, float] = {}
+    first: dict[ArtifactKey, H] = {}
     for hits, weight in channels:
         for rank, hit in enumerate(hits, start=1):
-            key = (hit.record.key.artifact_id, hit.record.key.revision)
+            key = hit.record.key
             scores[key] = scores.get(key, 0.0) + weight / (k + rank)
-            records.setdefault(key, hit)
+            first.setdefault(key, hit)
     ordered = sorted(scores, key=lambda key: -scores[key])[:limit]
-    return [ScoredMemory(records[key].record, scores[key]) for key in ordered]
+    return [dataclasses.replace(first[key], score=scores[key]) for key in ordered]  # type: ignore[type-var]
 
 
-class AtomicMemorySearch:
-    """Searches one Scope's active Atomic Memory heads."""
+TextReader = Callable[[str, Sequence[str], int], list[H]]  # (scope_id, terms, limit)
+VectorReader = Callable[[str, str, Vector, int], list[H]]  # (scope_id, model_id, vector, limit)
 
-    def __init__(self, store: Store, embedder: GuardedEmbedder, weights: HybridWeights | None = None) -> None:
-        self._store = store
+
+class ChannelSearch(Generic[H]):
+    """Searches one Scope of one family; ``vector`` is None for a family that stores no embeddings."""
+
+    def __init__(
+        self,
+        text: TextReader[H],
+        vector: VectorReader[H] | None,
+        embedder: GuardedEmbedder,
+        weights: HybridWeights | None = None,
+    ) -> None:
+        self._text = text
+        self._vector = vector
         self._embedder = embedder
         self.weights = weights or HybridWeights()
 
     @property
+    def vectors_available(self) -> bool:
+        return self._vector is not None and self._embedder.configured
+
+    @property
     def available_modes(self) -> tuple[SearchModePolicy, ...]:
-        return ("auto", "fts", "vector", "hybrid") if self._embedder.configured else ("auto", "fts")
+        return ("auto", "fts", "vector", "hybrid") if self.vectors_available else ("auto", "fts")
 
     def search(
         self,
@@ -92,39 +129,37 @@ class AtomicMemorySearch:
         *,
         channel: VectorChannel | None = None,
         round: int = 0,
-    ) -> SearchOutcome:
+    ) -> SearchOutcome[H]:
         normalized = normalize_query(query)
-        if mode == "fts":
+        if mode == "fts" or (mode == "auto" and self._vector is None):
             return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", "none")
         if mode in ("vector", "hybrid"):
-            if not self._embedder.configured:
+            if not self.vectors_available:
                 raise ModeUnavailable(mode)
             try:
-                vector = self._embedder.embed([normalized])[0]
+                vector: Vector = self._embedder.embed([normalized])[0]
             except InferenceError as exc:
                 raise SearchInferenceFailed(exc) from None
             if mode == "vector":
-                return SearchOutcome(self._vector(scope_id, vector, limit), "vector", "none")
+                return SearchOutcome(self._vectors(scope_id, vector, limit), "vector", "none")
             return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit), "hybrid", "none")
         # auto: hybrid when the provider is configured and answers, else fts with the honest reason.
-        channel = channel or VectorChannel(self._embedder)
-        planned = channel.query_vector(round, normalized)
+        planned = (channel or VectorChannel(self._embedder)).query_vector(round, normalized)
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", planned)
         return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit), "hybrid", "none")
 
-    def _fts(self, scope_id: str, normalized: str, limit: int) -> list[ScoredMemory]:
-        return self._store.search_text(scope_id, query_terms(normalized), limit)
+    def _fts(self, scope_id: str, normalized: str, limit: int) -> list[H]:
+        return self._text(scope_id, query_terms(normalized), limit)
 
-    def _vector(self, scope_id: str, vector: npt.NDArray[np.float32], limit: int) -> list[ScoredMemory]:
-        return self._store.search_vector(scope_id, self._embedder.model_id, vector, limit)
+    def _vectors(self, scope_id: str, vector: Vector, limit: int) -> list[H]:
+        assert self._vector is not None
+        return self._vector(scope_id, self._embedder.model_id, vector, limit)
 
-    def _hybrid(
-        self, scope_id: str, normalized: str, vector: npt.NDArray[np.float32], limit: int
-    ) -> list[ScoredMemory]:
+    def _hybrid(self, scope_id: str, normalized: str, vector: Vector, limit: int) -> list[H]:
         # Each channel contributes a deeper list than asked for, so fusion can promote an item that
         # only one channel ranks highly.
         depth = max(2 * limit, 32)
         w = self.weights
-        channels = [(self._fts(scope_id, normalized, depth), w.fts), (self._vector(scope_id, vector, depth), w.vector)]
-        return fuse(channels, w.k, limit)
+        fts, vec = self._fts(scope_id, normalized, depth), self._vectors(scope_id, vector, depth)
+        return fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
