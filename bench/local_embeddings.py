@@ -4,6 +4,9 @@
 
 No Server is involved: this measures the provider the Server would call. Sentences are the benchmark corpus's
 project notes cut to ``--words`` words (memory-like); the query is a short host-style question.
+
+OpenBLAS threads matter on a busy machine: with the default (one per core) a descheduled BLAS thread stalls
+every small matmul, so compare with ``OPENBLAS_NUM_THREADS=1`` (the first line prints the setting).
 """
 
 from __future__ import annotations
@@ -30,7 +33,11 @@ def main() -> int:
     args = parser.parse_args()
 
     busy = cpu_busy()
-    print(f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; CPU busy before start: {busy or 0:.0%}")
+    blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
+    print(
+        f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; OPENBLAS_NUM_THREADS={blas};"
+        f" CPU busy before start: {busy or 0:.0%}"
+    )
     rss_start = rss_mb()
     from powercontext.inference.local import LocalMiniLM
 

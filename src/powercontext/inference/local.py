@@ -1,6 +1,10 @@
 """The offline local provider: all-MiniLM-L6-v2 (384 dimensions) from int8 weights shipped in this package.
 
 Needs the ``embeddings`` extra (numpy and HuggingFace ``tokenizers``); never touches a network or a model hub.
+
+The matmuls run in numpy's BLAS. A server whose concurrency comes from worker threads is better served by
+``OPENBLAS_NUM_THREADS=1`` (set before numpy is imported, so by the operator or the launcher, not here): on a
+shared machine a multi-threaded BLAS stalls small matmuls whenever one of its threads is descheduled.
 """
 
 from __future__ import annotations
