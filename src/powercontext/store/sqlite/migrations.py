@@ -70,6 +70,52 @@ MIGRATIONS: list[tuple[int, str]] = [
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        5,
+        """
+        -- A registered work tree of a Scope. root_path is server-local and never leaves the server.
+        CREATE TABLE code_trees (
+          id INTEGER PRIMARY KEY,
+          scope_id TEXT NOT NULL REFERENCES scopes(scope_id),
+          fingerprint TEXT NOT NULL,
+          kind TEXT NOT NULL CHECK (kind IN ('git', 'dir')),
+          root_path TEXT NOT NULL,
+          max_file_bytes INTEGER NOT NULL CHECK (max_file_bytes >= 1),
+          created_at TEXT NOT NULL,
+          indexed_at TEXT NOT NULL,
+          UNIQUE (scope_id, fingerprint)
+        );
+
+        CREATE TABLE code_files (
+          id INTEGER PRIMARY KEY,
+          tree INTEGER NOT NULL REFERENCES code_trees(id),
+          path TEXT NOT NULL,
+          file_sha256 TEXT NOT NULL,
+          language TEXT NOT NULL,
+          size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),
+          line_count INTEGER NOT NULL CHECK (line_count >= 0),
+          UNIQUE (tree, path)
+        );
+
+        -- text is exactly lines start_line..end_line of the file, terminators included.
+        CREATE TABLE code_chunks (
+          id INTEGER PRIMARY KEY,
+          file INTEGER NOT NULL REFERENCES code_files(id),
+          start_line INTEGER NOT NULL CHECK (start_line >= 1),
+          end_line INTEGER NOT NULL CHECK (end_line >= start_line),
+          snippet_sha256 TEXT NOT NULL,
+          text TEXT NOT NULL
+        );
+        CREATE INDEX code_chunks_by_file ON code_chunks (file);
+
+        -- Its own index (rowid = code_chunks.id), never mixed with Atomic Memory's: identifier terms
+        -- pre-split in Python; '_' stays inside a token so whole snake_case identifiers match.
+        CREATE VIRTUAL TABLE code_fts USING fts5(
+          scope_tag, path_terms, terms,
+          tokenize = "unicode61 remove_diacritics 0 tokenchars '_'", content = '', contentless_delete = 1
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -33,6 +33,7 @@ from powercontext.store.errors import (
     ScopeNotFound,
     StoreUnavailable,
 )
+from powercontext.store.sqlite.code import SqliteCodeStore
 from powercontext.store.sqlite.driver import sqlite
 from powercontext.store.sqlite.migrations import apply_migrations
 from powercontext.text.tokenize import terms as index_terms
@@ -77,8 +78,8 @@ def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
     return f'scope_tag : "{scope_tag(scope_id)}" AND terms : ( {quoted} )'
 
 
-class SqliteStore:
-    """The embedded default store. Safe to share across threads."""
+class SqliteStore(SqliteCodeStore):
+    """The embedded default store (``Store`` and ``CodeStore``). Safe to share across threads."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
