@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from powercontext.cli.code import code_app
+
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
     from powercontext.contract.memory import AtomicMemory
@@ -34,6 +36,7 @@ app.add_typer(server_app, name="server")
 app.add_typer(scope_app, name="scope")
 app.add_typer(memory_app, name="memory")
 app.add_typer(context_app, name="context")
+app.add_typer(code_app, name="code")
 
 UrlOption = Annotated[str, typer.Option("--url", envvar="POWERCONTEXT_URL", help="Server base URL.")]
 ScopeOption = Annotated[str, typer.Option("--scope", "-s", help="Scope id, e.g. project:payments.")]

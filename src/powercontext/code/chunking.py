@@ -122,7 +122,7 @@ def _indent_free(line: str) -> bool:
 def _primary_starts(lines: Sequence[str], rules: _Rules, language: str) -> list[int]:
     if language == "python":
         return _python_starts(lines)
-    starts = []
+    starts: list[int] = []
     for i, line in enumerate(lines):
         # Java members sit at indentation 4; the other languages' top level is column 0.
         if (language == "java" or _indent_free(line)) and rules.primary.match(line):

@@ -54,9 +54,7 @@ def _compile(raw: str) -> _Pattern | None:
     if not line or line.startswith("#"):
         return None
     negated = line.startswith("!")
-    if negated:
-        line = line[1:]
-    elif line.startswith("\\!") or line.startswith("\\#"):
+    if negated or line.startswith(("\\!", "\\#")):  # "\\!" and "\\#" escape a literal first character
         line = line[1:]
     dir_only = line.endswith("/") and not line.endswith("\\/")
     if dir_only:

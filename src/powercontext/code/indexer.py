@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from powercontext.code.chunking import MAX_CHUNK_BYTES, chunk_lines
 from powercontext.code.discovery import MAX_FILES, TreeKind, list_files, open_work_tree
@@ -24,10 +24,9 @@ from powercontext.code.identifiers import identifier_terms, path_terms
 from powercontext.code.language import detect_language
 from powercontext.code.lines import file_sha256, snippet_sha256, split_lines, split_text_lines
 from powercontext.code.paths import ReadOutcome, is_valid_relative_path, read_tree_file
+from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES
 from powercontext.store.code import CodeStore, NewCodeChunk, NewCodeFile
 
-DEFAULT_MAX_FILE_BYTES: Final = 1 << 20
-MAX_MAX_FILE_BYTES: Final = 16 << 20
 # A line longer than a chunk cannot be cited whole: such files are minified or generated.
 MAX_LINE_BYTES: Final = MAX_CHUNK_BYTES
 BINARY_SNIFF_BYTES: Final = 8 * 1024
@@ -80,7 +79,7 @@ class CodeIndexer:
         paths = list_files(tree, self._max_files)
         self._store.register_code_tree(scope_id, fp, tree.kind, str(tree.root), max_file_bytes)
         known = self._store.code_file_hashes(scope_id, fp)
-        counts: Counter[str] = Counter()
+        counts: Counter[Outcome] = Counter()
         kept: set[str] = set()
         batch: list[NewCodeFile] = []
         batch_bytes = 0
@@ -116,7 +115,12 @@ class CodeIndexer:
         )
 
 
-def _prepare_file(root: Path, relative: str, max_bytes: int, known_sha256: str | None) -> tuple[str, NewCodeFile | None]:
+Outcome = Literal["indexed", "unchanged", "missing", "binary", "large", "other"]
+
+
+def _prepare_file(
+    root: Path, relative: str, max_bytes: int, known_sha256: str | None
+) -> tuple[Outcome, NewCodeFile | None]:
     """One candidate's outcome, and its new index entry when it has to be (re-)written."""
     if not is_valid_relative_path(relative):  # not UTF-8, or unciteable (a backslash, a control character)
         return "other", None

@@ -12,7 +12,7 @@ from powercontext import __version__
 from powercontext.runtime import Runtime
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.middleware import RequestIdMiddleware
-from powercontext.server.routes import context, health, memory, scopes
+from powercontext.server.routes import code, context, health, memory, scopes
 
 
 def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAPI:
@@ -32,7 +32,7 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAP
     )
     app.state.runtime = runtime
     install_error_handlers(app)
-    routers = (health.router, scopes.router, memory.router, context.router)
+    routers = (health.router, scopes.router, memory.router, context.router, code.router)
     for router in routers:
         app.include_router(router)
     # For the Allow header of a 405: which methods each path template serves.

@@ -184,4 +184,3 @@ def _delete_chunks(conn: Any, file_id: int) -> None:
     ids = [(r[0],) for r in conn.execute("SELECT id FROM code_chunks WHERE file = ?", (file_id,))]
     conn.executemany("DELETE FROM code_fts WHERE rowid = ?", ids)
     conn.executemany("DELETE FROM code_chunks WHERE id = ?", ids)
-
