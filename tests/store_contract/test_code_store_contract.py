@@ -32,8 +32,9 @@ def chunk(start: int, end: int, text: str, terms: str) -> NewCodeChunk:
 
 def file(path: str, *chunks: NewCodeChunk, digest: str | None = None) -> NewCodeFile:
     body = "".join(c.text for c in chunks)
-    return NewCodeFile(path, digest or sha256_of(body), "python", len(body), max((c.end_line for c in chunks), default=0),
-                       " ".join(path.replace("/", " ").replace(".", " ").split()), tuple(chunks))  # fmt: skip
+    lines = max((c.end_line for c in chunks), default=0)
+    terms = " ".join(path.replace("/", " ").replace(".", " ").split())
+    return NewCodeFile(path, digest or sha256_of(body), "python", len(body), lines, terms, tuple(chunks))
 
 
 def test_register_is_idempotent_and_repoints(code: CodeStore) -> None:
@@ -50,9 +51,8 @@ def test_register_is_idempotent_and_repoints(code: CodeStore) -> None:
 def test_put_search_replace_and_remove(code: CodeStore) -> None:
     sid = scope(code)
     code.register_code_tree(sid, "git:abc", "git", "/srv", 1000)
-    code.put_code_files(
-        sid, "git:abc", [file("a.py", chunk(1, 2, "def ledger():\n    pass\n", "ledger pass")), file("b.py", chunk(1, 1, "x\n", "x"))]
-    )  # fmt: skip
+    a = file("a.py", chunk(1, 2, "def ledger():\n    pass\n", "ledger pass"))
+    code.put_code_files(sid, "git:abc", [a, file("b.py", chunk(1, 1, "x\n", "x"))])
     assert set(code.code_file_hashes(sid, "git:abc")) == {"a.py", "b.py"}
     (hit,) = code.search_code(sid, ["ledger"], 10)
     assert (hit.chunk.path, hit.chunk.start_line, hit.chunk.end_line) == ("a.py", 1, 2)

@@ -64,7 +64,8 @@ def test_split_round_trips(text: str) -> None:
 def test_digests_are_sha256_of_the_exact_bytes() -> None:
     data = "é = 1\r\nsecond\nthird".encode()
     assert file_sha256(data) == "sha256:" + hashlib.sha256(data).hexdigest()
-    assert snippet_sha256(split_lines(data), 1, 2) == "sha256:" + hashlib.sha256("é = 1\r\nsecond\n".encode()).hexdigest()
+    first_two = "é = 1\r\nsecond\n".encode()
+    assert snippet_sha256(split_lines(data), 1, 2) == "sha256:" + hashlib.sha256(first_two).hexdigest()
     assert snippet_sha256(split_lines(data), 3, 3) == "sha256:" + hashlib.sha256(b"third").hexdigest()
 
 
