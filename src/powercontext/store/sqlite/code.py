@@ -20,6 +20,8 @@ from powercontext.store.errors import CodeNotFound, ScopeNotFound
 
 # Path terms weigh more than body terms: a query naming a module should find that module first.
 _BM25 = "bm25(code_fts, 0.0, 2.0, 1.0)"
+# bm25() costs ~3-4 µs per matching chunk (a docsize lookup each): this many keep ranking under ~8 ms.
+POSTING_BUDGET = 2_000
 _SELECT_TREE = "SELECT scope_id, fingerprint, kind, root_path, max_file_bytes, indexed_at FROM code_trees"
 
 
@@ -111,11 +113,11 @@ class SqliteCodeStore:
                 if row is not None:
                     _delete_chunks(conn, row[0])
                     conn.execute("DELETE FROM code_files WHERE id = ?", (row[0],))
-            conn.execute("UPDATE code_trees SET indexed_at = ? WHERE id = ?", (_now(), tree))
             count = conn.execute(
                 "SELECT COUNT(*) FROM code_chunks c JOIN code_files f ON f.id = c.file WHERE f.tree = ?", (tree,)
-            ).fetchone()
-        return int(count[0])
+            ).fetchone()[0]
+            conn.execute("UPDATE code_trees SET indexed_at = ?, chunk_count = ? WHERE id = ?", (_now(), count, tree))
+        return int(count)
 
     def get_code_tree(self, scope_id: str, fingerprint: str) -> CodeTreeRecord:
         row = (
@@ -145,24 +147,56 @@ class SqliteCodeStore:
         return CodeFileRecord(*row)
 
     def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
+        conn = self._reader()
+        terms, rankable = _affordable_terms(conn, scope_id, terms)
         if not terms:
             return []
-        rows = (
-            self._reader()
-            .execute(
-                f"WITH hits AS (SELECT rowid AS id, {_BM25} AS rank FROM code_fts WHERE code_fts MATCH ?"
-                " ORDER BY rank LIMIT ?)"
-                " SELECT hits.rank, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
-                " c.start_line, c.end_line, c.snippet_sha256, c.text"
-                " FROM hits JOIN code_chunks c ON c.id = hits.id JOIN code_files f ON f.id = c.file"
-                " JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
-                " ORDER BY hits.rank, f.path, c.start_line",
-                (_match_expression(scope_id, terms), limit, scope_id),
-            )
-            .fetchall()
-        )
+        # When even the rarest term is in too many chunks to rank them all, only the first
+        # POSTING_BUDGET matches (in index order) are ranked.
+        window = "ORDER BY rank LIMIT ?" if rankable else "LIMIT ?"
+        rows = conn.execute(
+            f"WITH hits AS (SELECT rowid AS id, {_BM25} AS rank FROM code_fts WHERE code_fts MATCH ? {window})"
+            " SELECT hits.rank, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
+            " c.start_line, c.end_line, c.snippet_sha256, c.text"
+            " FROM hits JOIN code_chunks c ON c.id = hits.id JOIN code_files f ON f.id = c.file"
+            " JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
+            " ORDER BY hits.rank, f.path, c.start_line LIMIT ?",
+            (_match_expression(scope_id, terms), limit if rankable else POSTING_BUDGET, scope_id, limit),
+        ).fetchall()
         # bm25() is lower-is-better; the public score is higher-is-better.
         return [ScoredCodeChunk(CodeChunkRecord(*row[1:]), -row[0]) for row in rows]
+
+
+def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
+    """The query terms worth scoring, and whether ranking every match is affordable.
+
+    A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
+    terms found nowhere are dropped, and the rarest term is kept; further terms are added, rarest
+    first, while they are in fewer than half of all chunks (FTS5 clamps such a term's IDF to ~0, so
+    it would only add cost) and their document counts fit ``POSTING_BUDGET``. Counts come from
+    ``code_fts_vocab`` and span every Scope: bm25() computes its IDF over the same whole table.
+    """
+    if not terms:
+        return [], True
+    sizes = conn.execute(
+        "SELECT COALESCE(SUM(chunk_count), 0), COALESCE(SUM(chunk_count) FILTER (WHERE scope_id = ?), 0)"
+        " FROM code_trees",
+        (scope_id,),
+    ).fetchone()
+    all_chunks, scope_chunks = int(sizes[0]), int(sizes[1])
+    if scope_chunks <= POSTING_BUDGET:
+        return list(terms), True
+    marks = ",".join("?" * len(terms))
+    docs = dict(conn.execute(f"SELECT term, doc FROM code_fts_vocab WHERE term IN ({marks})", list(terms)))
+    kept: list[str] = []
+    total = 0
+    for term in sorted((t for t in terms if t in docs), key=lambda t: docs[t]):
+        count = min(docs[term], scope_chunks)
+        if kept and (2 * docs[term] >= all_chunks or total + count > POSTING_BUDGET):
+            break
+        kept.append(term)
+        total += count
+    return kept, total <= POSTING_BUDGET
 
 
 def _require_scope(conn: Any, scope_id: str) -> None:

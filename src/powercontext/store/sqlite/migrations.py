@@ -81,6 +81,7 @@ MIGRATIONS: list[tuple[int, str]] = [
           kind TEXT NOT NULL CHECK (kind IN ('git', 'dir')),
           root_path TEXT NOT NULL,
           max_file_bytes INTEGER NOT NULL CHECK (max_file_bytes >= 1),
+          chunk_count INTEGER NOT NULL DEFAULT 0,
           created_at TEXT NOT NULL,
           indexed_at TEXT NOT NULL,
           UNIQUE (scope_id, fingerprint)
@@ -114,6 +115,8 @@ MIGRATIONS: list[tuple[int, str]] = [
           scope_tag, path_terms, terms,
           tokenize = "unicode61 remove_diacritics 0 tokenchars '_'", content = '', contentless_delete = 1
         );
+        -- Documents per term, read by queries to skip terms too common to rank by (no upkeep: FTS5 keeps it).
+        CREATE VIRTUAL TABLE code_fts_vocab USING fts5vocab(code_fts, 'row');
         """,
     ),
 ]
