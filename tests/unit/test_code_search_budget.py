@@ -29,8 +29,8 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
     store.put_code_files("big", "dir:big", files)
     store.finish_code_index("big", "dir:big", [])
     store.register_code_tree("small", "dir:small", "dir", "/srv/small", 1000)
-    text = "common half\n"
-    chunk = NewCodeChunk(1, 1, sha256_of(text), text, "common half")
+    text = "common half smallonly\n"
+    chunk = NewCodeChunk(1, 1, sha256_of(text), text, "common half smallonly")
     store.put_code_files(
         "small", "dir:small", [NewCodeFile("s.txt", sha256_of(text), "text", 12, 1, "s txt", (chunk,))]
     )
@@ -44,6 +44,8 @@ def test_common_terms_are_dropped_and_the_rare_one_kept(big: SqliteStore) -> Non
     kept, rankable = _affordable_terms(conn, "big", ["common", "tenth"])
     assert kept == ["tenth"] and rankable  # a tenth of CHUNKS fits the budget
     assert _affordable_terms(conn, "big", ["common"]) == (["common"], False)  # the rarest is always kept
+    # Rare in the whole table is not enough: a term of another Scope only must not displace this Scope's.
+    assert _affordable_terms(conn, "big", ["smallonly", "tenth"]) == (["tenth"], True)
     # A Scope within the budget is ranked whole, with every term.
     assert _affordable_terms(conn, "small", ["common", "half", "absent"]) == (["common", "half", "absent"], True)
 
@@ -51,6 +53,7 @@ def test_common_terms_are_dropped_and_the_rare_one_kept(big: SqliteStore) -> Non
 def test_searches_stay_correct_when_pruned(big: SqliteStore) -> None:
     hit = big.search_code("big", ["common", "half", "needle"], 5)[0]
     assert hit.chunk.path == "f1234.txt"
+    assert len(big.search_code("big", ["smallonly", "half"], 5)) == 5
     window = big.search_code("big", ["common"], 7)
     assert len(window) == 7 and all(h.chunk.fingerprint == "dir:big" for h in window)
     assert [h.chunk.path for h in big.search_code("small", ["common", "half"], 5)] == ["s.txt"]

@@ -171,10 +171,11 @@ def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[l
     """The query terms worth scoring, and whether ranking every match is affordable.
 
     A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
-    terms found nowhere are dropped, and the rarest term is kept; further terms are added, rarest
-    first, while they are in fewer than half of all chunks (FTS5 clamps such a term's IDF to ~0, so
-    it would only add cost) and their document counts fit ``POSTING_BUDGET``. Counts come from
-    ``code_fts_vocab`` and span every Scope: bm25() computes its IDF over the same whole table.
+    only terms found in this Scope count, and the rarest of them is kept; further terms are added,
+    rarest first, while they are in fewer than half of all chunks (FTS5 clamps such a term's IDF to
+    ~0, so it would only add cost) and their document counts fit ``POSTING_BUDGET``. Counts come
+    from ``code_fts_vocab`` and span every Scope (bm25() computes its IDF over the same whole table),
+    so they can only overestimate this Scope's: the budget errs on the cheap side.
     """
     if not terms:
         return [], True
@@ -194,9 +195,18 @@ def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[l
         count = min(docs[term], scope_chunks)
         if kept and (2 * docs[term] >= all_chunks or total + count > POSTING_BUDGET):
             break
-        kept.append(term)
-        total += count
+        if _in_scope(conn, scope_id, term):
+            kept.append(term)
+            total += count
     return kept, total <= POSTING_BUDGET
+
+
+def _in_scope(conn: Any, scope_id: str, term: str) -> bool:
+    # Cheap either way: a common term meets the Scope at once, a rare one has a short doclist.
+    found = conn.execute(
+        "SELECT 1 FROM code_fts WHERE code_fts MATCH ? LIMIT 1", (_match_expression(scope_id, [term]),)
+    )
+    return found.fetchone() is not None
 
 
 def _require_scope(conn: Any, scope_id: str) -> None:
