@@ -29,7 +29,13 @@ from powercontext.contract.prepare import (
 from powercontext.domain.errors import RequestRefused
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
-from powercontext.recall.readers import AtomicMemoryReader, CodeReader, FamilyReader, RecallContext
+from powercontext.recall.readers import (
+    AtomicMemoryReader,
+    CodeEvidenceReader,
+    CodeReader,
+    FamilyReader,
+    RecallContext,
+)
 from powercontext.recall.trace import RecallTrace
 from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
 from powercontext.receipt.validation import (
@@ -39,10 +45,12 @@ from powercontext.receipt.validation import (
     serialize_valid_receipt,
 )
 from powercontext.search.channels import ChannelSearch, HybridWeights
+from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import GuardedEmbedder, VectorChannel
 from powercontext.search.families import ExperienceSearch, TopicMemorySearch
 from powercontext.settings import Settings
 from powercontext.store.base import Embedding, FamilyStore, MemoryRecord, NewMemory, ScoredMemory, Store
+from powercontext.store.code import CodeStore
 
 log = logging.getLogger("powercontext.receipt")
 
@@ -108,6 +116,8 @@ class Runtime:
             self.readers["experience"] = ExperienceReader(ExperienceSearch(store))
             self.readers["profile"] = ProfileReader(store)
         self.code_reader: CodeReader | None = None
+        if isinstance(store, CodeStore):
+            self.code_reader = CodeEvidenceReader(store, CodeSearch(store))
         self.disabled_families: frozenset[Family] = frozenset()
         self.builder = builder or PreparedContextBuilder()
         self.receipt_assembler = receipt_assembler or TraceReceiptAssembler()

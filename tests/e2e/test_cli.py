@@ -47,7 +47,7 @@ def test_help_is_fast_and_lists_the_commands() -> None:
         result = run_cli("--help")
         durations.append(time.perf_counter() - start)
         assert result.returncode == 0
-    for command in ("server", "scope", "memory", "context"):
+    for command in ("server", "scope", "memory", "context", "code"):
         assert command in result.stdout
     assert min(durations) < 0.5, durations
 

@@ -31,9 +31,9 @@ def test_migrations_apply_once_and_reopen_works(tmp_path: Path) -> None:
     first.create_scope("s", "t", [])
     first.close()
     applied = _rows(path, "SELECT version, applied_at FROM schema_migrations ORDER BY version")
-    versions = [v for v, _ in applied]
-    # Version 1 is applied, every migration exactly once, in ascending order. Versions are reserved
-    # per feature branch, so a branch may lack one (a gap) until the branches meet.
+    versions = [int(str(v)) for v, _ in applied]
+    # Version 1 is applied, then every migration exactly once, in order (numbers are reserved per
+    # feature branch, so a branch may skip some until they merge).
     assert versions[0] == 1
     assert versions == sorted(set(versions))
     assert versions == [v for v, _ in MIGRATIONS]
@@ -45,6 +45,7 @@ def test_migrations_apply_once_and_reopen_works(tmp_path: Path) -> None:
     assert _rows(path, "SELECT version, applied_at FROM schema_migrations ORDER BY version") == applied
     tables = {name for (name,) in _rows(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"scopes", "artifacts", "revisions", "idempotency_keys", "atomic_memory_fts"} <= tables
+    assert {"code_trees", "code_files", "code_chunks", "code_fts"} <= tables
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ Only Typer is imported here, so ``powercontext --help`` stays fast.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -31,6 +30,8 @@ def fail(message: str) -> typer.Exit:
 
 def run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
     """Run one client call; a Server error or an invalid argument becomes a one-line message and exit code 1."""
+    import asyncio
+
     from pydantic import ValidationError
 
     from powercontext.client import PowerContextClient, PowerContextError

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from powercontext.cli.code import code_app
 from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
@@ -38,6 +39,7 @@ app.add_typer(context_app, name="context")
 app.add_typer(topic_app, name="topic")
 app.add_typer(experience_app, name="experience")
 app.add_typer(profile_app, name="profile")
+app.add_typer(code_app, name="code")
 
 
 def _print_memory(memory: AtomicMemory, as_json: bool) -> None:

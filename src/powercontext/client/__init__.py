@@ -11,7 +11,8 @@ from pydantic import BaseModel
 
 from powercontext.client.families import FamilyClientMixin
 from powercontext.contract.capabilities import Capabilities
-from powercontext.contract.common import MemoryKind, SearchModePolicy
+from powercontext.contract.code import CodeIndexResult, CodeQueryResult, CodeSnippetResult
+from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchModePolicy
 from powercontext.contract.memory import (
     AtomicMemory,
     AtomicMemoryBatch,
@@ -65,9 +66,18 @@ class PowerContextClient(FamilyClientMixin):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _call(self, method: str, path: str, model: type[M], json: Any = None) -> M:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        model: type[M],
+        json: Any = None,
+        params: dict[str, str | int] | None = None,
+        timeout: float | None = None,
+    ) -> M:
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
-            response = await self._http.request(method, path, json=json)
+            response = await self._http.request(method, path, json=json, params=params, **extra)
         except httpx.TransportError as exc:
             raise PowerContextError(
                 0, "server-unreachable", f"no answer from {self.base_url} ({type(exc).__name__}); is it running?"
@@ -174,6 +184,47 @@ class PowerContextClient(FamilyClientMixin):
             path += f"/revisions/{revision}"
         return await self._call("GET", path, AtomicMemory)
 
+    # -- code evidence -------------------------------------------------------------------------
+
+    async def index_code(
+        self, scope_id: str, path: str, max_file_bytes: int | None = None, timeout: float = 600.0
+    ) -> CodeIndexResult:
+        """Register or re-index a work tree. ``path`` is on the Server's file system (relative paths resolve
+        against the Server's working directory), so pass an absolute path when the Server runs elsewhere."""
+        body: dict[str, Any] = {"path": path}
+        if max_file_bytes is not None:
+            body["max_file_bytes"] = max_file_bytes
+        return await self._call("POST", f"{_code(scope_id)}/index", CodeIndexResult, body, timeout=timeout)
+
+    async def query_code(self, scope_id: str, query: str, limit: int = 10) -> CodeQueryResult:
+        """Search every indexed work tree of the Scope; hits carry their exact ``CodeEvidenceRef``."""
+        body = {"query": query, "limit": limit}
+        return await self._call("POST", f"{_code(scope_id)}/query", CodeQueryResult, body)
+
+    async def read_code_snippet(
+        self, scope_id: str, fingerprint: str, path: str, file_sha256: str, start_line: int, end_line: int
+    ) -> CodeSnippetResult:
+        """The exact lines, if the file still has ``file_sha256`` (else ``PowerContextError`` ``code-changed``)."""
+        params: dict[str, str | int] = {
+            "fingerprint": fingerprint,
+            "path": path,
+            "file_sha256": file_sha256,
+            "start_line": start_line,
+            "end_line": end_line,
+        }
+        return await self._call("GET", f"{_code(scope_id)}/snippet", CodeSnippetResult, params=params)
+
+    async def read_code_evidence(self, evidence: CodeEvidenceRef) -> CodeSnippetResult:
+        """Re-read a cited range (e.g. a Receipt's ``code_evidence``) for progressive inspection."""
+        return await self.read_code_snippet(
+            evidence.scope_id,
+            evidence.fingerprint,
+            evidence.path,
+            evidence.file_sha256,
+            evidence.start_line,
+            evidence.end_line,
+        )
+
 
 def _seg(value: str) -> str:
     from urllib.parse import quote
@@ -183,6 +234,10 @@ def _seg(value: str) -> str:
 
 def _mem(scope_id: str) -> str:
     return f"/v1/scopes/{_seg(scope_id)}/atomic-memory"
+
+
+def _code(scope_id: str) -> str:
+    return f"/v1/scopes/{_seg(scope_id)}/code"
 
 
 def _wire(model: BaseModel) -> dict[str, Any]:

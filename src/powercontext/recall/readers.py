@@ -13,10 +13,13 @@ from powercontext.assembly.builder import Candidate, CodeCandidate, round_robin
 from powercontext.contract.common import Family
 from powercontext.recall.trace import RecallTrace
 from powercontext.search.channels import ChannelSearch
+from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import VectorChannel
 from powercontext.store.base import ScoredMemory
+from powercontext.store.code import CodeStore
 
 ATOMIC_CANDIDATE_LIMIT = 16
+CODE_CANDIDATE_LIMIT = 16
 
 
 @dataclass
@@ -60,3 +63,34 @@ class AtomicMemoryReader:
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
             per_scope.append(outcome.hits)
         return [Candidate(h.record.key, h.record.kind, h.record.text) for h in round_robin(per_scope)]
+
+
+class CodeEvidenceReader:
+    """One code query per prepare, for the request Scope, outside the expansion loop (round 0).
+
+    A Scope with no registered work tree has nothing to query: that is a skipped opportunity
+    (``not_run``), not a zero-hit search.
+    """
+
+    def __init__(self, store: CodeStore, search: CodeSearch, limit: int = CODE_CANDIDATE_LIMIT) -> None:
+        self._store = store
+        self._search = search
+        self._limit = limit
+
+    def read(self, ctx: RecallContext) -> list[CodeCandidate]:
+        scope_id = ctx.scope_ids[0]
+        with ctx.trace.stage("code.query"):
+            if not self._store.has_code_trees(scope_id):
+                hits = None
+            else:
+                hits = self._search.query(scope_id, ctx.query, self._limit)
+        if hits is None:
+            ctx.trace.record_search(0, "code", "none", "not_run", "none")
+            return []
+        ctx.trace.record_search(0, "code", "code", "completed", "none")
+        return [
+            CodeCandidate(
+                h.scope_id, h.fingerprint, h.path, h.file_sha256, h.start_line, h.end_line, h.snippet_sha256, h.text
+            )
+            for h in hits
+        ]

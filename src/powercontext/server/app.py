@@ -12,7 +12,7 @@ from powercontext import __version__
 from powercontext.runtime import Runtime
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.middleware import RequestIdMiddleware
-from powercontext.server.routes import artifacts, context, experiences, health, memory, profile, scopes, topics
+from powercontext.server.routes import artifacts, code, context, experiences, health, memory, profile, scopes, topics
 
 
 def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAPI:
@@ -41,6 +41,7 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAP
         profile.router,
         artifacts.router,
         context.router,
+        code.router,
     )
     for router in routers:
         app.include_router(router)

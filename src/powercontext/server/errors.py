@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from powercontext.code.errors import CodeError
 from powercontext.domain.errors import RequestRefused
 from powercontext.store.errors import StoreError
 
@@ -50,6 +51,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StoreError)
     async def _store(request: Request, exc: StoreError) -> JSONResponse:
+        return error_response(request, exc.status, exc.code, str(exc))
+
+    @app.exception_handler(CodeError)
+    async def _code(request: Request, exc: CodeError) -> JSONResponse:
         return error_response(request, exc.status, exc.code, str(exc))
 
     @app.exception_handler(RequestRefused)

@@ -116,3 +116,10 @@ class StoreUnavailable(StoreError):
 
     def __init__(self) -> None:
         super().__init__("the store could not complete the operation; retry shortly")
+
+
+class CodeNotFound(StoreError):
+    code, status = "code-not-found", 404
+
+    def __init__(self, message: str = "no indexed work tree with this fingerprint exists in this Scope") -> None:
+        super().__init__(message)

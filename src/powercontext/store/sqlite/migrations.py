@@ -135,6 +135,55 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        5,
+        """
+        -- A registered work tree of a Scope. root_path is server-local and never leaves the server.
+        CREATE TABLE code_trees (
+          id INTEGER PRIMARY KEY,
+          scope_id TEXT NOT NULL REFERENCES scopes(scope_id),
+          fingerprint TEXT NOT NULL,
+          kind TEXT NOT NULL CHECK (kind IN ('git', 'dir')),
+          root_path TEXT NOT NULL,
+          max_file_bytes INTEGER NOT NULL CHECK (max_file_bytes >= 1),
+          chunk_count INTEGER NOT NULL DEFAULT 0,
+          created_at TEXT NOT NULL,
+          indexed_at TEXT NOT NULL,
+          UNIQUE (scope_id, fingerprint)
+        );
+
+        CREATE TABLE code_files (
+          id INTEGER PRIMARY KEY,
+          tree INTEGER NOT NULL REFERENCES code_trees(id),
+          path TEXT NOT NULL,
+          file_sha256 TEXT NOT NULL,
+          language TEXT NOT NULL,
+          size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),
+          line_count INTEGER NOT NULL CHECK (line_count >= 0),
+          UNIQUE (tree, path)
+        );
+
+        -- text is exactly lines start_line..end_line of the file, terminators included.
+        CREATE TABLE code_chunks (
+          id INTEGER PRIMARY KEY,
+          file INTEGER NOT NULL REFERENCES code_files(id),
+          start_line INTEGER NOT NULL CHECK (start_line >= 1),
+          end_line INTEGER NOT NULL CHECK (end_line >= start_line),
+          snippet_sha256 TEXT NOT NULL,
+          text TEXT NOT NULL
+        );
+        CREATE INDEX code_chunks_by_file ON code_chunks (file);
+
+        -- Its own index (rowid = code_chunks.id), never mixed with Atomic Memory's: identifier terms
+        -- pre-split in Python; '_' stays inside a token so whole snake_case identifiers match.
+        CREATE VIRTUAL TABLE code_fts USING fts5(
+          scope_tag, path_terms, terms,
+          tokenize = "unicode61 remove_diacritics 0 tokenchars '_'", content = '', contentless_delete = 1
+        );
+        -- Documents per term, read by queries to skip terms too common to rank by (no upkeep: FTS5 keeps it).
+        CREATE VIRTUAL TABLE code_fts_vocab USING fts5vocab(code_fts, 'row');
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -163,16 +212,23 @@ DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs}
 def apply_migrations(conn: Any, now: str) -> int:
     """Apply every pending migration, each in its own transaction. Returns the schema version."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
-    current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
-    if current > LATEST_VERSION:
+    applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    newest = max(applied, default=0)
+    if newest > LATEST_VERSION:
         raise RuntimeError(
-            f"the database schema is version {current}, newer than this PowerContext ({LATEST_VERSION}); upgrade"
+            f"the database schema is version {newest}, newer than this PowerContext ({LATEST_VERSION}); upgrade"
         )
+    # Every migration not yet applied, in order (not only those above the newest applied one: a
+    # database made while a feature's migration number was still reserved may lack it).
     for version, script in MIGRATIONS:
-        if version <= current:
+        if version in applied:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Another process may have applied it while this one waited for the write lock.
+            if conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (version,)).fetchone():
+                conn.execute("COMMIT")
+                continue
             for statement in _statements(script):
                 conn.execute(statement)
             if version in DATA_STEPS:

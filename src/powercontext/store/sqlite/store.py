@@ -41,6 +41,7 @@ from powercontext.store.errors import (
     ScopeNotFound,
     StoreUnavailable,
 )
+from powercontext.store.sqlite.code import SqliteCodeStore
 from powercontext.store.sqlite.driver import sqlite
 from powercontext.store.sqlite.families import SqliteFamilies
 from powercontext.store.sqlite.migrations import apply_migrations
@@ -89,8 +90,8 @@ def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
     return f'scope_tag : "{scope_tag(scope_id)}" AND terms : ( {quoted} )'
 
 
-class SqliteStore(SqliteFamilies):
-    """The embedded default store (``Store`` and ``FamilyStore``). Safe to share across threads."""
+class SqliteStore(SqliteFamilies, SqliteCodeStore):
+    """The embedded default store (``Store``, ``FamilyStore`` and ``CodeStore``). Safe to share across threads."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

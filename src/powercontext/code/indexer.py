@@ -1,0 +1,170 @@
+"""Incremental indexing of one work tree into a ``CodeStore``.
+
+Files are read, hashed and chunked outside any transaction, then written in batches of
+``BATCH_FILES`` files (or ``BATCH_BYTES`` of text), one transaction each, so a large tree never holds
+the writer lock for the whole run. A file whose ``file_sha256`` is already indexed is skipped; a
+changed file has its chunks replaced; indexed files that are no longer candidates (deleted, now
+ignored, binary, too large or a symlink) are removed in the final transaction, which only runs once
+every batch succeeded. A failed run therefore leaves each file at either its previous or its new
+index state, and removes nothing; running it again completes it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from powercontext.code.chunking import MAX_CHUNK_BYTES, chunk_lines
+from powercontext.code.discovery import MAX_FILES, TreeKind, list_files, open_work_tree
+from powercontext.code.fingerprint import fingerprint
+from powercontext.code.identifiers import identifier_terms, path_terms
+from powercontext.code.language import detect_language
+from powercontext.code.lines import file_sha256, snippet_sha256, split_lines, split_text_lines
+from powercontext.code.paths import ReadOutcome, is_valid_relative_path, read_tree_file
+from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES
+from powercontext.store.code import CodeStore, NewCodeChunk, NewCodeFile
+
+# A line longer than a chunk cannot be cited whole: such files are minified or generated.
+MAX_LINE_BYTES: Final = MAX_CHUNK_BYTES
+BINARY_SNIFF_BYTES: Final = 8 * 1024
+BATCH_FILES: Final = 200
+BATCH_BYTES: Final = 4 << 20
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What one indexing run did. ``files_seen`` = indexed + unchanged + every skipped count; ``chunks`` is
+    the tree's chunk count after the run."""
+
+    fingerprint: str
+    kind: TreeKind
+    files_seen: int
+    files_indexed: int
+    files_unchanged: int
+    files_removed: int
+    files_skipped_binary: int
+    files_skipped_large: int
+    files_skipped_other: int
+    chunks: int
+
+
+class CodeIndexer:
+    """Registers and (re-)indexes work trees of a Scope."""
+
+    def __init__(self, store: CodeStore, *, batch_files: int = BATCH_FILES, max_files: int = MAX_FILES) -> None:
+        self._store = store
+        self._batch_files = batch_files
+        self._max_files = max_files
+
+    def index(
+        self,
+        scope_id: str,
+        path: Path,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        progress: ProgressCallback | None = None,
+    ) -> IndexReport:
+        """Index the directory at ``path`` (relative paths resolve against the current directory).
+
+        Raises ``InvalidCodePath`` (not a directory), ``CodeTreeTooLarge``, ``ScopeNotFound``. ``progress``
+        is called with ``(done, total)`` candidate files after each file.
+        """
+        tree = open_work_tree(path)
+        fp = fingerprint(scope_id, tree)
+        paths = list_files(tree, self._max_files)
+        self._store.register_code_tree(scope_id, fp, tree.kind, str(tree.root), max_file_bytes)
+        known = self._store.code_file_hashes(scope_id, fp)
+        counts: Counter[Outcome] = Counter()
+        kept: set[str] = set()
+        batch: list[NewCodeFile] = []
+        batch_bytes = 0
+        total = len(paths)
+        for done, relative in enumerate(paths, start=1):
+            outcome, new = _prepare_file(tree.root, relative, max_file_bytes, known.get(relative))
+            counts[outcome] += 1
+            if outcome in ("indexed", "unchanged"):
+                kept.add(relative)
+            if new is not None:
+                batch.append(new)
+                batch_bytes += new.size_bytes
+                if len(batch) >= self._batch_files or batch_bytes >= BATCH_BYTES:
+                    self._store.put_code_files(scope_id, fp, batch)
+                    batch, batch_bytes = [], 0
+            if progress is not None:
+                progress(done, total)
+        if batch:
+            self._store.put_code_files(scope_id, fp, batch)
+        removed = sorted(p for p in known if p not in kept)
+        chunks = self._store.finish_code_index(scope_id, fp, removed)
+        return IndexReport(
+            fingerprint=fp,
+            kind=tree.kind,
+            files_seen=total - counts["missing"],
+            files_indexed=counts["indexed"],
+            files_unchanged=counts["unchanged"],
+            files_removed=len(removed),
+            files_skipped_binary=counts["binary"],
+            files_skipped_large=counts["large"],
+            files_skipped_other=counts["other"],
+            chunks=chunks,
+        )
+
+
+Outcome = Literal["indexed", "unchanged", "missing", "binary", "large", "other"]
+
+
+def _prepare_file(
+    root: Path, relative: str, max_bytes: int, known_sha256: str | None
+) -> tuple[Outcome, NewCodeFile | None]:
+    """One candidate's outcome, and its new index entry when it has to be (re-)written."""
+    if not is_valid_relative_path(relative):  # not UTF-8, or unciteable (a backslash, a control character)
+        return "other", None
+    read = read_tree_file(root, relative, max_bytes)
+    if read.outcome is ReadOutcome.MISSING:
+        return "missing", None
+    if read.outcome is ReadOutcome.TOO_LARGE:
+        return "large", None
+    if read.outcome is not ReadOutcome.OK:
+        return "other", None
+    data = read.data
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return "binary", None
+    digest = file_sha256(data)
+    if digest == known_sha256:
+        return "unchanged", None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "binary", None
+    byte_lines = split_lines(data)
+    if any(len(line) > MAX_LINE_BYTES for line in byte_lines):
+        return "large", None
+    lines = split_text_lines(text)
+    language = detect_language(relative, lines[0] if lines else "")
+    chunks = []
+    for span in chunk_lines(lines, language):
+        chunk_text = "".join(lines[span.start_line - 1 : span.end_line])
+        chunks.append(
+            NewCodeChunk(
+                start_line=span.start_line,
+                end_line=span.end_line,
+                snippet_sha256=snippet_sha256(byte_lines, span.start_line, span.end_line),
+                text=chunk_text,
+                terms=" ".join(identifier_terms(chunk_text)),
+            )
+        )
+    new = NewCodeFile(
+        path=relative,
+        file_sha256=digest,
+        language=language,
+        size_bytes=len(data),
+        line_count=len(byte_lines),
+        path_terms=" ".join(path_terms(relative)),
+        chunks=tuple(chunks),
+    )
+    return "indexed", new

@@ -1,0 +1,131 @@
+"""Code evidence: register/refresh a work tree, query it, read exact ranges."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from powercontext.code.errors import CodeUnavailable
+from powercontext.code.indexer import CodeIndexer
+from powercontext.code.paths import MAX_PATH_CHARS
+from powercontext.code.reader import read_snippet
+from powercontext.contract.code import (
+    CodeIndexRequest,
+    CodeIndexResult,
+    CodeQueryHit,
+    CodeQueryRequest,
+    CodeQueryResult,
+    CodeSnippetResult,
+)
+from powercontext.contract.common import MAX_REVISION, CodeEvidenceRef
+from powercontext.runtime import Runtime
+from powercontext.search.code import CodeHit, CodeSearch
+from powercontext.server.routes.deps import RuntimeDep, errors
+from powercontext.store.code import CodeStore
+
+router = APIRouter(prefix="/v1/scopes/{scope_id}/code", tags=["code"])
+log = logging.getLogger("powercontext.code")
+
+Sha256 = Annotated[str, Query(pattern=r"^sha256:[0-9a-f]{64}$")]
+Line = Annotated[int, Query(ge=1, le=MAX_REVISION)]
+
+
+def _code_store(runtime: Runtime) -> CodeStore:
+    store = runtime.store
+    if isinstance(store, CodeStore):
+        return store
+    raise CodeUnavailable()
+
+
+def _evidence(hit: CodeHit) -> CodeEvidenceRef:
+    return CodeEvidenceRef(
+        scope_id=hit.scope_id,
+        fingerprint=hit.fingerprint,
+        path=hit.path,
+        file_sha256=hit.file_sha256,
+        start_line=hit.start_line,
+        end_line=hit.end_line,
+        snippet_sha256=hit.snippet_sha256,
+    )
+
+
+@router.post(
+    "/index",
+    operation_id="index_code",
+    responses=errors(404, 503),
+    summary="Register a work tree on the Server's file system, or re-index it incrementally",
+)
+def index(scope_id: str, body: CodeIndexRequest, runtime: RuntimeDep) -> CodeIndexResult:
+    # The Scope first: an unknown Scope never costs a file-system walk.
+    runtime.store.get_scope(scope_id)
+    store = _code_store(runtime)
+    start = time.perf_counter()
+    report = CodeIndexer(store).index(scope_id, Path(body.path), max_file_bytes=body.max_file_bytes)
+    log.info(
+        "event=code.index kind=%s files_seen=%d files_indexed=%d files_removed=%d chunks=%d duration_ms=%.1f",
+        report.kind,
+        report.files_seen,
+        report.files_indexed,
+        report.files_removed,
+        report.chunks,
+        (time.perf_counter() - start) * 1000.0,
+    )
+    return CodeIndexResult(
+        fingerprint=report.fingerprint,
+        kind=report.kind,
+        files_seen=report.files_seen,
+        files_indexed=report.files_indexed,
+        files_unchanged=report.files_unchanged,
+        files_removed=report.files_removed,
+        files_skipped_binary=report.files_skipped_binary,
+        files_skipped_large=report.files_skipped_large,
+        files_skipped_other=report.files_skipped_other,
+        chunks=report.chunks,
+    )
+
+
+@router.post(
+    "/query",
+    operation_id="query_code",
+    responses=errors(404, 503),
+    summary="Search the indexed code of every work tree of the Scope",
+)
+def query(scope_id: str, body: CodeQueryRequest, runtime: RuntimeDep) -> CodeQueryResult:
+    runtime.store.get_scope(scope_id)
+    hits = CodeSearch(_code_store(runtime)).query(scope_id, body.query, body.limit)
+    return CodeQueryResult(
+        hits=[CodeQueryHit(code_evidence=_evidence(h), language=h.language, text=h.text, score=h.score) for h in hits]
+    )
+
+
+@router.get(
+    "/snippet",
+    operation_id="read_code_snippet",
+    responses=errors(404, 409, 503),
+    summary="Read exact lines of an indexed file, if the file on disk still has the cited file_sha256",
+)
+def snippet(
+    scope_id: str,
+    runtime: RuntimeDep,
+    fingerprint: Annotated[str, Query(min_length=1, max_length=128)],
+    path: Annotated[str, Query(min_length=1, max_length=MAX_PATH_CHARS)],
+    file_sha256: Sha256,
+    start_line: Line,
+    end_line: Line,
+) -> CodeSnippetResult:
+    store = _code_store(runtime)
+    read = read_snippet(store, scope_id, fingerprint, path, file_sha256, start_line, end_line)
+    evidence = CodeEvidenceRef(
+        scope_id=read.scope_id,
+        fingerprint=read.fingerprint,
+        path=read.path,
+        file_sha256=read.file_sha256,
+        start_line=read.start_line,
+        end_line=read.end_line,
+        snippet_sha256=read.snippet_sha256,
+    )
+    return CodeSnippetResult(code_evidence=evidence, text=read.text)

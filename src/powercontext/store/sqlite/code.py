@@ -1,0 +1,234 @@
+"""The SQLite side of ``CodeStore``: a mixin of ``SqliteStore`` (its writer lock and per-thread readers)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from powercontext.store.code import (
+    CodeChunkRecord,
+    CodeFileRecord,
+    CodeTreeRecord,
+    NewCodeFile,
+    ScoredCodeChunk,
+    TreeKind,
+)
+from powercontext.store.errors import CodeNotFound, ScopeNotFound
+
+# Path terms weigh more than body terms: a query naming a module should find that module first.
+_BM25 = "bm25(code_fts, 0.0, 2.0, 1.0)"
+# bm25() costs ~3-4 µs per matching chunk (a docsize lookup each): this many keep ranking under ~8 ms.
+POSTING_BUDGET = 2_000
+_SELECT_TREE = "SELECT scope_id, fingerprint, kind, root_path, max_file_bytes, indexed_at FROM code_trees"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def code_scope_tag(scope_id: str) -> str:
+    # One FTS token standing for the Scope, so a MATCH never ranks another Scope's chunks.
+    return "c" + hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:24]
+
+
+def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
+    quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return f'scope_tag : "{code_scope_tag(scope_id)}" AND {{path_terms terms}} : ( {quoted} )'
+
+
+class SqliteCodeStore:
+    """``CodeStore`` over the tables of migration 5."""
+
+    if TYPE_CHECKING:
+
+        def _write(self) -> AbstractContextManager[Any]: ...
+        def _reader(self) -> Any: ...
+
+    def register_code_tree(
+        self, scope_id: str, fingerprint: str, kind: TreeKind, root_path: str, max_file_bytes: int
+    ) -> CodeTreeRecord:
+        now = _now()
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone() is None:
+                raise ScopeNotFound(scope_id)
+            conn.execute(
+                "INSERT INTO code_trees (scope_id, fingerprint, kind, root_path, max_file_bytes, created_at,"
+                " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope_id, fingerprint) DO UPDATE SET"
+                " kind = excluded.kind, root_path = excluded.root_path, max_file_bytes = excluded.max_file_bytes",
+                (scope_id, fingerprint, kind, root_path, max_file_bytes, now, now),
+            )
+            row = conn.execute(
+                _SELECT_TREE + " WHERE scope_id = ? AND fingerprint = ?", (scope_id, fingerprint)
+            ).fetchone()
+        return CodeTreeRecord(*row)
+
+    def code_file_hashes(self, scope_id: str, fingerprint: str) -> dict[str, str]:
+        rows = self._reader().execute(
+            "SELECT f.path, f.file_sha256 FROM code_files f JOIN code_trees t ON t.id = f.tree"
+            " WHERE t.scope_id = ? AND t.fingerprint = ?",
+            (scope_id, fingerprint),
+        )
+        return dict(rows)
+
+    def put_code_files(self, scope_id: str, fingerprint: str, files: Sequence[NewCodeFile]) -> None:
+        tag = code_scope_tag(scope_id)
+        with self._write() as conn:
+            tree = _tree_id(conn, scope_id, fingerprint)
+            for item in files:
+                found = conn.execute("SELECT id FROM code_files WHERE tree = ? AND path = ?", (tree, item.path))
+                row = found.fetchone()
+                if row is None:
+                    file_id = conn.execute(
+                        "INSERT INTO code_files (tree, path, file_sha256, language, size_bytes, line_count)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (tree, item.path, item.file_sha256, item.language, item.size_bytes, item.line_count),
+                    ).lastrowid
+                else:
+                    file_id = row[0]
+                    _delete_chunks(conn, file_id)
+                    conn.execute(
+                        "UPDATE code_files SET file_sha256 = ?, language = ?, size_bytes = ?, line_count = ?"
+                        " WHERE id = ?",
+                        (item.file_sha256, item.language, item.size_bytes, item.line_count, file_id),
+                    )
+                for chunk in item.chunks:
+                    chunk_id = conn.execute(
+                        "INSERT INTO code_chunks (file, start_line, end_line, snippet_sha256, text)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (file_id, chunk.start_line, chunk.end_line, chunk.snippet_sha256, chunk.text),
+                    ).lastrowid
+                    conn.execute(
+                        "INSERT INTO code_fts (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
+                        (chunk_id, tag, item.path_terms, chunk.terms),
+                    )
+
+    def finish_code_index(self, scope_id: str, fingerprint: str, removed_paths: Sequence[str]) -> int:
+        with self._write() as conn:
+            tree = _tree_id(conn, scope_id, fingerprint)
+            for path in removed_paths:
+                row = conn.execute("SELECT id FROM code_files WHERE tree = ? AND path = ?", (tree, path)).fetchone()
+                if row is not None:
+                    _delete_chunks(conn, row[0])
+                    conn.execute("DELETE FROM code_files WHERE id = ?", (row[0],))
+            count = conn.execute(
+                "SELECT COUNT(*) FROM code_chunks c JOIN code_files f ON f.id = c.file WHERE f.tree = ?", (tree,)
+            ).fetchone()[0]
+            conn.execute("UPDATE code_trees SET indexed_at = ?, chunk_count = ? WHERE id = ?", (_now(), count, tree))
+        return int(count)
+
+    def has_code_trees(self, scope_id: str) -> bool:
+        row = self._reader().execute("SELECT 1 FROM code_trees WHERE scope_id = ? LIMIT 1", (scope_id,)).fetchone()
+        return row is not None
+
+    def get_code_tree(self, scope_id: str, fingerprint: str) -> CodeTreeRecord:
+        row = (
+            self._reader()
+            .execute(_SELECT_TREE + " WHERE scope_id = ? AND fingerprint = ?", (scope_id, fingerprint))
+            .fetchone()
+        )
+        if row is None:
+            _require_scope(self._reader(), scope_id)
+            raise CodeNotFound()
+        return CodeTreeRecord(*row)
+
+    def get_code_file(self, scope_id: str, fingerprint: str, path: str) -> CodeFileRecord:
+        self.get_code_tree(scope_id, fingerprint)
+        row = (
+            self._reader()
+            .execute(
+                "SELECT t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language, f.line_count"
+                " FROM code_files f JOIN code_trees t ON t.id = f.tree"
+                " WHERE t.scope_id = ? AND t.fingerprint = ? AND f.path = ?",
+                (scope_id, fingerprint, path),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise CodeNotFound("this work tree has no indexed file at that path")
+        return CodeFileRecord(*row)
+
+    def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
+        conn = self._reader()
+        terms, rankable = _affordable_terms(conn, scope_id, terms)
+        if not terms:
+            return []
+        # When even the rarest term is in too many chunks to rank them all, only the first
+        # POSTING_BUDGET matches (in index order) are ranked.
+        window = "ORDER BY rank LIMIT ?" if rankable else "LIMIT ?"
+        rows = conn.execute(
+            f"WITH hits AS (SELECT rowid AS id, {_BM25} AS rank FROM code_fts WHERE code_fts MATCH ? {window})"
+            " SELECT hits.rank, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
+            " c.start_line, c.end_line, c.snippet_sha256, c.text"
+            " FROM hits JOIN code_chunks c ON c.id = hits.id JOIN code_files f ON f.id = c.file"
+            " JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
+            " ORDER BY hits.rank, f.path, c.start_line LIMIT ?",
+            (_match_expression(scope_id, terms), limit if rankable else POSTING_BUDGET, scope_id, limit),
+        ).fetchall()
+        # bm25() is lower-is-better; the public score is higher-is-better.
+        return [ScoredCodeChunk(CodeChunkRecord(*row[1:]), -row[0]) for row in rows]
+
+
+def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
+    """The query terms worth scoring, and whether ranking every match is affordable.
+
+    A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
+    only terms found in this Scope count, and the rarest of them is kept; further terms are added,
+    rarest first, while they are in fewer than half of all chunks (FTS5 clamps such a term's IDF to
+    ~0, so it would only add cost) and their document counts fit ``POSTING_BUDGET``. Counts come
+    from ``code_fts_vocab`` and span every Scope (bm25() computes its IDF over the same whole table),
+    so they can only overestimate this Scope's: the budget errs on the cheap side.
+    """
+    if not terms:
+        return [], True
+    sizes = conn.execute(
+        "SELECT COALESCE(SUM(chunk_count), 0), COALESCE(SUM(chunk_count) FILTER (WHERE scope_id = ?), 0)"
+        " FROM code_trees",
+        (scope_id,),
+    ).fetchone()
+    all_chunks, scope_chunks = int(sizes[0]), int(sizes[1])
+    if scope_chunks <= POSTING_BUDGET:
+        return list(terms), True
+    marks = ",".join("?" * len(terms))
+    docs = dict(conn.execute(f"SELECT term, doc FROM code_fts_vocab WHERE term IN ({marks})", list(terms)))
+    kept: list[str] = []
+    total = 0
+    for term in sorted((t for t in terms if t in docs), key=lambda t: docs[t]):
+        count = min(docs[term], scope_chunks)
+        if kept and (2 * docs[term] >= all_chunks or total + count > POSTING_BUDGET):
+            break
+        if _in_scope(conn, scope_id, term):
+            kept.append(term)
+            total += count
+    return kept, total <= POSTING_BUDGET
+
+
+def _in_scope(conn: Any, scope_id: str, term: str) -> bool:
+    # Cheap either way: a common term meets the Scope at once, a rare one has a short doclist.
+    found = conn.execute(
+        "SELECT 1 FROM code_fts WHERE code_fts MATCH ? LIMIT 1", (_match_expression(scope_id, [term]),)
+    )
+    return found.fetchone() is not None
+
+
+def _require_scope(conn: Any, scope_id: str) -> None:
+    if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone() is None:
+        raise ScopeNotFound(scope_id)
+
+
+def _tree_id(conn: Any, scope_id: str, fingerprint: str) -> int:
+    row = conn.execute(
+        "SELECT id FROM code_trees WHERE scope_id = ? AND fingerprint = ?", (scope_id, fingerprint)
+    ).fetchone()
+    if row is None:
+        _require_scope(conn, scope_id)
+        raise CodeNotFound()
+    return int(row[0])
+
+
+def _delete_chunks(conn: Any, file_id: int) -> None:
+    ids = [(r[0],) for r in conn.execute("SELECT id FROM code_chunks WHERE file = ?", (file_id,))]
+    conn.executemany("DELETE FROM code_fts WHERE rowid = ?", ids)
+    conn.executemany("DELETE FROM code_chunks WHERE id = ?", ids)
