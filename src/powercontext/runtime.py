@@ -47,9 +47,19 @@ from powercontext.receipt.validation import (
 from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import GuardedEmbedder, VectorChannel
-from powercontext.search.families import ExperienceSearch, TopicMemorySearch
+from powercontext.search.families import ExperienceSearch
 from powercontext.settings import Settings
-from powercontext.store.base import Embedding, FamilyStore, MemoryRecord, NewMemory, ScoredMemory, Store
+from powercontext.store.base import (
+    Embedding,
+    FamilyStore,
+    MemoryRecord,
+    NewMemory,
+    NewTopic,
+    ScoredMemory,
+    ScoredTopic,
+    Store,
+    TopicRecord,
+)
 from powercontext.store.code import CodeStore
 
 log = logging.getLogger("powercontext.receipt")
@@ -111,8 +121,12 @@ class Runtime:
             store.search_text, store.search_vector, self.embedder, hybrid_weights
         )
         self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search)}
+        self.topic_search: ChannelSearch[ScoredTopic] | None = None
         if isinstance(store, FamilyStore):  # a backend without these families leaves them reader-less
-            self.readers["topic-memory"] = TopicMemoryReader(TopicMemorySearch(store))
+            self.topic_search = ChannelSearch(
+                store.search_topics, store.search_topic_vector, self.embedder, hybrid_weights
+            )
+            self.readers["topic-memory"] = TopicMemoryReader(self.topic_search)
             self.readers["experience"] = ExperienceReader(ExperienceSearch(store))
             self.readers["profile"] = ProfileReader(store)
         self.code_reader: CodeReader | None = None
@@ -182,6 +196,28 @@ class Runtime:
     ) -> MemoryRecord:
         embedding = self._embedding_for(text)
         return self.store.merge_memories(scope_id, sources, text, kind, tags, embedding)
+
+    def create_topic(self, store: FamilyStore, scope_id: str, item: NewTopic) -> TopicRecord:
+        self.store.get_scope(scope_id)
+        embedding = self._embedding_for(f"{item.title}\n\n{item.body}")
+        return store.create_topic(scope_id, replace(item, embedding=embedding))
+
+    def revise_topic(
+        self,
+        store: FamilyStore,
+        scope_id: str,
+        artifact_id: str,
+        expected_revision: int,
+        title: str | None,
+        body: str | None,
+        tags: list[str] | None,
+    ) -> TopicRecord:
+        # The new revision's text decides its embedding; the store's compare-and-swap still guards
+        # against a revision written between this read and the write.
+        head = store.read_topic_head(scope_id, artifact_id)
+        text = f"{head.title if title is None else title}\n\n{head.body if body is None else body}"
+        embedding = self._embedding_for(text) if head.head_revision == expected_revision else None
+        return store.revise_topic(scope_id, artifact_id, expected_revision, title, body, tags, embedding)
 
     def _embedding_for(self, text: str) -> Embedding | None:
         return self.embedder.embed_for_write([text])[0]

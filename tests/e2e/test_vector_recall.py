@@ -283,3 +283,21 @@ def test_offline_local_model_finds_a_memory_that_shares_no_words(tmp_path: Path)
             assert first == hits["hits"][0]["artifact_address"]["artifact"]["artifact_id"]
         finally:
             client.close()
+
+
+def test_topic_memory_runs_hybrid_and_falls_back_like_atomic_memory(vapi: Api, embeddings: EmbeddingServer) -> None:
+    sid = vapi.new_scope()
+    for title, body in [("Settlement", "the payments ledger settles nightly"), ("Releases", "trains leave tuesdays")]:
+        assert vapi.post(f"/v1/scopes/{sid}/topic-memory", {"title": title, "body": body}).status_code == 201
+    search = vapi.post(f"/v1/scopes/{sid}/topic-memory/search", {"query": "ledger settles", "mode": "vector"}).json()
+    assert search["mode"] == "vector" and search["hits"][0]["title"] == "Settlement"
+    topics_only = {"sections": [{"family": "topic-memory", "limit": 2}]}
+    body = prepare_receipt(vapi, sid, "ledger settles", assembly=topics_only)
+    topic_group = {"round": 0, "family": "topic-memory", "outcome": "completed", "count": 1}
+    assert body["receipt"]["retrieval"]["searches"] == [{**topic_group, "mode": "hybrid", "fallback_reason": "none"}]
+    embeddings.control(mode="error")
+    body = prepare_receipt(vapi, sid, "ledger settles", assembly=topics_only)
+    assert body["receipt"]["retrieval"]["searches"] == [
+        {**topic_group, "mode": "fts", "fallback_reason": "inference_unavailable"}
+    ]
+    assert body["status"] == "ready"

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from powercontext.store.base import Embedding, NewMemory, Store
+from powercontext.store.base import Embedding, FamilyStore, NewMemory, NewTopic, Store
 
 DIM = 16
 MODEL = "test:model:16"
@@ -90,3 +90,25 @@ def test_scopes_do_not_share_vectors(store: Store) -> None:
     add(store, "t", "in t", 0)
     assert nearest(store, "s", 0) == ["in s"]
     assert nearest(store, "t", 0) == ["in t"]
+
+
+def test_topic_vectors_follow_topic_heads(open_store: Callable[[], Store]) -> None:
+    store = open_store()
+    assert isinstance(store, FamilyStore)
+    store.create_scope("s", "S", [])
+    topic = store.create_topic("s", NewTopic("Ledger", "settles nightly", (), embedding=Embedding(MODEL, basis(0))))
+    plain = store.create_topic("s", NewTopic("Plain", "no vector", ()))
+    assert [h.record.title for h in store.search_topic_vector("s", MODEL, basis(0), 5)] == ["Ledger"]
+    # Atomic Memory vectors and Topic Memory vectors never meet.
+    assert store.search_vector("s", MODEL, basis(0), 5) == []
+    revised = store.revise_topic(
+        "s", topic.key.artifact_id, 1, None, "settles at noon", None, Embedding(MODEL, basis(1))
+    )
+    assert [h.record.key for h in store.search_topic_vector("s", MODEL, basis(1), 5)] == [revised.key]
+    store.change_topic_lifecycle("s", topic.key.artifact_id, "retire", None)
+    assert store.search_topic_vector("s", MODEL, basis(1), 5) == []
+    store.change_topic_lifecycle("s", topic.key.artifact_id, "restore", None)
+    assert [h.record.key for h in store.search_topic_vector("s", MODEL, basis(1), 5)] == [revised.key]
+    backlog = store.embedding_backlog(MODEL, 0, 10)
+    assert [(t.key.family, t.text) for t in backlog] == [("topic-memory", "Plain\n\nno vector")]
+    assert backlog[0].key == plain.key

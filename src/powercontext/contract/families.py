@@ -12,6 +12,7 @@ from powercontext.contract.common import (
     ArtifactAddress,
     ArtifactId,
     LifecycleState,
+    SearchModePolicy,
     StrictModel,
 )
 from powercontext.contract.memory import AtomicMemory, IdempotencyKey
@@ -125,6 +126,7 @@ class TopicMemory(StrictModel):
 
 class TopicMemorySearchRequest(StrictModel):
     query: SearchQuery
+    mode: SearchModePolicy = "auto"
     limit: SearchLimit = 10
 
 
@@ -133,11 +135,14 @@ class TopicMemoryHit(StrictModel):
     title: str
     body: str
     tags: list[str]
-    score: float = Field(description="BM25 relevance over title and body; larger is better, within one response.")
+    score: float = Field(
+        description="Relevance (BM25, cosine, or fused rank for hybrid); larger is better, within one response."
+    )
 
 
 class TopicMemorySearchResult(StrictModel):
-    mode: Literal["fts"] = Field(description="The retrieval mode that actually ran.")
+    mode: Literal["fts", "vector", "hybrid"] = Field(description="The retrieval mode that actually ran.")
+    fallback_reason: Literal["none", "inference_unavailable", "inference_timeout"]
     hits: list[TopicMemoryHit]
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from powercontext.assembly.builder import Candidate, round_robin
 from powercontext.contract.common import Family
 from powercontext.recall.readers import RecallContext
-from powercontext.search.families import ExperienceSearch, TopicMemorySearch
-from powercontext.store.base import FamilyStore
+from powercontext.search.channels import ChannelSearch
+from powercontext.search.families import ExperienceSearch
+from powercontext.store.base import FamilyStore, ScoredTopic
 
 TOPIC_CANDIDATE_LIMIT = 8
 EXPERIENCE_CANDIDATE_LIMIT = 8
@@ -17,14 +18,16 @@ class TopicMemoryReader:
 
     family: Family = "topic-memory"
 
-    def __init__(self, search: TopicMemorySearch, limit: int = TOPIC_CANDIDATE_LIMIT) -> None:
+    def __init__(self, search: ChannelSearch[ScoredTopic], limit: int = TOPIC_CANDIDATE_LIMIT) -> None:
         self._search = search
         self._limit = limit
 
     def read(self, ctx: RecallContext) -> list[Candidate]:
         with ctx.trace.stage("topic_memory.search"):
-            outcome = self._search.search(ctx.scope_ids[0], ctx.query, self._limit)
-        ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", "none")
+            outcome = self._search.search(
+                ctx.scope_ids[0], ctx.query, "auto", self._limit, channel=ctx.channel, round=ctx.round
+            )
+        ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
         return [Candidate(h.record.key, "topic", h.record.render_text()) for h in outcome.hits]
 
 

@@ -1,11 +1,14 @@
-"""Topic Memory and Experience search over active heads, reporting the retrieval mode that actually ran."""
+"""Experience search over active heads, reporting the retrieval mode that actually ran.
+
+(Topic Memory searches through ``search.channels.ChannelSearch``, like Atomic Memory.)
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from powercontext.store.base import FamilyStore, ScoredExperience, ScoredTopic
+from powercontext.store.base import FamilyStore, ScoredExperience
 from powercontext.text.normalize import normalize_query
 from powercontext.text.tokenize import query_terms
 
@@ -19,17 +22,6 @@ class FamilySearchOutcome(Generic[H]):
 
     hits: list[H]
     mode: FamilyMode
-
-
-class TopicMemorySearch:
-    """Searches one Scope's active Topic Memory heads (title and body)."""
-
-    def __init__(self, store: FamilyStore) -> None:
-        self._store = store
-
-    def search(self, scope_id: str, query: str, limit: int) -> FamilySearchOutcome[ScoredTopic]:
-        hits = self._store.search_topics(scope_id, query_terms(normalize_query(query)), limit)
-        return FamilySearchOutcome(hits, "fts")
 
 
 class ExperienceSearch:

@@ -139,6 +139,7 @@ class NewTopic:
     idempotency_key: str | None = None
     # As for NewMemory: same key + same digest replays, else conflicts.
     request_digest: str = ""
+    embedding: Embedding | None = None  # of the rendered text, "title\n\nbody"
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +265,7 @@ class FamilyStore(Protocol):
         title: str | None,
         body: str | None,
         tags: Sequence[str] | None,
+        embedding: Embedding | None = None,
     ) -> TopicRecord: ...
     def change_topic_lifecycle(
         self, scope_id: str, artifact_id: str, action: TopicAction, expected_revision: int | None
@@ -271,6 +273,9 @@ class FamilyStore(Protocol):
     def read_topic_head(self, scope_id: str, artifact_id: str) -> TopicRecord: ...
     def read_topic_revision(self, scope_id: str, artifact_id: str, revision: int) -> TopicRecord: ...
     def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]: ...
+    def search_topic_vector(
+        self, scope_id: str, model_id: str, vector: npt.NDArray[np.float32], limit: int
+    ) -> list[ScoredTopic]: ...
 
     def propose_experience(self, scope_id: str, draft: ExperienceDraft) -> CandidateRecord: ...
     def read_candidate(self, scope_id: str, candidate_id: str) -> CandidateRecord: ...

@@ -12,7 +12,6 @@ from powercontext.contract.families import (
     TopicMemorySearchRequest,
     TopicMemorySearchResult,
 )
-from powercontext.search.families import TopicMemorySearch
 from powercontext.server.family_mapping import new_topic, topic_hit_view, topic_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors
 
@@ -26,22 +25,26 @@ router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["topic-memory"])
     responses=errors(404, 409),
     summary="Create a Topic Memory (revision 1)",
 )
-def create(scope_id: str, body: TopicMemoryCreate, store: FamilyStoreDep) -> TopicMemory:
-    return topic_view(store.create_topic(scope_id, new_topic(body)))
+def create(scope_id: str, body: TopicMemoryCreate, runtime: RuntimeDep, store: FamilyStoreDep) -> TopicMemory:
+    return topic_view(runtime.create_topic(store, scope_id, new_topic(body)))
 
 
 @router.post(
     "/topic-memory/search",
     operation_id="search_topic_memory",
-    responses=errors(404),
-    summary="Full-text search over active Topic Memory heads (title and body)",
+    responses=errors(404, 409, 503, 504),
+    summary="Search active Topic Memory heads (title and body): fts, vector or hybrid",
 )
 def search(
     scope_id: str, body: TopicMemorySearchRequest, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> TopicMemorySearchResult:
     runtime.store.get_scope(scope_id)
-    outcome = TopicMemorySearch(store).search(scope_id, body.query, body.limit)
-    return TopicMemorySearchResult(mode=outcome.mode, hits=[topic_hit_view(h) for h in outcome.hits])
+    search = runtime.topic_search
+    assert search is not None  # FamilyStoreDep answered 501 already when the store has no Topic Memory
+    outcome = search.search(scope_id, body.query, body.mode, body.limit)
+    return TopicMemorySearchResult(
+        mode=outcome.mode, fallback_reason=outcome.fallback_reason, hits=[topic_hit_view(h) for h in outcome.hits]
+    )
 
 
 @router.put(
@@ -50,8 +53,11 @@ def search(
     responses=errors(404, 409),
     summary="Write the next revision (compare-and-swap on expected_revision)",
 )
-def revise(scope_id: str, artifact_id: str, body: TopicMemoryRevise, store: FamilyStoreDep) -> TopicMemory:
-    record = store.revise_topic(scope_id, artifact_id, body.expected_revision, body.title, body.body, body.tags)
+def revise(
+    scope_id: str, artifact_id: str, body: TopicMemoryRevise, runtime: RuntimeDep, store: FamilyStoreDep
+) -> TopicMemory:
+    tags = None if body.tags is None else list(body.tags)
+    record = runtime.revise_topic(store, scope_id, artifact_id, body.expected_revision, body.title, body.body, tags)
     return topic_view(record)
 
 

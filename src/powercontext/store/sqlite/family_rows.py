@@ -20,6 +20,9 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.store.errors import ArtifactNotFound, IdempotencyConflict, RevisionNotFound, ScopeNotFound
 from powercontext.text.tokenize import terms as index_terms
 
+if TYPE_CHECKING:
+    from powercontext.store.sqlite.vectors import Vector, VectorChanges
+
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 _SELECT = """
@@ -33,9 +36,13 @@ class SqliteConnections:
     """What the family mixins use of ``SqliteStore``: its serialized write transaction and reader connections."""
 
     if TYPE_CHECKING:
+        _changes: VectorChanges
 
         def _write(self) -> AbstractContextManager[Any]: ...
         def _reader(self) -> Any: ...
+        def _vector_hits(
+            self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
+        ) -> list[tuple[int, float]]: ...
 
 
 def now() -> str:
@@ -94,6 +101,17 @@ def _row(raw: Any) -> ArtifactRow:
         json.loads(fields),
         created,
     )
+
+
+def active_heads(conn: Any, rowids: Sequence[int]) -> dict[int, ArtifactRow]:
+    """The active head rows of these artifacts, by rowid (a vector hit may have been retired since)."""
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    rows = conn.execute(
+        _SELECT + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'", list(rowids)
+    ).fetchall()
+    return {row.rowid: row for row in map(_row, rows)}
 
 
 def require_scope(conn: Any, scope_id: str) -> None:

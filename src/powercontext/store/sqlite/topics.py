@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from powercontext.domain.families import (
     TOPIC_ID_PREFIX,
@@ -14,12 +14,13 @@ from powercontext.domain.families import (
     family_next_state,
 )
 from powercontext.domain.identity import ArtifactKey
-from powercontext.store.base import NewTopic, ScoredTopic, TopicRecord
+from powercontext.store.base import Embedding, NewTopic, ScoredTopic, TopicRecord
 from powercontext.store.errors import NotActive, RevisionConflict
 from powercontext.store.sqlite.family_rows import (
     ArtifactRow,
     FtsIndex,
     SqliteConnections,
+    active_heads,
     head_row,
     insert_artifact,
     insert_revision,
@@ -31,6 +32,9 @@ from powercontext.store.sqlite.family_rows import (
     revision_row,
     set_state,
 )
+
+if TYPE_CHECKING:
+    from powercontext.store.sqlite.vectors import Vector
 
 # A title names the topic, so a title word says more about relevance than the same word in the body.
 TOPIC_FTS: Final = FtsIndex("topic_memory_fts", TOPIC_MEMORY, ("title", "body"), (2.0, 1.0))
@@ -62,6 +66,10 @@ class SqliteTopics(SqliteConnections):
             row_id = insert_artifact(conn, scope_id, TOPIC_MEMORY, artifact_id, at)
             _write_revision(conn, row_id, 1, item.title, item.body, item.tags, at)
             TOPIC_FTS.add(conn, row_id, scope_id, (item.title, item.body))
+            self._changes.touch(conn, scope_id, TOPIC_MEMORY)
+            if item.embedding is not None:
+                e = item.embedding
+                self._changes.store(conn, scope_id, TOPIC_MEMORY, row_id, 1, e.model_id, e.vector)
             if item.idempotency_key is not None:
                 remember_key(conn, scope_id, TOPIC_MEMORY, item.idempotency_key, item.request_digest, row_id)
         key = ArtifactKey(scope_id, TOPIC_MEMORY, artifact_id, 1)
@@ -75,6 +83,7 @@ class SqliteTopics(SqliteConnections):
         title: str | None,
         body: str | None,
         tags: Sequence[str] | None,
+        embedding: Embedding | None = None,
     ) -> TopicRecord:
         at = now()
         with self._write() as conn:
@@ -90,6 +99,10 @@ class SqliteTopics(SqliteConnections):
             _write_revision(conn, head.rowid, revision, new_title, new_body, new_tags, at)
             TOPIC_FTS.remove(conn, head.rowid)
             TOPIC_FTS.add(conn, head.rowid, scope_id, (new_title, new_body))
+            self._changes.unsearchable(conn, scope_id, TOPIC_MEMORY, head.rowid)
+            if embedding is not None:
+                e = embedding
+                self._changes.store(conn, scope_id, TOPIC_MEMORY, head.rowid, revision, e.model_id, e.vector)
         return TopicRecord(head.key_at(revision), revision, "active", new_title, new_body, new_tags, at)
 
     def change_topic_lifecycle(
@@ -107,8 +120,10 @@ class SqliteTopics(SqliteConnections):
             set_state(conn, head.rowid, target, at)
             if target == "active":
                 TOPIC_FTS.add(conn, head.rowid, scope_id, (head.fields["title"], head.fields["body"]))
+                self._changes.searchable_again(conn, scope_id, TOPIC_MEMORY, head.rowid, head.head_revision)
             else:
                 TOPIC_FTS.remove(conn, head.rowid)
+                self._changes.unsearchable(conn, scope_id, TOPIC_MEMORY, head.rowid)
         return replace(_record(head), state=target)
 
     def read_topic_head(self, scope_id: str, artifact_id: str) -> TopicRecord:
@@ -121,3 +136,10 @@ class SqliteTopics(SqliteConnections):
         """Active Topic Memory heads of one Scope, best BM25 over title and body first."""
         found = TOPIC_FTS.search(self._reader(), scope_id, terms, limit)
         return [ScoredTopic(_record(row), score) for score, row in found]
+
+    def search_topic_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredTopic]:
+        """Active Topic Memory heads of one Scope by cosine similarity, among those embedded by ``model_id``."""
+        conn = self._reader()
+        hits = self._vector_hits(conn, scope_id, TOPIC_MEMORY, model_id, vector, limit)
+        rows = active_heads(conn, [rowid for rowid, _ in hits])
+        return [ScoredTopic(_record(rows[rowid]), score) for rowid, score in hits if rowid in rows]
