@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
+
+# Set before NumPy loads (the settings import below loads it). Request threads each run small
+# matrix products (query embeddings, vector search); with OpenBLAS's default of one thread per core
+# they contend: the local model's query embedding measured 94 ms median on a busy 2-core machine,
+# 14-18 ms with one BLAS thread. An operator's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from powercontext.settings import Settings
 
