@@ -144,3 +144,19 @@ def test_unreachable_server_is_a_clear_error() -> None:
     assert result.returncode == 1
     assert "server-unreachable" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_prepare_with_explicit_sections(server: LiveServer, scope: str) -> None:
+    url = server.base_url
+    assert run_cli("memory", "add", "sectionword fact", "-s", scope, url=url).returncode == 0
+    created = run_cli("topic", "create", "sectionword topic", "--body", "sectionword body", "-s", scope, url=url)
+    assert created.returncode == 0, created.stderr
+    args = ["context", "prepare", "-s", scope, "-q", "sectionword", "--include-receipt", "--json"]
+    result = run_cli(*args, "--section", "topic-memory=1", "--section", "memory=1", url=url)
+    assert result.returncode == 0, result.stderr
+    receipt = json.loads(result.stdout)["receipt"]
+    assert [s["family"] for s in receipt["selected"]] == ["topic-memory", "atomic-memory"]
+    bad = run_cli(*args, "--section", "experience=3", url=url)
+    assert bad.returncode == 2 and "experience" in bad.stderr and "Traceback" not in bad.stderr
+    malformed = run_cli(*args, "--section", "memory", url=url)
+    assert malformed.returncode == 2 and "FAMILY=LIMIT" in malformed.stderr

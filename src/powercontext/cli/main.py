@@ -293,15 +293,36 @@ def context_prepare(
     query: Annotated[str, typer.Option("--query", "-q", help="The request the agent is about to handle.")],
     max_bytes: Annotated[int, typer.Option(min=512, max=32768, help="Byte budget for the content.")] = 8000,
     include_receipt: Annotated[bool, typer.Option(help="Also ask for the content-free Receipt.")] = False,
+    section: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--section",
+            help="An explicit assembly section FAMILY=LIMIT, in priority order (repeatable); families: memory, "
+            "topic-memory, experience, profile. Without it: the default recall.",
+        ),
+    ] = None,
+    include_code: Annotated[bool, typer.Option(help="Add up to 4 exact code ranges.")] = False,
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:
     """Prepare the context an agent would receive, and optionally explain it."""
+    from pydantic import ValidationError
+
     from powercontext.contract.prepare import PrepareContextRequest
 
-    request = PrepareContextRequest(
-        scope_id=scope, query=query, max_bytes=max_bytes, include_receipt=include_receipt or None
-    )
+    fields: dict[str, object] = {"scope_id": scope, "query": query, "max_bytes": max_bytes}
+    if include_receipt:
+        fields["include_receipt"] = True
+    if include_code:
+        fields["include_code"] = True
+    if section is not None:
+        fields["assembly"] = {"sections": [_section(s) for s in section]}
+    try:
+        request = PrepareContextRequest.model_validate(fields)
+    except ValidationError as exc:
+        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
+        typer.echo(f"error: {message}", err=True)
+        raise typer.Exit(2) from None
     prepared = _run(url, lambda c: c.prepare_context(request))
     if as_json:
         _print_json(prepared.model_dump(mode="json"))
@@ -309,6 +330,14 @@ def context_prepare(
     from powercontext.cli.views import print_prepared
 
     print_prepared(prepared, include_receipt)
+
+
+def _section(text: str) -> dict[str, object]:
+    family, sep, limit = text.partition("=")
+    if not sep or not limit.strip().isdigit():
+        typer.echo(f"error: --section takes FAMILY=LIMIT, e.g. memory=6 (got {text!r})", err=True)
+        raise typer.Exit(2)
+    return {"family": family.strip(), "limit": int(limit)}
 
 
 def main() -> None:
