@@ -132,7 +132,7 @@ class Runtime:
         self.code_reader: CodeReader | None = None
         if isinstance(store, CodeStore):
             self.code_reader = CodeEvidenceReader(store, CodeSearch(store))
-        self.disabled_families: frozenset[Family] = frozenset()
+        self.disabled_families: frozenset[str] = frozenset()
         self.builder = builder or PreparedContextBuilder()
         self.receipt_assembler = receipt_assembler or TraceReceiptAssembler()
 
@@ -148,7 +148,7 @@ class Runtime:
                 settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k
             ),
         )
-        runtime.disabled_families = frozenset(settings.disabled_families)  # type: ignore[arg-type]
+        runtime.disabled_families = settings.disabled_families
         runtime.report_vector_index()
         return runtime
 
