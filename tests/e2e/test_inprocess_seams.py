@@ -17,6 +17,7 @@ from powercontext.contract.receipt import (
     StageTiming,
 )
 from powercontext.receipt.assembler import ReceiptEvidence, TraceReceiptAssembler
+from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests.conftest import CountingStore, StartInProcess
 from tests.support import FOUR_KEYS, REQUEST_ID_HEADER, Api, receipt_bytes, strict_json
@@ -258,3 +259,36 @@ def test_repeated_identities_are_injected_once_and_counted_as_duplicates(
     )
     assert body["content"].count("dedupword") == 2
     assert {"family": "atomic-memory", "reason": "duplicate", "count": 2} in body["receipt"]["omitted"]
+
+
+# -- a backend without the other families ----------------------------------------------------------
+
+
+class AtomicOnlyStore(CountingStore):
+    """A backend that implements only the ``Store`` protocol (no Topic Memory, Experience, Profile or code)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in Store.__dict__:
+            raise AttributeError(name)
+        return super().__getattr__(name)
+
+
+def test_a_requested_family_without_a_reader_is_not_run(
+    inprocess_server: StartInProcess, sqlite_store: SqliteStore
+) -> None:
+    live = inprocess_server(AtomicOnlyStore(sqlite_store))
+    sid = live.api.new_scope()
+    live.api.add(sid, "readerword memory", "fact")
+    r = live.api.prepare(sid, "readerword", include_receipt=True, include_code=True)
+    assert r.status_code == 200, r.text
+    receipt = strict_json(r.content)["receipt"]
+    groups = {(g["family"], g["mode"], g["outcome"]): g["count"] for g in receipt["retrieval"]["searches"]}
+    assert groups == {
+        ("atomic-memory", "fts", "completed"): 1,
+        ("topic-memory", "none", "not_run"): 1,
+        ("experience", "none", "not_run"): 1,
+        ("code", "none", "not_run"): 1,
+    }
+    flags = {g["family"] for g in receipt["omitted"] if g["reason"] == "not_retrieved"}
+    assert flags == {"topic-memory", "experience", "code"}
+    assert live.api.get("/v1/capabilities").json()["families"] == ["atomic-memory"]
