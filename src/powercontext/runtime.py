@@ -231,6 +231,7 @@ class Runtime:
                 f for f in (*self.readers, *(["code"] if self.code_reader else [])) if f not in self.disabled_families
             ],
             search_modes=list(self.atomic_search.available_modes),
+            embedding_model=self.embedder.model_id if self.embedder.configured else None,
             limits=Limits(
                 max_bytes_min=MIN_MAX_BYTES,
                 max_bytes_max=MAX_MAX_BYTES,

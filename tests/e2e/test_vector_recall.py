@@ -96,9 +96,22 @@ TEXTS = [
 ]
 
 
-def test_capabilities_list_vector_modes(vapi: Api) -> None:
-    modes = vapi.get("/v1/capabilities").json()["search_modes"]
-    assert set(modes) == {"auto", "fts", "vector", "hybrid"}
+def test_capabilities_list_the_modes_that_work_now(tmp_path: Path, embeddings: EmbeddingServer) -> None:
+    settings = {**provider_settings(embeddings.base_url), "POWERCONTEXT_EMBEDDINGS_COOLDOWN": "30"}
+    with live_server(tmp_path, settings) as live:
+        client = Api(live.base_url)
+        try:
+            capabilities = client.get("/v1/capabilities").json()
+            assert set(capabilities["search_modes"]) == {"auto", "fts", "vector", "hybrid"}
+            assert capabilities["embedding_model"] == f"openai-compatible:fake-embed:{DIM}"
+            embeddings.control(mode="error")
+            sid = seed(client, TEXTS)  # the write's embedding fails: the breaker opens
+            assert set(client.get("/v1/capabilities").json()["search_modes"]) == {"auto", "fts"}
+            body = prepare_receipt(client, sid, "payments ledger", assembly=MEMORY_ONLY)
+            assert atomic_groups(body) == [group("fts", "inference_unavailable")]
+        finally:
+            embeddings.control(mode="answer")
+            client.close()
 
 
 def test_explicit_vector_search_finds_by_embedding(vapi: Api) -> None:

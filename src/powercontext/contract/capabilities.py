@@ -21,5 +21,12 @@ class Capabilities(StrictModel):
     context_versions: list[str]
     receipt_policies: list[str]
     families: list[str]
-    search_modes: list[str] = Field(description="Request modes that work now; 'auto' resolves to one of them.")
+    search_modes: list[str] = Field(
+        description="Request modes that work now; 'auto' resolves to one of them. vector and hybrid need a "
+        "configured embedding provider that has not just failed."
+    )
+    embedding_model: str | None = Field(
+        description="The model id stored with every vector (null without a provider); vectors of another "
+        "model are never searched."
+    )
     limits: Limits

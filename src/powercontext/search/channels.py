@@ -118,7 +118,9 @@ class ChannelSearch(Generic[H]):
 
     @property
     def available_modes(self) -> tuple[SearchModePolicy, ...]:
-        return ("auto", "fts", "vector", "hybrid") if self.vectors_available else ("auto", "fts")
+        """What works now: not ``vector``/``hybrid`` while the provider is in its post-failure cool-down."""
+        healthy = self.vectors_available and self._embedder.open_reason() is None
+        return ("auto", "fts", "vector", "hybrid") if healthy else ("auto", "fts")
 
     def search(
         self,
