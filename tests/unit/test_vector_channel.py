@@ -43,14 +43,17 @@ def test_a_later_round_reuses_the_failure_without_calling_again(fake: EmbeddingS
     assert requests(fake) - before == 1
 
 
-def test_success_is_a_vector_and_each_search_asks_the_provider(fake: EmbeddingServer) -> None:
+def test_each_scope_asks_the_provider_once_and_its_families_share_the_vector(fake: EmbeddingServer) -> None:
     fake.control(mode="answer")
     channel = VectorChannel(embedder(fake, cooldown_s=0))
     before = requests(fake)
-    first, second = channel.query_vector(0, "ledger"), channel.query_vector(0, "ledger")
+    first = channel.query_vector(0, "ledger", "scope-a")
+    again = channel.query_vector(0, "ledger", "scope-a")  # e.g. Topic Memory after Atomic Memory
+    other = channel.query_vector(0, "ledger", "scope-b")
     assert not isinstance(first, str) and first.shape == (DIM,)
-    assert not isinstance(second, str)
-    assert requests(fake) - before == 2  # one call per Scope search: a later Scope can still fail on its own
+    assert again is first and not isinstance(other, str)
+    # One call per Scope: a referenced Scope's search can still fail on its own (the RFC's example).
+    assert requests(fake) - before == 2
 
 
 def test_the_breaker_skips_the_provider_during_the_cooldown(fake: EmbeddingServer) -> None:

@@ -146,7 +146,7 @@ class ChannelSearch(Generic[H]):
                 return SearchOutcome(self._vectors(scope_id, vector, limit), "vector", "none")
             return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit), "hybrid", "none")
         # auto: hybrid when the provider is configured and answers, else fts with the honest reason.
-        planned = (channel or VectorChannel(self._embedder)).query_vector(round, normalized)
+        planned = (channel or VectorChannel(self._embedder)).query_vector(round, normalized, scope_id)
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", planned)
         return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit), "hybrid", "none")

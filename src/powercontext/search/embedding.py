@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -90,17 +90,23 @@ class GuardedEmbedder:
 class VectorChannel:
     """One prepare's view of the vector channel, so rounds can reuse an earlier round's failure.
 
-    Within a round each search tries the provider unless the breaker is open; once a round saw a
-    failure, every later round runs fts and reports ``reused_fts_fallback``.
+    Each Scope's search embeds the query with its own call (so one Scope can complete ``hybrid`` while
+    another falls back after a timeout, as in the RFC's example); the families searched in one Scope
+    share that Scope's vector. After a failure no search of this prepare calls the provider again:
+    the rest of that round reports the observed class, later rounds ``reused_fts_fallback``.
     """
 
     embedder: GuardedEmbedder
     failure: tuple[int, InferenceReason] | None = None
+    _vectors: dict[tuple[str, str], npt.NDArray[np.float32]] = field(default_factory=dict)
 
-    def query_vector(self, round: int, text: str) -> npt.NDArray[np.float32] | FallbackReason:
-        """The query's embedding, or the fallback reason when the vector channel is dropped."""
+    def query_vector(self, round: int, text: str, scope_id: str = "") -> npt.NDArray[np.float32] | FallbackReason:
+        """The query's embedding for a search in ``scope_id``, or the reason the vector channel is dropped."""
         if not self.embedder.configured:
             return "none"
+        known = self._vectors.get((scope_id, text))
+        if known is not None:
+            return known
         if self.failure is not None:
             failed_round, reason = self.failure
             return "reused_fts_fallback" if round > failed_round else reason
@@ -112,4 +118,5 @@ class VectorChannel:
         except InferenceError as exc:
             self.failure = (round, exc.reason)
             return exc.reason
+        self._vectors[(scope_id, text)] = vector
         return vector
