@@ -253,6 +253,16 @@ class FtsIndex:
         distinct = [t for t in dict.fromkeys(terms) if t]
         if not distinct or limit < 1:
             return []
+        # Most Scopes have few or none of these families: an index probe (~8 µs) spares an FTS5
+        # query (~150 µs even on an empty table) on every prepare of such a Scope.
+        if (
+            conn.execute(
+                "SELECT 1 FROM artifacts WHERE scope_id = ? AND family = ? AND state = 'active' LIMIT 1",
+                (scope_id, self.family),
+            ).fetchone()
+            is None
+        ):
+            return []
         quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in distinct)
         match = f'scope_tag : "{scope_tag(scope_id)}" AND {self._filter} : ( {quoted} )'
         rows = conn.execute(
