@@ -174,6 +174,8 @@ class Runtime:
     # -- writes that carry embeddings --------------------------------------------------------------
 
     def create_memories(self, scope_id: str, items: list[NewMemory]) -> list[MemoryRecord]:
+        if not self.embedder.configured:
+            return self.store.create_memories(scope_id, items)
         self.store.get_scope(scope_id)  # a missing Scope is a 404 before any provider call
         embeddings = self.embedder.embed_for_write([item.text for item in items])
         with_vectors = [replace(item, embedding=e) for item, e in zip(items, embeddings, strict=True)]
