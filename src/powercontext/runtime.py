@@ -114,6 +114,7 @@ class Runtime:
         hybrid_weights: HybridWeights | None = None,
         builder: PreparedContextBuilder | None = None,
         receipt_assembler: ReceiptAssembler | None = None,
+        disabled_families: frozenset[str] = frozenset(),
     ) -> None:
         self.store = store
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
@@ -132,7 +133,7 @@ class Runtime:
         self.code_reader: CodeReader | None = None
         if isinstance(store, CodeStore):
             self.code_reader = CodeEvidenceReader(store, CodeSearch(store))
-        self.disabled_families: frozenset[str] = frozenset()
+        self.disabled_families = disabled_families
         self.builder = builder or PreparedContextBuilder()
         self.receipt_assembler = receipt_assembler or TraceReceiptAssembler()
 
@@ -141,14 +142,17 @@ class Runtime:
         from powercontext.store.sqlite import SqliteStore
 
         provider = build_embedding_provider(settings.embeddings)
+        preload = getattr(provider, "load", None)
+        if callable(preload):  # the local model: load it now, not inside the first prepare (~0.4 s)
+            preload()
         runtime = cls(
             SqliteStore(settings.db_path),
             embedder=GuardedEmbedder(provider, settings.embeddings_cooldown_s),
             hybrid_weights=HybridWeights(
                 settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k
             ),
+            disabled_families=settings.disabled_families,
         )
-        runtime.disabled_families = settings.disabled_families
         runtime.report_vector_index()
         return runtime
 
