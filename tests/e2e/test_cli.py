@@ -160,3 +160,21 @@ def test_prepare_with_explicit_sections(server: LiveServer, scope: str) -> None:
     assert bad.returncode == 2 and "experience" in bad.stderr and "Traceback" not in bad.stderr
     malformed = run_cli(*args, "--section", "memory", url=url)
     assert malformed.returncode == 2 and "FAMILY=LIMIT" in malformed.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "named"),
+    [
+        ("POWERCONTEXT_EMBEDDINGS", "openai-compatible", "POWERCONTEXT_EMBEDDINGS_BASE_URL"),
+        ("POWERCONTEXT_DISABLED_FAMILIES", "bogus", "POWERCONTEXT_DISABLED_FAMILIES"),
+        ("POWERCONTEXT_EMBEDDINGS_COOLDOWN", "soon", "POWERCONTEXT_EMBEDDINGS_COOLDOWN"),
+    ],
+)
+def test_a_bad_setting_stops_the_server_with_one_line(tmp_path: Path, setting: str, value: str, named: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    env[setting] = value
+    result = subprocess.run(
+        [*CLI, "server", "run", "--db", str(tmp_path / "x.db")], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 2
+    assert named in result.stderr and "Traceback" not in result.stderr
