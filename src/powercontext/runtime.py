@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
@@ -26,6 +27,7 @@ from powercontext.contract.prepare import (
     PrepareContextRequest,
     PreparedContext,
 )
+from powercontext.domain.access import ScopeForbidden
 from powercontext.domain.errors import RequestRefused
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
@@ -248,12 +250,18 @@ class Runtime:
             ),
         )
 
-    def prepare(self, request: PrepareContextRequest, request_id: str) -> PrepareResult:
+    def prepare(
+        self, request: PrepareContextRequest, request_id: str, may_read: Callable[[str], bool] = lambda _: True
+    ) -> PrepareResult:
+        """The PreparedContext (and Receipt bytes when asked). ``may_read`` is the caller's read grant: the
+        request Scope must pass it, and referenced Scopes that do not are not recalled."""
+        if not may_read(request.scope_id):
+            raise ScopeForbidden("read")
         plan = self.plan(request)
         trace = RecallTrace(requested_families=plan.families)
         with trace.stage("scope.context"):
             scope = self.store.get_scope(request.scope_id)
-            scope_ids = (scope.scope_id, *scope.context_references)
+            scope_ids = (scope.scope_id, *(r for r in scope.context_references if may_read(r)))
         ctx = RecallContext(request.query, scope_ids, trace, VectorChannel(self.embedder))
         pools: dict[Family, list[Candidate]] = {}
         code: list[CodeCandidate] = []

@@ -39,6 +39,8 @@ class Settings:
     hybrid_rrf_k: int = 60
     # Families an operator turned off: prepare never reads them and capabilities does not list them.
     disabled_families: frozenset[str] = frozenset()
+    # JSON file of principals (token SHA-256 and Scope grants); None: a single-user Server, no tokens.
+    access_file: Path | None = None
 
     @classmethod
     def from_env(cls, db: str | None = None, host: str | None = None, port: int | None = None) -> Settings:
@@ -56,6 +58,9 @@ class Settings:
             hybrid_vector_weight=_number(env, "POWERCONTEXT_HYBRID_VECTOR_WEIGHT", 1.0, minimum=0.0),
             hybrid_rrf_k=int(_number(env, "POWERCONTEXT_HYBRID_RRF_K", 60, minimum=1)),
             disabled_families=_families(env.get("POWERCONTEXT_DISABLED_FAMILIES", "")),
+            access_file=Path(env["POWERCONTEXT_ACCESS_FILE"]).expanduser()
+            if env.get("POWERCONTEXT_ACCESS_FILE")
+            else None,
         )
 
 

@@ -6,6 +6,7 @@ Only Typer is imported here, so ``powercontext --help`` stays fast.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -37,7 +38,7 @@ def run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
     from powercontext.client import PowerContextClient, PowerContextError
 
     async def go() -> T:
-        async with PowerContextClient(url) as client:
+        async with PowerContextClient(url, token=os.environ.get("POWERCONTEXT_TOKEN") or None) as client:
             return await call(client)
 
     try:

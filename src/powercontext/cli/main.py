@@ -67,11 +67,16 @@ def server_run(
     port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
 ) -> None:
     """Run the Server on the embedded SQLite store until interrupted."""
+    from powercontext.server.auth import AccessFileError
     from powercontext.server.run import serve
 
     settings = _settings(db, host, port)
     typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {settings.db_path})", err=True)
-    serve(settings)
+    try:
+        serve(settings)
+    except AccessFileError as exc:
+        typer.echo(f"error: POWERCONTEXT_ACCESS_FILE: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 # -- scopes ------------------------------------------------------------------------------------

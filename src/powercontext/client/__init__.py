@@ -51,9 +51,12 @@ class PowerContextClient(FamilyClientMixin):
         *,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        token: str | None = None,
     ) -> None:
+        """``token``: the bearer token, for a Server that runs with an access file."""
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport, headers=headers)
 
     async def __aenter__(self) -> PowerContextClient:
         return self

@@ -5,18 +5,23 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
 from powercontext import __version__
 from powercontext.runtime import Runtime
+from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.middleware import RequestIdMiddleware
 from powercontext.server.routes import artifacts, code, context, experiences, health, memory, profile, scopes, topics
+from powercontext.server.routes.deps import errors
 
 
-def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAPI:
-    """The Server for ``runtime``. ``None`` builds an app only for schema export."""
+def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: AccessTable | None = None) -> FastAPI:
+    """The Server for ``runtime``. ``None`` builds an app only for schema export.
+
+    ``access`` turns on bearer-token principals with per-Scope grants; without it every caller may do anything.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -31,9 +36,10 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAP
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.state.access = access
     install_error_handlers(app)
     routers = (
-        health.router,
+        health.router,  # the only routes without a principal: probes must work without a token
         scopes.router,
         memory.router,
         topics.router,
@@ -43,8 +49,9 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True) -> FastAP
         context.router,
         code.router,
     )
-    for router in routers:
-        app.include_router(router)
+    app.include_router(health.router)
+    for router in routers[1:]:
+        app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403))
     # For the Allow header of a 405: which methods each path template serves.
     app.state.route_methods = [
         (route.path_regex, route.methods)

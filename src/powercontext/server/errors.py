@@ -59,7 +59,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestRefused)
     async def _refused(request: Request, exc: RequestRefused) -> JSONResponse:
-        return error_response(request, exc.status, exc.code, str(exc))
+        response = error_response(request, exc.status, exc.code, str(exc))
+        response.headers.update(exc.headers)
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

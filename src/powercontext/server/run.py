@@ -29,10 +29,12 @@ def serve(settings: Settings) -> None:
 
     from powercontext.runtime import Runtime
     from powercontext.server.app import create_app
+    from powercontext.server.auth import AccessTable
 
     configure_logging(settings.log_level)
+    access = AccessTable.load(settings.access_file) if settings.access_file else None
     runtime = Runtime.from_settings(settings)
-    app = create_app(runtime)
+    app = create_app(runtime, access=access)
     logging.getLogger("powercontext.server").info("event=server.start host=%s port=%s", settings.host, settings.port)
     # uvicorn's own access log prints raw paths (Scope and Artifact ids); ours logs route templates.
     uvicorn.run(app, host=settings.host, port=settings.port, access_log=False, log_level="warning")

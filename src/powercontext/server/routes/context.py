@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request, Response
 
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
 from powercontext.server.errors import request_id_of
-from powercontext.server.routes.deps import RuntimeDep, errors
+from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
 
 router = APIRouter(prefix="/v1/context", tags=["context"])
 
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/context", tags=["context"])
     responses=errors(404, 409, 503),
     summary="Prepare one bounded, cited, injection-ready context string",
 )
-def prepare(body: PrepareContextRequest, request: Request, runtime: RuntimeDep) -> Response:
-    result = runtime.prepare(body, request_id_of(request))
+def prepare(body: PrepareContextRequest, request: Request, runtime: RuntimeDep, principal: PrincipalDep) -> Response:
+    result = runtime.prepare(body, request_id_of(request), may_read=principal.can_read)
     # The body is written directly: its bytes are the ones the Receipt bound was measured on.
     return Response(result.response_body(), media_type="application/json")

@@ -7,7 +7,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from powercontext.contract.errors import ErrorBody
+from powercontext.domain.access import Principal
 from powercontext.runtime import Runtime
+from powercontext.server.auth import current_principal
 from powercontext.store.base import FamilyStore
 from powercontext.store.errors import FamilyUnsupported
 
@@ -18,6 +20,7 @@ def _runtime(request: Request) -> Runtime:
 
 
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
+PrincipalDep = Annotated[Principal, Depends(current_principal)]
 
 
 def family_store_of(runtime: Runtime) -> FamilyStore:

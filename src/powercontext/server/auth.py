@@ -1,0 +1,92 @@
+"""Bearer tokens to principals, and the per-Scope check every ``/v1/scopes/{scope_id}`` route runs.
+
+Opt-in: without ``POWERCONTEXT_ACCESS_FILE`` every request acts as ``OPEN_ACCESS``. The file lists
+principals by the SHA-256 of their token, so it holds no secret; tokens are never logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+
+from powercontext.domain.access import OPEN_ACCESS, Principal, ScopeForbidden, Unauthenticated
+
+# POST routes under a Scope that only read.
+_READ_ONLY_POSTS = ("/search", "/query")
+
+
+class AccessFileError(ValueError):
+    """The access file is unreadable or malformed; the message says where, never a token."""
+
+
+class AccessTable:
+    def __init__(self, principals: dict[str, Principal]) -> None:
+        self._by_digest = principals
+
+    @classmethod
+    def load(cls, path: Path) -> AccessTable:
+        """``{"principals": [{"name", "token_sha256", "read": [patterns], "write": [patterns]}]}``."""
+        try:
+            data: Any = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise AccessFileError(f"cannot be read as JSON ({type(exc).__name__})") from None
+        entries = data.get("principals") if isinstance(data, dict) else None
+        if not isinstance(entries, list) or not entries:
+            raise AccessFileError('needs a non-empty "principals" list')
+        table: dict[str, Principal] = {}
+        for i, entry in enumerate(entries):
+            try:
+                digest = str(entry["token_sha256"]).removeprefix("sha256:").lower()
+                principal = Principal(
+                    str(entry["name"]),
+                    tuple(str(p) for p in entry.get("read", [])),
+                    tuple(str(p) for p in entry.get("write", [])),
+                )
+            except (KeyError, TypeError, AttributeError):
+                raise AccessFileError(f"principal {i} needs a name and a token_sha256") from None
+            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+                raise AccessFileError(f"principal {i}: token_sha256 must be 64 hex digits")
+            if digest in table:
+                raise AccessFileError(f"principal {i}: the same token is listed twice")
+            table[digest] = principal
+        return cls(table)
+
+    def principal_for(self, authorization: str | None) -> Principal | None:
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        digest = hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+        for known, principal in self._by_digest.items():
+            if hmac.compare_digest(known, digest):
+                return principal
+        return None
+
+
+def current_principal(request: Request) -> Principal:
+    table: AccessTable | None = request.app.state.access
+    if table is None:
+        return OPEN_ACCESS
+    principal = table.principal_for(request.headers.get("authorization"))
+    if principal is None:
+        raise Unauthenticated()
+    return principal
+
+
+def authorize(request: Request) -> Principal:
+    """Route dependency: an authenticated caller, allowed to read (or write) the path's Scope if it names one."""
+    principal = current_principal(request)
+    scope_id = request.path_params.get("scope_id")
+    if scope_id is not None:
+        reads = request.method in ("GET", "HEAD") or (
+            request.method == "POST" and request.url.path.endswith(_READ_ONLY_POSTS)
+        )
+        if reads and not principal.can_read(scope_id):
+            raise ScopeForbidden("read")
+        if not reads and not principal.can_write(scope_id):
+            raise ScopeForbidden("write")
+    return principal
