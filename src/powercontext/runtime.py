@@ -16,6 +16,7 @@ from powercontext.assembly.builder import (
     PreparedContextBuilder,
     Section,
 )
+from powercontext.code.indexer import CodeIndexer
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
 from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES
@@ -133,8 +134,10 @@ class Runtime:
             self.readers["experience"] = ExperienceReader(ExperienceSearch(store))
             self.readers["profile"] = ProfileReader(store)
         self.code_reader: CodeReader | None = None
+        self.code_search: CodeSearch | None = None
         if isinstance(store, CodeStore):
-            self.code_reader = CodeEvidenceReader(store, CodeSearch(store))
+            self.code_search = CodeSearch(store, self.embedder, hybrid_weights)
+            self.code_reader = CodeEvidenceReader(store, self.code_search)
         self.disabled_families = disabled_families
         self.builder = builder or PreparedContextBuilder()
         self.receipt_assembler = receipt_assembler or TraceReceiptAssembler()
@@ -226,6 +229,10 @@ class Runtime:
         text = f"{head.title if title is None else title}\n\n{head.body if body is None else body}"
         embedding = self._embedding_for(text) if head.head_revision == expected_revision else None
         return store.revise_topic(scope_id, artifact_id, expected_revision, title, body, tags, embedding)
+
+    def code_indexer(self, store: CodeStore) -> CodeIndexer:
+        """An indexer that stores each new chunk's embedding when a provider is configured."""
+        return CodeIndexer(store, embed=self.embedder.embed_for_write if self.embedder.configured else None)
 
     def _embedding_for(self, text: str) -> Embedding | None:
         return self.embedder.embed_for_write([text])[0]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.code_support import make_git_repo
 from tests.conftest import REPO_ROOT, LiveServer, live_server
 from tests.embedding_fixture import EmbeddingServer, start_embedding_server
 from tests.support import Api, free_port, unique
@@ -314,3 +315,24 @@ def test_topic_memory_runs_hybrid_and_falls_back_like_atomic_memory(vapi: Api, e
         {**topic_group, "mode": "fts", "fallback_reason": "inference_unavailable"}
     ]
     assert body["status"] == "ready"
+
+
+def test_code_is_embedded_on_index_and_queried_by_both_channels(
+    vapi: Api, embeddings: EmbeddingServer, tmp_path: Path
+) -> None:
+    repo = make_git_repo(tmp_path / "repo")
+    sid = vapi.new_scope()
+    before = embeddings.stats()["inputs"]
+    report = vapi.post(f"/v1/scopes/{sid}/code/index", {"path": str(repo)}).json()
+    assert embeddings.stats()["inputs"] - before == report["chunks"]  # one vector per new chunk
+    before = embeddings.stats()["requests"]
+    hits = vapi.post(f"/v1/scopes/{sid}/code/query", {"query": "retry policy delay"}).json()["hits"]
+    assert hits and embeddings.stats()["requests"] - before == 1
+    code_only = {"include_code": True, "assembly": {"sections": []}}
+    body = prepare_receipt(vapi, sid, "retry policy delay", **code_only)
+    code_group = {"round": 0, "family": "code", "mode": "code", "outcome": "completed", "count": 1}
+    assert body["receipt"]["retrieval"]["searches"] == [{**code_group, "fallback_reason": "none"}]
+    embeddings.control(mode="stall", stall_s=3 * TIMEOUT_S)
+    body = prepare_receipt(vapi, sid, "retry policy delay", **code_only)
+    assert body["receipt"]["retrieval"]["searches"] == [{**code_group, "fallback_reason": "inference_timeout"}]
+    assert body["status"] == "ready"  # full text still found the code

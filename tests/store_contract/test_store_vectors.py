@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from powercontext.store.base import Embedding, FamilyStore, NewMemory, NewTopic, Store
+from powercontext.store.code import CodeStore, NewCodeChunk, NewCodeFile
 
 DIM = 16
 MODEL = "test:model:16"
@@ -112,3 +113,33 @@ def test_topic_vectors_follow_topic_heads(open_store: Callable[[], Store]) -> No
     backlog = store.embedding_backlog(MODEL, 0, 10)
     assert [(t.key.family, t.text) for t in backlog] == [("topic-memory", "Plain\n\nno vector")]
     assert backlog[0].key == plain.key
+
+
+def _code_file(path: str, axes: list[int], model: str = MODEL) -> NewCodeFile:
+    chunks = tuple(
+        NewCodeChunk(i + 1, i + 1, f"sha256:{i:064x}", f"line {i} of {path}\n", "line", Embedding(model, basis(axis)))
+        for i, axis in enumerate(axes)
+    )
+    return NewCodeFile(path, "sha256:" + "0" * 64, "text", 10, len(axes), path, chunks)
+
+
+def test_code_chunk_vectors_follow_reindexing(open_store: Callable[[], Store]) -> None:
+    writer, reader = open_store(), open_store()
+    assert isinstance(writer, CodeStore) and isinstance(reader, CodeStore)
+    writer.create_scope("s", "S", [])
+    writer.register_code_tree("s", "dir:1", "dir", "/nowhere", 1 << 20)
+    writer.put_code_files("s", "dir:1", [_code_file("a.py", [0, 1]), _code_file("b.py", [2])])
+    writer.finish_code_index("s", "dir:1", [])
+    for store in (writer, reader):
+        assert isinstance(store, CodeStore)
+        assert [(h.chunk.path, h.chunk.start_line) for h in store.search_code_vector("s", MODEL, basis(1), 1)] == [
+            ("a.py", 2)
+        ]
+        assert store.search_code_vector("s", "other:model:16", basis(1), 5) == []
+    # a.py changed: its chunks and their vectors are replaced; b.py removed.
+    writer.put_code_files("s", "dir:1", [_code_file("a.py", [3])])
+    writer.finish_code_index("s", "dir:1", ["b.py"])
+    for store in (writer, reader):
+        assert isinstance(store, CodeStore)
+        found = {(h.chunk.path, h.chunk.start_line) for h in store.search_code_vector("s", MODEL, basis(3), 10)}
+        assert found == {("a.py", 1)}

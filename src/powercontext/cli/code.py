@@ -7,6 +7,7 @@ instead indexes in this process, straight into a store file, with a per-file pro
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -79,9 +80,18 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
     from powercontext.code.errors import CodeError
     from powercontext.code.indexer import CodeIndexer
     from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES, CodeIndexResult
+    from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
+    from powercontext.search.embedding import GuardedEmbedder
     from powercontext.store.errors import StoreError
     from powercontext.store.sqlite import SqliteStore
 
+    try:
+        provider = build_embedding_provider(EmbeddingConfig.from_env(os.environ))
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    # The same provider settings as the Server's, so chunks indexed here carry the vectors it searches.
+    embed = GuardedEmbedder(provider).embed_for_write if provider.configured else None
     store = SqliteStore(db.expanduser())
     try:
         store.get_scope(scope)
@@ -93,7 +103,7 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
             def progress(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            report = CodeIndexer(store).index(
+            report = CodeIndexer(store, embed=embed).index(
                 scope, target, max_file_bytes=max_file_bytes or DEFAULT_MAX_FILE_BYTES, progress=progress
             )
     except (StoreError, CodeError) as exc:
@@ -101,6 +111,7 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
         raise typer.Exit(1) from None
     finally:
         store.close()
+        provider.close()
     return CodeIndexResult(
         fingerprint=report.fingerprint,
         kind=report.kind,

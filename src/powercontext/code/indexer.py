@@ -12,8 +12,8 @@ index state, and removes nothing; running it again completes it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, Literal
 
@@ -25,6 +25,7 @@ from powercontext.code.language import detect_language
 from powercontext.code.lines import file_sha256, snippet_sha256, split_lines, split_text_lines
 from powercontext.code.paths import ReadOutcome, is_valid_relative_path, read_tree_file
 from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES
+from powercontext.store.base import Embedding
 from powercontext.store.code import CodeStore, NewCodeChunk, NewCodeFile
 
 # A line longer than a chunk cannot be cited whole: such files are minified or generated.
@@ -56,8 +57,17 @@ class IndexReport:
 class CodeIndexer:
     """Registers and (re-)indexes work trees of a Scope."""
 
-    def __init__(self, store: CodeStore, *, batch_files: int = BATCH_FILES, max_files: int = MAX_FILES) -> None:
+    def __init__(
+        self,
+        store: CodeStore,
+        *,
+        batch_files: int = BATCH_FILES,
+        max_files: int = MAX_FILES,
+        embed: Callable[[Sequence[str]], list[Embedding | None]] | None = None,
+    ) -> None:
+        """``embed`` (e.g. ``GuardedEmbedder.embed_for_write``) gives each new chunk its vector, stored with it."""
         self._store = store
+        self._embed = embed
         self._batch_files = batch_files
         self._max_files = max_files
 
@@ -93,12 +103,12 @@ class CodeIndexer:
                 batch.append(new)
                 batch_bytes += new.size_bytes
                 if len(batch) >= self._batch_files or batch_bytes >= BATCH_BYTES:
-                    self._store.put_code_files(scope_id, fp, batch)
+                    self._store.put_code_files(scope_id, fp, self._embedded(batch))
                     batch, batch_bytes = [], 0
             if progress is not None:
                 progress(done, total)
         if batch:
-            self._store.put_code_files(scope_id, fp, batch)
+            self._store.put_code_files(scope_id, fp, self._embedded(batch))
         removed = sorted(p for p in known if p not in kept)
         chunks = self._store.finish_code_index(scope_id, fp, removed)
         return IndexReport(
@@ -113,6 +123,13 @@ class CodeIndexer:
             files_skipped_other=counts["other"],
             chunks=chunks,
         )
+
+    def _embedded(self, batch: list[NewCodeFile]) -> list[NewCodeFile]:
+        """The batch with each chunk's embedding, in one provider pass (unchanged when there is no provider)."""
+        if self._embed is None:
+            return batch
+        embeddings = iter(self._embed([c.text for f in batch for c in f.chunks]))
+        return [replace(f, chunks=tuple(replace(c, embedding=next(embeddings)) for c in f.chunks)) for f in batch]
 
 
 Outcome = Literal["indexed", "unchanged", "missing", "binary", "large", "other"]

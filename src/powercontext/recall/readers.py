@@ -83,11 +83,11 @@ class CodeEvidenceReader:
             if not self._store.has_code_trees(scope_id):
                 hits = None
             else:
-                hits = self._search.query(scope_id, ctx.query, self._limit)
+                hits, fallback = self._search.query_with_reason(scope_id, ctx.query, self._limit, ctx.channel)
         if hits is None:
             ctx.trace.record_search(0, "code", "none", "not_run", "none")
             return []
-        ctx.trace.record_search(0, "code", "code", "completed", "none")
+        ctx.trace.record_search(0, "code", "code", "completed", fallback)
         return [
             CodeCandidate(
                 h.scope_id, h.fingerprint, h.path, h.file_sha256, h.start_line, h.end_line, h.snippet_sha256, h.text

@@ -7,9 +7,9 @@ the fusion and the fallback reasons are the same for every family.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -80,13 +80,24 @@ class SearchOutcome(Generic[H]):
     fallback_reason: FallbackReason
 
 
-def fuse(channels: Sequence[tuple[Sequence[H], float]], k: int, limit: int) -> list[H]:
-    """Reciprocal-rank fusion of ranked lists; ties keep first-seen order (fts before vector)."""
-    scores: dict[ArtifactKey, float] = {}
-    first: dict[ArtifactKey, H] = {}
+T = TypeVar("T")
+
+
+def _record_key(hit: Any) -> Hashable:
+    key: Hashable = hit.record.key
+    return key
+
+
+def fuse(
+    channels: Sequence[tuple[Sequence[T], float]], k: int, limit: int, key_of: Callable[[T], Hashable] = _record_key
+) -> list[T]:
+    """Reciprocal-rank fusion of ranked lists (of frozen dataclasses with a ``score`` field); ties keep
+    first-seen order (fts before vector). ``key_of`` says when two hits are the same item."""
+    scores: dict[Hashable, float] = {}
+    first: dict[Hashable, T] = {}
     for hits, weight in channels:
         for rank, hit in enumerate(hits, start=1):
-            key = hit.record.key
+            key = key_of(hit)
             scores[key] = scores.get(key, 0.0) + weight / (k + rank)
             first.setdefault(key, hit)
     ordered = sorted(scores, key=lambda key: -scores[key])[:limit]

@@ -1,10 +1,12 @@
-"""Code query: BM25 over identifier and path terms of every registered work tree of a Scope."""
+"""Code query: BM25 over identifier and path terms of every registered work tree of a Scope, plus vectors."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from powercontext.code.identifiers import code_query_terms
+from powercontext.search.channels import HybridWeights, fuse
+from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
 from powercontext.store.code import CodeStore, ScoredCodeChunk
 from powercontext.text.normalize import normalize_query
 
@@ -29,20 +31,46 @@ class CodeHit:
 class CodeSearch:
     """Searches the code evidence of one Scope (all of its registered work trees).
 
-    Only the full-text channel exists. A vector channel belongs beside ``_full_text``: a second ranked
-    list for the same query, fused with it by reciprocal rank in ``query`` (scores of the two channels
-    are not comparable, ranks are).
+    Full text always; with an embedding provider that answers, also the vector channel, fused by
+    reciprocal rank (scores of the two channels are not comparable, ranks are). The Receipt's mode is
+    ``code`` either way; a dropped vector channel shows as the group's ``fallback_reason``.
     """
 
-    def __init__(self, store: CodeStore) -> None:
+    def __init__(
+        self, store: CodeStore, embedder: GuardedEmbedder | None = None, weights: HybridWeights | None = None
+    ) -> None:
         self._store = store
+        self._embedder = embedder
+        self._weights = weights or HybridWeights()
 
     def query(self, scope_id: str, query: str, limit: int) -> list[CodeHit]:
-        """Best chunks first; ``[]`` when no query term is indexed. Does not check that the Scope exists."""
-        return [_hit(scored) for scored in self._full_text(scope_id, query, limit)]
+        """Best chunks first; ``[]`` when nothing matches. Does not check that the Scope exists."""
+        return self.query_with_reason(scope_id, query, limit)[0]
 
-    def _full_text(self, scope_id: str, query: str, limit: int) -> list[ScoredCodeChunk]:
-        return self._store.search_code(scope_id, code_query_terms(normalize_query(query)), limit)
+    def query_with_reason(
+        self, scope_id: str, query: str, limit: int, channel: VectorChannel | None = None
+    ) -> tuple[list[CodeHit], FallbackReason]:
+        """The hits, and why the vector channel was not used (``none`` when it was, or when none exists)."""
+        normalized = normalize_query(query)
+        if self._embedder is None:
+            return [_hit(s) for s in self._full_text(scope_id, normalized, limit)], "none"
+        planned = (channel or VectorChannel(self._embedder)).query_vector(0, normalized, scope_id)
+        if isinstance(planned, str):
+            return [_hit(s) for s in self._full_text(scope_id, normalized, limit)], planned
+        depth = max(2 * limit, 32)
+        w = self._weights
+        text = self._full_text(scope_id, normalized, depth)
+        vectors = self._store.search_code_vector(scope_id, self._embedder.model_id, planned, depth)
+        fused = fuse([(text, w.fts), (vectors, w.vector)], w.k, limit, key_of=_chunk_key)
+        return [_hit(s) for s in fused], "none"
+
+    def _full_text(self, scope_id: str, normalized: str, limit: int) -> list[ScoredCodeChunk]:
+        return self._store.search_code(scope_id, code_query_terms(normalized), limit)
+
+
+def _chunk_key(scored: ScoredCodeChunk) -> tuple[str, str, int]:
+    c = scored.chunk
+    return (c.fingerprint, c.path, c.start_line)
 
 
 def _hit(scored: ScoredCodeChunk) -> CodeHit:

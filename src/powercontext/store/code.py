@@ -6,6 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.store.base import Embedding
+
 TreeKind = Literal["git", "dir"]
 
 
@@ -28,6 +33,7 @@ class NewCodeChunk:
     snippet_sha256: str
     text: str
     terms: str  # space-separated index terms of the chunk's text
+    embedding: Embedding | None = None  # of ``text``, when a provider is configured
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,4 +112,10 @@ class CodeStore(Protocol):
 
     def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
         """BM25 over chunk terms and path terms (OR of ``terms``) in every tree of the Scope."""
+        ...
+
+    def search_code_vector(
+        self, scope_id: str, model_id: str, vector: npt.NDArray[np.float32], limit: int
+    ) -> list[ScoredCodeChunk]:
+        """Chunks of every tree of the Scope by cosine similarity, among those embedded by ``model_id``."""
         ...

@@ -10,7 +10,6 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from powercontext.code.errors import CodeUnavailable
-from powercontext.code.indexer import CodeIndexer
 from powercontext.code.paths import MAX_PATH_CHARS
 from powercontext.code.reader import read_snippet
 from powercontext.contract.code import (
@@ -23,7 +22,7 @@ from powercontext.contract.code import (
 )
 from powercontext.contract.common import MAX_REVISION, CodeEvidenceRef
 from powercontext.runtime import Runtime
-from powercontext.search.code import CodeHit, CodeSearch
+from powercontext.search.code import CodeHit
 from powercontext.server.routes.deps import RuntimeDep, errors
 from powercontext.store.code import CodeStore
 
@@ -64,7 +63,7 @@ def index(scope_id: str, body: CodeIndexRequest, runtime: RuntimeDep) -> CodeInd
     runtime.store.get_scope(scope_id)
     store = _code_store(runtime)
     start = time.perf_counter()
-    report = CodeIndexer(store).index(scope_id, Path(body.path), max_file_bytes=body.max_file_bytes)
+    report = runtime.code_indexer(store).index(scope_id, Path(body.path), max_file_bytes=body.max_file_bytes)
     log.info(
         "event=code.index kind=%s files_seen=%d files_indexed=%d files_removed=%d chunks=%d duration_ms=%.1f",
         report.kind,
@@ -96,7 +95,9 @@ def index(scope_id: str, body: CodeIndexRequest, runtime: RuntimeDep) -> CodeInd
 )
 def query(scope_id: str, body: CodeQueryRequest, runtime: RuntimeDep) -> CodeQueryResult:
     runtime.store.get_scope(scope_id)
-    hits = CodeSearch(_code_store(runtime)).query(scope_id, body.query, body.limit)
+    _code_store(runtime)  # 503 code-unavailable on a backend without code evidence
+    assert runtime.code_search is not None
+    hits = runtime.code_search.query(scope_id, body.query, body.limit)
     return CodeQueryResult(
         hits=[CodeQueryHit(code_evidence=_evidence(h), language=h.language, text=h.text, score=h.score) for h in hits]
     )

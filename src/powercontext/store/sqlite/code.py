@@ -17,6 +17,9 @@ from powercontext.store.code import (
     TreeKind,
 )
 from powercontext.store.errors import CodeNotFound, ScopeNotFound
+from powercontext.store.sqlite.vectors import Vector, VectorChanges, to_blob
+
+CODE = "code"  # the vector-cache family of code chunks
 
 # Path terms weigh more than body terms: a query naming a module should find that module first.
 _BM25 = "bm25(code_fts, 0.0, 2.0, 1.0)"
@@ -40,12 +43,16 @@ def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
 
 
 class SqliteCodeStore:
-    """``CodeStore`` over the tables of migration 5."""
+    """``CodeStore`` over the tables of migrations 5 and 6."""
 
     if TYPE_CHECKING:
+        _changes: VectorChanges
 
         def _write(self) -> AbstractContextManager[Any]: ...
         def _reader(self) -> Any: ...
+        def _vector_hits(
+            self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
+        ) -> list[tuple[int, float]]: ...
 
     def register_code_tree(
         self, scope_id: str, fingerprint: str, kind: TreeKind, root_path: str, max_file_bytes: int
@@ -88,7 +95,7 @@ class SqliteCodeStore:
                     ).lastrowid
                 else:
                     file_id = row[0]
-                    _delete_chunks(conn, file_id)
+                    self._forget_chunks(conn, scope_id, file_id)
                     conn.execute(
                         "UPDATE code_files SET file_sha256 = ?, language = ?, size_bytes = ?, line_count = ?"
                         " WHERE id = ?",
@@ -104,6 +111,13 @@ class SqliteCodeStore:
                         "INSERT INTO code_fts (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
                         (chunk_id, tag, item.path_terms, chunk.terms),
                     )
+                    if chunk.embedding is not None:
+                        e = chunk.embedding
+                        conn.execute(
+                            "INSERT INTO code_chunk_embeddings (chunk, model_id, vector) VALUES (?, ?, ?)",
+                            (chunk_id, e.model_id, to_blob(e.vector)),
+                        )
+                        self._changes.stored(conn, scope_id, CODE, chunk_id, e.model_id, e.vector)
 
     def finish_code_index(self, scope_id: str, fingerprint: str, removed_paths: Sequence[str]) -> int:
         with self._write() as conn:
@@ -111,13 +125,33 @@ class SqliteCodeStore:
             for path in removed_paths:
                 row = conn.execute("SELECT id FROM code_files WHERE tree = ? AND path = ?", (tree, path)).fetchone()
                 if row is not None:
-                    _delete_chunks(conn, row[0])
+                    self._forget_chunks(conn, scope_id, row[0])
                     conn.execute("DELETE FROM code_files WHERE id = ?", (row[0],))
             count = conn.execute(
                 "SELECT COUNT(*) FROM code_chunks c JOIN code_files f ON f.id = c.file WHERE f.tree = ?", (tree,)
             ).fetchone()[0]
             conn.execute("UPDATE code_trees SET indexed_at = ?, chunk_count = ? WHERE id = ?", (_now(), count, tree))
         return int(count)
+
+    def _forget_chunks(self, conn: Any, scope_id: str, file_id: int) -> None:
+        for chunk_id in _delete_chunks(conn, file_id):
+            self._changes.unsearchable(conn, scope_id, CODE, chunk_id)
+
+    def search_code_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredCodeChunk]:
+        conn = self._reader()
+        hits = self._vector_hits(conn, scope_id, CODE, model_id, vector, limit)
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        rows = conn.execute(
+            "SELECT c.id, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
+            " c.start_line, c.end_line, c.snippet_sha256, c.text"
+            " FROM code_chunks c JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree"
+            f" WHERE c.id IN ({marks})",
+            [chunk_id for chunk_id, _ in hits],
+        ).fetchall()
+        by_id = {row[0]: CodeChunkRecord(*row[1:]) for row in rows}
+        return [ScoredCodeChunk(by_id[i], score) for i, score in hits if i in by_id]
 
     def has_code_trees(self, scope_id: str) -> bool:
         row = self._reader().execute("SELECT 1 FROM code_trees WHERE scope_id = ? LIMIT 1", (scope_id,)).fetchone()
@@ -228,7 +262,9 @@ def _tree_id(conn: Any, scope_id: str, fingerprint: str) -> int:
     return int(row[0])
 
 
-def _delete_chunks(conn: Any, file_id: int) -> None:
+def _delete_chunks(conn: Any, file_id: int) -> list[int]:
     ids = [(r[0],) for r in conn.execute("SELECT id FROM code_chunks WHERE file = ?", (file_id,))]
     conn.executemany("DELETE FROM code_fts WHERE rowid = ?", ids)
+    conn.executemany("DELETE FROM code_chunk_embeddings WHERE chunk = ?", ids)
     conn.executemany("DELETE FROM code_chunks WHERE id = ?", ids)
+    return [i for (i,) in ids]

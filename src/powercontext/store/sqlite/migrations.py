@@ -184,6 +184,18 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE VIRTUAL TABLE code_fts_vocab USING fts5vocab(code_fts, 'row');
         """,
     ),
+    (
+        6,
+        """
+        -- One embedding per code chunk when a provider is configured, tagged with its model like
+        -- artifact_embeddings; removed with its chunk.
+        CREATE TABLE code_chunk_embeddings (
+          chunk INTEGER PRIMARY KEY REFERENCES code_chunks(id),
+          model_id TEXT NOT NULL,
+          vector BLOB NOT NULL
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -468,19 +468,18 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
     def _vector_hits(
         self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
     ) -> list[tuple[int, float]]:
-        """(artifact rowid, cosine) of the best active heads of one (Scope, family) embedded by ``model_id``."""
+        """(rowid, cosine) of the best searchable rows of one (Scope, family) embedded by ``model_id``: artifact
+        rows (active heads) for the artifact families, chunk rows for ``code``."""
         matrix_key = (scope_id, family, model_id)
         matrix = self._vectors.get(matrix_key, _generation(conn, scope_id, family))
         if matrix is None:
             conn.execute("BEGIN")  # one snapshot for the generation and the rows it describes
             try:
                 generation = _generation(conn, scope_id, family)
-                rows = conn.execute(
-                    "SELECT a.id, e.vector FROM artifacts a"
-                    " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
-                    " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?",
-                    (scope_id, family, model_id),
-                )
+                if family == "code":
+                    rows = conn.execute(_CODE_VECTORS, (scope_id, model_id))
+                else:
+                    rows = conn.execute(_ARTIFACT_VECTORS, (scope_id, family, model_id))
                 matrix = load_matrix(rows, len(vector), generation)
             finally:
                 conn.execute("COMMIT")
@@ -530,6 +529,17 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
             .fetchone()
         )
         return EmbeddingStatus(active_heads=row[0], current_model=row[2], other_models=row[1] - row[2])
+
+
+_ARTIFACT_VECTORS = (
+    "SELECT a.id, e.vector FROM artifacts a"
+    " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+    " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?"
+)
+_CODE_VECTORS = (
+    "SELECT c.id, e.vector FROM code_chunk_embeddings e JOIN code_chunks c ON c.id = e.chunk"
+    " JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ? AND e.model_id = ?"
+)
 
 
 def _generation(conn: Any, scope_id: str, family: str) -> int:

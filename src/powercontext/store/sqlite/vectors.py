@@ -152,6 +152,11 @@ class VectorChanges:
         )
         self.ops.append((scope_id, family, rowid, model_id, vector))
 
+    def stored(self, conn: Any, scope_id: str, family: str, rowid: int, model_id: str, vector: Vector) -> None:
+        """A vector the caller wrote to its own table (code chunks) becomes searchable after COMMIT."""
+        self.touch(conn, scope_id, family)
+        self.ops.append((scope_id, family, rowid, model_id, vector))
+
     def unsearchable(self, conn: Any, scope_id: str, family: str, rowid: int) -> None:
         self.touch(conn, scope_id, family)
         self.ops.append((scope_id, family, rowid, None, None))
