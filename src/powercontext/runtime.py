@@ -223,11 +223,14 @@ class Runtime:
         body: str | None,
         tags: list[str] | None,
     ) -> TopicRecord:
-        # The new revision's text decides its embedding; the store's compare-and-swap still guards
-        # against a revision written between this read and the write.
-        head = store.read_topic_head(scope_id, artifact_id)
-        text = f"{head.title if title is None else title}\n\n{head.body if body is None else body}"
-        embedding = self._embedding_for(text) if head.head_revision == expected_revision else None
+        embedding = None
+        if self.embedder.configured:
+            # The new revision's text decides its embedding; the store's compare-and-swap still guards
+            # against a revision written between this read and the write.
+            head = store.read_topic_head(scope_id, artifact_id)
+            if head.head_revision == expected_revision:
+                text = f"{head.title if title is None else title}\n\n{head.body if body is None else body}"
+                embedding = self._embedding_for(text)
         return store.revise_topic(scope_id, artifact_id, expected_revision, title, body, tags, embedding)
 
     def code_indexer(self, store: CodeStore) -> CodeIndexer:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from powercontext.assembly.render import (
@@ -20,7 +20,7 @@ from powercontext.assembly.render import (
 from powercontext.contract.common import CodeEvidenceRef, Family
 from powercontext.contract.prepare import PreparedContext
 from powercontext.contract.receipt import OmissionReason
-from powercontext.domain.identity import ArtifactKey
+from powercontext.domain.identity import ArtifactKey, code_evidence_ref
 from powercontext.text.normalize import sha256_digest
 from powercontext.text.utf8 import ELLIPSIS_BYTES, truncate_utf8, truncate_with_ellipsis
 
@@ -51,15 +51,8 @@ class CodeCandidate:
     text: str
 
     def ref(self, end_line: int, snippet: str) -> CodeEvidenceRef:
-        return CodeEvidenceRef(
-            scope_id=self.scope_id,
-            fingerprint=self.fingerprint,
-            path=self.path,
-            file_sha256=self.file_sha256,
-            start_line=self.start_line,
-            end_line=end_line,
-            snippet_sha256=sha256_digest(snippet),
-        )
+        """The identity of the leading lines ``start_line..end_line`` actually injected, ``snippet``."""
+        return code_evidence_ref(replace(self, end_line=end_line, snippet_sha256=sha256_digest(snippet)))
 
 
 def _default_candidate_limits() -> dict[Family, int]:

@@ -79,7 +79,7 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
 
     from powercontext.code.errors import CodeError
     from powercontext.code.indexer import CodeIndexer
-    from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES, CodeIndexResult
+    from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES
     from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
     from powercontext.search.embedding import GuardedEmbedder
     from powercontext.store.errors import StoreError
@@ -112,18 +112,7 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
     finally:
         store.close()
         provider.close()
-    return CodeIndexResult(
-        fingerprint=report.fingerprint,
-        kind=report.kind,
-        files_seen=report.files_seen,
-        files_indexed=report.files_indexed,
-        files_unchanged=report.files_unchanged,
-        files_removed=report.files_removed,
-        files_skipped_binary=report.files_skipped_binary,
-        files_skipped_large=report.files_skipped_large,
-        files_skipped_other=report.files_skipped_other,
-        chunks=report.chunks,
-    )
+    return report.to_wire()
 
 
 @code_app.command("query")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Final, Literal
 
@@ -24,7 +24,7 @@ from powercontext.code.identifiers import identifier_terms, path_terms
 from powercontext.code.language import detect_language
 from powercontext.code.lines import file_sha256, snippet_sha256, split_lines, split_text_lines
 from powercontext.code.paths import ReadOutcome, is_valid_relative_path, read_tree_file
-from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES
+from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES, CodeIndexResult
 from powercontext.store.base import Embedding
 from powercontext.store.code import CodeStore, NewCodeChunk, NewCodeFile
 
@@ -52,6 +52,9 @@ class IndexReport:
     files_skipped_large: int
     files_skipped_other: int
     chunks: int
+
+    def to_wire(self) -> CodeIndexResult:
+        return CodeIndexResult(**asdict(self))
 
 
 class CodeIndexer:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from powercontext.contract.common import ArtifactAddress, ArtifactRef, Family
+from powercontext.contract.common import ArtifactAddress, ArtifactRef, CodeEvidenceRef, Family
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,3 +27,35 @@ class ArtifactKey:
     def from_address(cls, address: ArtifactAddress) -> ArtifactKey:
         ref = address.artifact
         return cls(address.scope_id, ref.family, ref.artifact_id, ref.revision)
+
+
+class CodeRange(Protocol):
+    """Anything that names an exact code range: an index hit, a snippet read, a Builder candidate."""
+
+    @property
+    def scope_id(self) -> str: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def file_sha256(self) -> str: ...
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def end_line(self) -> int: ...
+    @property
+    def snippet_sha256(self) -> str: ...
+
+
+def code_evidence_ref(code: CodeRange) -> CodeEvidenceRef:
+    """The wire identity of a code range."""
+    return CodeEvidenceRef(
+        scope_id=code.scope_id,
+        fingerprint=code.fingerprint,
+        path=code.path,
+        file_sha256=code.file_sha256,
+        start_line=code.start_line,
+        end_line=code.end_line,
+        snippet_sha256=code.snippet_sha256,
+    )

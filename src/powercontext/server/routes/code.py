@@ -20,9 +20,9 @@ from powercontext.contract.code import (
     CodeQueryResult,
     CodeSnippetResult,
 )
-from powercontext.contract.common import MAX_REVISION, CodeEvidenceRef
+from powercontext.contract.common import MAX_REVISION
+from powercontext.domain.identity import code_evidence_ref
 from powercontext.runtime import Runtime
-from powercontext.search.code import CodeHit
 from powercontext.server.routes.deps import RuntimeDep, errors
 from powercontext.store.code import CodeStore
 
@@ -38,18 +38,6 @@ def _code_store(runtime: Runtime) -> CodeStore:
     if isinstance(store, CodeStore):
         return store
     raise CodeUnavailable()
-
-
-def _evidence(hit: CodeHit) -> CodeEvidenceRef:
-    return CodeEvidenceRef(
-        scope_id=hit.scope_id,
-        fingerprint=hit.fingerprint,
-        path=hit.path,
-        file_sha256=hit.file_sha256,
-        start_line=hit.start_line,
-        end_line=hit.end_line,
-        snippet_sha256=hit.snippet_sha256,
-    )
 
 
 @router.post(
@@ -73,18 +61,7 @@ def index(scope_id: str, body: CodeIndexRequest, runtime: RuntimeDep) -> CodeInd
         report.chunks,
         (time.perf_counter() - start) * 1000.0,
     )
-    return CodeIndexResult(
-        fingerprint=report.fingerprint,
-        kind=report.kind,
-        files_seen=report.files_seen,
-        files_indexed=report.files_indexed,
-        files_unchanged=report.files_unchanged,
-        files_removed=report.files_removed,
-        files_skipped_binary=report.files_skipped_binary,
-        files_skipped_large=report.files_skipped_large,
-        files_skipped_other=report.files_skipped_other,
-        chunks=report.chunks,
-    )
+    return report.to_wire()
 
 
 @router.post(
@@ -99,7 +76,10 @@ def query(scope_id: str, body: CodeQueryRequest, runtime: RuntimeDep) -> CodeQue
     assert runtime.code_search is not None
     hits = runtime.code_search.query(scope_id, body.query, body.limit)
     return CodeQueryResult(
-        hits=[CodeQueryHit(code_evidence=_evidence(h), language=h.language, text=h.text, score=h.score) for h in hits]
+        hits=[
+            CodeQueryHit(code_evidence=code_evidence_ref(h), language=h.language, text=h.text, score=h.score)
+            for h in hits
+        ]
     )
 
 
@@ -120,13 +100,4 @@ def snippet(
 ) -> CodeSnippetResult:
     store = _code_store(runtime)
     read = read_snippet(store, scope_id, fingerprint, path, file_sha256, start_line, end_line)
-    evidence = CodeEvidenceRef(
-        scope_id=read.scope_id,
-        fingerprint=read.fingerprint,
-        path=read.path,
-        file_sha256=read.file_sha256,
-        start_line=read.start_line,
-        end_line=read.end_line,
-        snippet_sha256=read.snippet_sha256,
-    )
-    return CodeSnippetResult(code_evidence=evidence, text=read.text)
+    return CodeSnippetResult(code_evidence=code_evidence_ref(read), text=read.text)
