@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from powercontext.store.code import (
     CodeChunkRecord,
@@ -17,7 +16,8 @@ from powercontext.store.code import (
     TreeKind,
 )
 from powercontext.store.errors import CodeNotFound, ScopeNotFound
-from powercontext.store.sqlite.vectors import Vector, VectorChanges, to_blob
+from powercontext.store.sqlite.connections import SqliteConnections
+from powercontext.store.sqlite.vectors import Vector, to_blob
 
 CODE = "code"  # the vector-cache family of code chunks
 
@@ -42,17 +42,8 @@ def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
     return f'scope_tag : "{code_scope_tag(scope_id)}" AND {{path_terms terms}} : ( {quoted} )'
 
 
-class SqliteCodeStore:
+class SqliteCodeStore(SqliteConnections):
     """``CodeStore`` over the tables of migrations 5 and 6."""
-
-    if TYPE_CHECKING:
-        _changes: VectorChanges
-
-        def _write(self) -> AbstractContextManager[Any]: ...
-        def _reader(self) -> Any: ...
-        def _vector_hits(
-            self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
-        ) -> list[tuple[int, float]]: ...
 
     def register_code_tree(
         self, scope_id: str, fingerprint: str, kind: TreeKind, root_path: str, max_file_bytes: int

@@ -31,10 +31,10 @@ from powercontext.store.errors import (
     NotActive,
     RevisionConflict,
 )
+from powercontext.store.sqlite.connections import SqliteConnections
 from powercontext.store.sqlite.family_rows import (
     ArtifactRow,
     FtsIndex,
-    SqliteConnections,
     head_row,
     insert_artifact,
     insert_revision,

@@ -10,18 +10,14 @@ import hashlib
 import json
 import secrets
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from powercontext.contract.common import ArtifactFamily, LifecycleState
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.errors import ArtifactNotFound, IdempotencyConflict, RevisionNotFound, ScopeNotFound
 from powercontext.text.tokenize import terms as index_terms
-
-if TYPE_CHECKING:
-    from powercontext.store.sqlite.vectors import Vector, VectorChanges
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -30,19 +26,6 @@ SELECT a.id, a.scope_id, a.family, a.artifact_id, r.revision, a.head_revision, a
        r.created_at
 FROM artifacts a JOIN revisions r ON r.artifact = a.id
 """
-
-
-class SqliteConnections:
-    """What the family mixins use of ``SqliteStore``: its serialized write transaction and reader connections."""
-
-    if TYPE_CHECKING:
-        _changes: VectorChanges
-
-        def _write(self) -> AbstractContextManager[Any]: ...
-        def _reader(self) -> Any: ...
-        def _vector_hits(
-            self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
-        ) -> list[tuple[int, float]]: ...
 
 
 def now() -> str:

@@ -8,9 +8,9 @@ from powercontext.domain.families import PROFILE, PROFILE_ARTIFACT_ID
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import ProfileEntry, ProfileRecord
 from powercontext.store.errors import ProfileNotFound, RevisionConflict
+from powercontext.store.sqlite.connections import SqliteConnections
 from powercontext.store.sqlite.family_rows import (
     ArtifactRow,
-    SqliteConnections,
     find_head,
     insert_artifact,
     insert_revision,

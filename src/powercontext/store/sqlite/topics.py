@@ -16,10 +16,10 @@ from powercontext.domain.families import (
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import Embedding, NewTopic, ScoredTopic, TopicRecord
 from powercontext.store.errors import NotActive, RevisionConflict
+from powercontext.store.sqlite.connections import SqliteConnections
 from powercontext.store.sqlite.family_rows import (
     ArtifactRow,
     FtsIndex,
-    SqliteConnections,
     active_heads,
     head_row,
     insert_artifact,
