@@ -1,0 +1,12 @@
+"""Scope-owned Prompts: built-in definitions, a Scope's ``prompt`` Artifact overrides, and the frozen
+``ResolvedPrompt`` an inference call is bound to (CONTRACTS §12)."""
+
+from powercontext.prompts.definitions import (
+    BUILTIN_DEFINITIONS,
+    MEMORY_RERANK,
+    RECALL_EXPAND,
+    PromptDefinition,
+    ResolvedPrompt,
+)
+
+__all__ = ["BUILTIN_DEFINITIONS", "MEMORY_RERANK", "RECALL_EXPAND", "PromptDefinition", "ResolvedPrompt"]
