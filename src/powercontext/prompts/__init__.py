@@ -7,6 +7,18 @@ from powercontext.prompts.definitions import (
     RECALL_EXPAND,
     PromptDefinition,
     ResolvedPrompt,
+    compile_instructions,
+    compiled_digest,
+    resolve_builtin,
 )
 
-__all__ = ["BUILTIN_DEFINITIONS", "MEMORY_RERANK", "RECALL_EXPAND", "PromptDefinition", "ResolvedPrompt"]
+__all__ = [
+    "BUILTIN_DEFINITIONS",
+    "MEMORY_RERANK",
+    "RECALL_EXPAND",
+    "PromptDefinition",
+    "ResolvedPrompt",
+    "compile_instructions",
+    "compiled_digest",
+    "resolve_builtin",
+]

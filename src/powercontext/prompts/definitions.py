@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Final, Literal
+
+import rfc8785
 
 from powercontext.contract.common import ArtifactAddress
 
@@ -73,3 +76,35 @@ BUILTIN_DEFINITIONS: Final[dict[str, PromptDefinition]] = {
         ),
     ),
 }
+
+
+def compiled_digest(key: str, definition_version: int, compiled_text: str) -> str:
+    """``sha256:`` over the RFC 8785 canonical JSON of the compiled Prompt, so equal Prompts digest equally."""
+    record: dict[str, str | int] = {
+        "key": key,
+        "definition_version": definition_version,
+        "compiled_text": compiled_text,
+    }
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(record)).hexdigest()
+
+
+def compile_instructions(definition: PromptDefinition, guidance: str) -> str:
+    """The text a model is sent: the invariants, then the Scope's (or the default) guidance, in fixed order."""
+    return f"{definition.invariant_instructions}\n\n{guidance}"
+
+
+def resolve_builtin(scope_id: str, key: str) -> ResolvedPrompt:
+    """The built-in Prompt for ``key`` as resolved in ``scope_id`` (a Scope with no ``prompt`` Artifact, or auto)."""
+    definition = BUILTIN_DEFINITIONS[key]
+    text = compile_instructions(definition, definition.default_instructions)
+    return ResolvedPrompt(
+        scope_id=scope_id,
+        key=key,
+        definition_version=definition.definition_version,
+        builtin_version=definition.builtin_version,
+        selection="built_in",
+        selected_version=definition.builtin_version,
+        compiled_digest=compiled_digest(key, definition.definition_version, text),
+        artifact_address=None,
+        compiled_text=text,
+    )
