@@ -41,6 +41,8 @@ class Settings:
     disabled_families: frozenset[str] = frozenset()
     # JSON file of principals (token SHA-256 and Scope grants); None: a single-user Server, no tokens.
     access_file: Path | None = None
+    # The Context Inspector page at /inspector (POWERCONTEXT_INSPECTOR=off removes the route).
+    inspector: bool = True
 
     @classmethod
     def from_env(cls, db: str | None = None, host: str | None = None, port: int | None = None) -> Settings:
@@ -61,7 +63,19 @@ class Settings:
             access_file=Path(env["POWERCONTEXT_ACCESS_FILE"]).expanduser()
             if env.get("POWERCONTEXT_ACCESS_FILE")
             else None,
+            inspector=_switch(env, "POWERCONTEXT_INSPECTOR", default=True),
         )
+
+
+def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("on", "true", "1"):
+        return True
+    if raw in ("off", "false", "0"):
+        return False
+    raise SettingsError(f"{name} must be on or off")
 
 
 DISABLEABLE_FAMILIES = ("topic-memory", "experience", "profile", "code")

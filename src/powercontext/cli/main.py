@@ -345,6 +345,29 @@ def _section(text: str) -> dict[str, object]:
     return {"family": family.strip(), "limit": int(limit)}
 
 
+@app.command("inspect")
+def inspect(
+    scope: ScopeOption,
+    query: Annotated[str, typer.Option("--query", "-q", help="The request to inspect.")],
+    max_bytes: Annotated[int, typer.Option(min=512, max=32768, help="Byte budget for the content.")] = 8000,
+    url: UrlOption = DEFAULT_URL,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address only.")] = False,
+) -> None:
+    """Open the Context Inspector in a browser, pre-filled with a Scope and a query.
+
+    The Scope and query travel in the address's fragment, which the browser never sends to the Server.
+    A token, when the Server needs one, is asked for on the page and kept only in that tab.
+    """
+    import webbrowser
+    from urllib.parse import quote, urlencode
+
+    fragment = urlencode({"scope": scope, "q": query, "max_bytes": str(max_bytes)}, quote_via=quote)
+    address = f"{url.rstrip('/')}/inspector#{fragment}"
+    typer.echo(address)
+    if not no_browser and not webbrowser.open(address):
+        typer.echo("no browser found here: open the address above in one", err=True)
+
+
 def main() -> None:
     try:
         app()

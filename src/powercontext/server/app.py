@@ -12,15 +12,23 @@ from powercontext import __version__
 from powercontext.runtime import Runtime
 from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
+from powercontext.server.inspector import inspector_router
 from powercontext.server.middleware import RequestIdMiddleware
 from powercontext.server.routes import artifacts, code, context, experiences, health, memory, profile, scopes, topics
 from powercontext.server.routes.deps import errors
 
 
-def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: AccessTable | None = None) -> FastAPI:
+def create_app(
+    runtime: Runtime | None,
+    *,
+    close_runtime: bool = True,
+    access: AccessTable | None = None,
+    inspector: bool = True,
+) -> FastAPI:
     """The Server for ``runtime``. ``None`` builds an app only for schema export.
 
     ``access`` turns on bearer-token principals with per-Scope grants; without it every caller may do anything.
+    ``inspector`` serves the Context Inspector page at ``/inspector`` (static; it calls the API like any client).
     """
 
     @asynccontextmanager
@@ -52,6 +60,8 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
     app.include_router(health.router)
     for router in routers[1:]:
         app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403))
+    if inspector:
+        app.include_router(inspector_router())
     # For the Allow header of a 405: which methods each path template serves.
     app.state.route_methods = [
         (route.path_regex, route.methods)

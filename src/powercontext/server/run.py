@@ -34,7 +34,7 @@ def serve(settings: Settings) -> None:
     configure_logging(settings.log_level)
     access = AccessTable.load(settings.access_file) if settings.access_file else None
     runtime = Runtime.from_settings(settings)
-    app = create_app(runtime, access=access)
+    app = create_app(runtime, access=access, inspector=settings.inspector)
     logging.getLogger("powercontext.server").info("event=server.start host=%s port=%s", settings.host, settings.port)
     # uvicorn's own access log prints raw paths (Scope and Artifact ids); ours logs route templates.
     uvicorn.run(app, host=settings.host, port=settings.port, access_log=False, log_level="warning")

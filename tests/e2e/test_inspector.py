@@ -1,0 +1,333 @@
+"""The Context Inspector in headless Chromium (Debian's ``chromium``), against a real Server with an access file.
+
+The page is driven with Playwright's Python API pointed at the system browser: nothing is downloaded."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright import sync_api as playwright_sync
+from playwright.sync_api import expect
+
+from tests.conftest import REPO_ROOT, LiveServer, live_server
+from tests.support import strict_json
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ADMIN, VIEWER = "inspector-admin-4Kd", "inspector-viewer-8Qs"
+WEB, SHARED = "proj:web", "shared:notes"
+MARKUP = '<img src=x onerror="window.__pwned=1"> deploy markup note <script>window.__pwned=2</script>'
+IMG_DIR = REPO_ROOT / "docs" / "img"
+BROWSER_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Seeded:
+    live: LiveServer
+    admin: httpx.Client
+    forgettable: str  # the artifact id of a memory the test forgets after preparing
+
+
+def _client(live: LiveServer, token: str) -> httpx.Client:
+    return httpx.Client(base_url=live.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def _ok(response: httpx.Response) -> dict[str, Any]:
+    assert response.is_success, response.text
+    return dict(response.json())
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Debian's chromium is not installed at {CHROMIUM}: apt-get install chromium")
+    base = tmp_path_factory.mktemp("inspector")
+    grants = {
+        "principals": [
+            {"name": "admin", "token_sha256": _digest(ADMIN), "read": ["*"], "write": ["*"]},
+            {"name": "viewer", "token_sha256": _digest(VIEWER), "read": [WEB], "write": []},
+        ]
+    }
+    (base / "access.json").write_text(json.dumps(grants), encoding="utf-8")
+    with live_server(base, {"POWERCONTEXT_ACCESS_FILE": str(base / "access.json")}) as live:
+        admin = _client(live, ADMIN)
+        _ok(admin.post("/v1/scopes", json={"scope_id": SHARED, "title": "Shared notes"}))
+        _ok(admin.post("/v1/scopes", json={"scope_id": WEB, "title": "Web", "context_references": [SHARED]}))
+        texts = [
+            "Payments deploy uses a blue/green rollout; decided after the March outage.",
+            "Deploy freeze on Fridays for the payments service.",
+            MARKUP,
+        ]
+        for text in texts:
+            _ok(admin.post(f"/v1/scopes/{WEB}/atomic-memory", json={"text": text, "kind": "decision"}))
+        forgettable = _ok(
+            admin.post(
+                f"/v1/scopes/{WEB}/atomic-memory",
+                json={"text": "Deploy keys rotate every 90 days.", "kind": "constraint"},
+            )
+        )["artifact_address"]["artifact"]["artifact_id"]
+        topic = {"title": "Deploy pipeline", "body": "The deploy pipeline has three stages: build, canary, fleet."}
+        _ok(admin.post(f"/v1/scopes/{WEB}/topic-memory", json=topic))
+        _ok(
+            admin.post(
+                f"/v1/scopes/{SHARED}/atomic-memory",
+                json={"text": "The shared deploy checklist lives in the runbook.", "kind": "fact"},
+            )
+        )
+        tree = base / "tree"
+        tree.mkdir()
+        (tree / "deploy.py").write_text("def deploy_payments(stage):\n    return stage\n", encoding="utf-8")
+        indexed = subprocess.run(
+            [sys.executable, "-m", "powercontext", "code", "index", str(tree), "-s", WEB, "--db", str(live.db_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert indexed.returncode == 0, indexed.stderr
+        yield Seeded(live, admin, forgettable)
+        admin.close()
+
+
+@pytest.fixture(scope="module")
+def browser(seeded: Seeded) -> Iterator[Any]:
+    with playwright_sync.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Watched:
+    page: Any
+    requests: list[str]
+    dialogs: list[str]
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1200, "height": 1400})
+    opened = context.new_page()
+    watched = Watched(opened, [], [])
+    opened.on("request", lambda r: watched.requests.append(r.url))
+    opened.on("dialog", lambda d: (watched.dialogs.append(d.message), d.dismiss()))
+    yield watched
+    context.close()
+
+
+def _sign_in(page: Any, token: str) -> None:
+    page.wait_for_selector("#token-panel:not([hidden])")
+    page.fill("#token", token)
+    page.click("#token-use")
+
+
+def _prepare_in_page(page: Any, button: str = "#run") -> dict[str, Any]:
+    with page.expect_response(lambda r: r.url.endswith("/v1/context/prepare")) as answer:
+        page.click(button)
+    page.wait_for_selector("#result:not([hidden])")
+    return strict_json(answer.value.body())
+
+
+def _identity(item: dict[str, Any]) -> str:
+    if item["family"] == "code":
+        c = item["code_evidence"]
+        return f"code {c['fingerprint']} {c['path']}:{c['start_line']}-{c['end_line']} {c['snippet_sha256']}"
+    a = item["artifact_address"]
+    r = a["artifact"]
+    return f"{a['scope_id']} {r['family']} {r['artifact_id']}@{r['revision']}"
+
+
+def _expand(page: Any, identity: str) -> Any:
+    row = page.locator(f'tr.selected-row[data-identity="{identity}"]')
+    row.locator("button.expand").click()
+    detail = row.locator("xpath=following-sibling::tr[1]")
+    detail.locator("pre.body, .read-error").first.wait_for()
+    return detail
+
+
+def test_page_shows_the_receipt_rows_and_exact_revisions(seeded: Seeded, page: Watched) -> None:
+    p = page.page
+    p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=deploy")
+    _sign_in(p, ADMIN)
+    expect(p.locator("#scope option")).to_have_count(2)
+    assert p.input_value("#scope") == WEB, "the Scope from the address is pre-selected"
+    assert p.input_value("#query") == "deploy"
+    p.check("#code-a")
+    body = _prepare_in_page(p)
+    receipt = body["receipt"]
+    shown = p.locator("tr.selected-row").evaluate_all("rows => rows.map(r => r.dataset.identity)")
+    assert shown == [_identity(item) for item in receipt["selected"]]
+    assert {item["family"] for item in receipt["selected"]} >= {"atomic-memory", "topic-memory", "code"}
+    assert p.text_content("#content") == body["content"]
+    assert p.text_content("#budget-text") == f"{body['content_bytes']} of 8000 bytes"
+    assert receipt["receipt_id"] in p.text_content("#receipt-ids")
+    assert p.locator("#stage-chart rect").count() == len(receipt["stages"])
+
+    # Expanding a memory row reads its exact revision, even after it was forgotten.
+    forgotten = next(
+        i
+        for i in receipt["selected"]
+        if i.get("artifact_address", {}).get("artifact", {}).get("artifact_id") == seeded.forgettable
+    )
+    _ok(seeded.admin.post(f"/v1/scopes/{WEB}/atomic-memory/{seeded.forgettable}/lifecycle", json={"action": "forget"}))
+    detail = _expand(p, _identity(forgotten))
+    assert detail.locator("pre.body").text_content() == "Deploy keys rotate every 90 days."
+    assert "forgotten" in detail.text_content()
+    code = next(i for i in receipt["selected"] if i["family"] == "code")
+    assert "def deploy_payments" in _expand(p, _identity(code)).locator("pre.body").text_content()
+
+    # Markup in a memory is text: shown verbatim, nothing runs, nothing is fetched.
+    markup = next(i for i in receipt["selected"] if i["family"] == "atomic-memory" and "markup" in _read(seeded, i))
+    assert _expand(p, _identity(markup)).locator("pre.body").text_content() == MARKUP
+    assert "<img src=x onerror=" in p.text_content("#content"), "markup in the content shows as text"
+    assert p.evaluate("window.__pwned") is None
+    assert page.dialogs == []
+    assert not [u for u in page.requests if u.rstrip("/").endswith("/x")]
+    IMG_DIR.mkdir(parents=True, exist_ok=True)
+    p.screenshot(path=str(IMG_DIR / "inspector-main.png"), full_page=True)
+
+    # Another principal, without read on the referenced Scope, sees the 403 on that row.
+    p.fill("#token", VIEWER)
+    p.click("#token-use")
+    expect(p.locator("#scope option")).to_have_count(1)
+    shared = next(i for i in receipt["selected"] if i.get("artifact_address", {}).get("scope_id") == SHARED)
+    error = _expand(p, _identity(shared)).locator(".read-error").text_content()
+    assert error.startswith("403 scope-forbidden")
+    # The token was never put in storage or the address.
+    assert p.evaluate("localStorage.length + sessionStorage.length") == 0
+    assert VIEWER not in p.url and ADMIN not in p.url
+
+
+def _read(seeded: Seeded, item: dict[str, Any]) -> str:
+    a = item["artifact_address"]
+    r = a["artifact"]
+    path = f"/v1/scopes/{a['scope_id']}/artifacts/{r['family']}/{r['artifact_id']}/revisions/{r['revision']}"
+    view = _ok(seeded.admin.get(path))
+    return str(view.get("text", view.get("body", "")))
+
+
+def test_compare_marks_what_a_smaller_budget_dropped(seeded: Seeded, page: Watched) -> None:
+    p = page.page
+    p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=deploy%20payments")
+    _sign_in(p, ADMIN)
+    expect(p.locator("#scope option")).to_have_count(2)
+    p.fill("#max-bytes-b", "700")
+    answers: list[dict[str, Any]] = []
+    p.on("response", lambda r: answers.append(strict_json(r.body())) if r.url.endswith("/prepare") else None)
+    p.click("#compare")
+    p.wait_for_selector("#comparison:not([hidden])")
+    assert len(answers) == 2
+    a_ids = [_identity(i) for i in answers[0]["receipt"]["selected"]]
+    b_ids = [_identity(i) for i in answers[1]["receipt"]["selected"]]
+    dropped = [i for i in a_ids if i not in b_ids]
+    assert dropped, "the smaller budget should drop at least one identity"
+    removed = p.locator(".compare-column >> nth=0").locator("li[data-mark=removed]")
+    assert removed.evaluate_all("items => items.map(i => i.dataset.identity)") == dropped
+    assert p.locator(".compare-column >> nth=1").locator("li").count() == len(b_ids)
+    p.screenshot(path=str(IMG_DIR / "inspector-compare.png"), full_page=True)
+
+
+def test_dropped_receipt_shows_the_banner_and_the_content(seeded: Seeded, page: Watched) -> None:
+    """A Receipt over its byte bound is dropped whole (fail-open); the page says so and still shows the content."""
+    p = page.page
+    p.route(
+        "**/v1/context/prepare",
+        lambda route: route.fulfill(
+            status=200,
+            content_type="application/json",
+            body=json.dumps(
+                {"schema": "powercontext.prepared-context.v1", "status": "ready", "content": "x", "content_bytes": 1}
+            ),
+        ),
+    )
+    p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=deploy")
+    _sign_in(p, ADMIN)
+    expect(p.locator("#scope option")).to_have_count(2)
+    p.click("#run")
+    p.wait_for_selector("#receipt-dropped")
+    assert p.text_content("#content") == "x"
+    assert p.locator("tr.selected-row").count() == 0
+
+
+def test_page_headers_and_asset_size(seeded: Seeded) -> None:
+    page = httpx.get(f"{seeded.live.base_url}/inspector")
+    assert page.status_code == 200
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy and "unsafe-inline" not in policy
+    total = len(page.content)
+    for asset in ("inspector.js", "inspector.css"):
+        r = httpx.get(f"{seeded.live.base_url}/inspector/{asset}")
+        assert r.status_code == 200 and r.headers["content-security-policy"] == policy
+        total += len(r.content)
+    assert total <= 60 * 1024, f"assets total {total} bytes"
+    assert b"<script>" not in page.content, "no inline script"
+    assert httpx.get(f"{seeded.live.base_url}/inspector/..%2Fapp.py").status_code == 404
+
+
+def test_inspector_off_removes_the_route(tmp_path: Path) -> None:
+    with live_server(tmp_path, {"POWERCONTEXT_INSPECTOR": "off"}) as live:
+        assert httpx.get(f"{live.base_url}/inspector").status_code == 404
+        assert httpx.get(f"{live.base_url}/inspector/inspector.js").status_code == 404
+
+
+def test_26_item_receipt_renders_within_100_ms(seeded: Seeded, page: Watched) -> None:
+    admin = seeded.admin
+    ids = [f"perf:{i}" for i in range(8)]
+    for sid in reversed(ids):
+        refs = ids[1:] if sid == ids[0] else []
+        _ok(admin.post("/v1/scopes", json={"scope_id": sid, "title": sid, "context_references": refs}))
+        entries = [{"key": "language", "value": "Python"}, {"key": "note", "value": "perfword settles nightly"}]
+        _ok(admin.put(f"/v1/scopes/{sid}/profile", json={"entries": entries}))
+    head = ids[0]
+    for i in range(8):
+        _ok(admin.post(f"/v1/scopes/{head}/atomic-memory", json={"text": f"perfword memory {i}", "kind": "fact"}))
+        _ok(admin.post(f"/v1/scopes/{head}/topic-memory", json={"title": f"perfword {i}", "body": f"perfword {i}."}))
+    for i in range(2):
+        proposal = {"situation": f"perfword case {i}", "what_worked": "replay", "what_to_avoid": "hand edits"}
+        candidate = _ok(admin.post(f"/v1/scopes/{head}/experience/candidates", json=proposal))
+        review = f"/v1/scopes/{head}/experience/candidates/{candidate['candidate_id']}/review"
+        _ok(admin.post(review, json={"decision": "approve"}))
+    p = page.page
+    p.goto(f"{seeded.live.base_url}/inspector#scope={head}&q=perfword&max_bytes=32768")
+    _sign_in(p, ADMIN)
+    expect(p.locator("#scope option")).to_have_count(10)
+    p.fill("#sections-a", "memory=8, topic-memory=8, profile=8, experience=2")
+    body = _prepare_in_page(p)
+    assert len(body["receipt"]["selected"]) == 26
+    assert p.locator("tr.selected-row").count() == 26
+    render_ms = float(p.evaluate("document.body.dataset.renderMs"))
+    print(f"first render of a 26-item Receipt: {render_ms:.1f} ms")
+    assert render_ms <= 100
+
+
+def test_cli_inspect_prints_a_prefilled_address() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "powercontext", "inspect", "-s", WEB, "-q", "why deploy?", "--no-browser"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": "http://127.0.0.1:9"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "http://127.0.0.1:9/inspector#scope=proj%3Aweb&q=why%20deploy%3F&max_bytes=8000"
