@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,14 +139,15 @@ _SAFETY_CONFIG: Final = (
 _KEPT_ENV: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 
 
-def git_environment(home: str) -> dict[str, str]:
-    """The environment git runs with: no system or global configuration, ``home`` (empty) as ``HOME``,
-    no transport at all (a lazy fetch would run ``remote.*.uploadpack``, ``ext::`` commands or ssh),
+def git_environment() -> dict[str, str]:
+    """The environment git runs with: no system or global configuration (``HOME`` and ``XDG_CONFIG_HOME``
+    are ``/dev/null``, under which no file can exist, so no user-level config, excludes or attributes are
+    read), no transport at all (a lazy fetch would run ``remote.*.uploadpack``, ``ext::`` commands or ssh),
     and no optional locks (a read-only listing must not write the index, which would run hooks)."""
     env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
     env.update(
-        HOME=home,
-        XDG_CONFIG_HOME=home,
+        HOME=os.devnull,
+        XDG_CONFIG_HOME=os.devnull,
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,
         GIT_ATTR_NOSYSTEM="1",
@@ -170,16 +170,15 @@ def _git(cwd: Path, *args: str) -> bytes | None:
     overrides = [arg for setting in _SAFETY_CONFIG for arg in ("-c", setting)]
     command = [git, "--no-pager", "--no-optional-locks", *overrides, *args]
     try:
-        with tempfile.TemporaryDirectory(prefix="powercontext-git-") as home:
-            done = subprocess.run(
-                command,
-                cwd=cwd,
-                env=git_environment(home),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            env=git_environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
