@@ -151,8 +151,9 @@ def git_environment() -> dict[str, str]:
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,
         GIT_ATTR_NOSYSTEM="1",
-        # A whitelist naming no real transport: it overrides any protocol.<name>.allow of the repository.
-        GIT_ALLOW_PROTOCOL="none",
+        # An allow-list naming no transport (a "/" can be in no transport or remote-helper name): it
+        # overrides any protocol.<name>.allow of the repository.
+        GIT_ALLOW_PROTOCOL="no/transport",
         GIT_NO_LAZY_FETCH="1",  # git 2.44+; older versions are held by GIT_ALLOW_PROTOCOL alone
         GIT_OPTIONAL_LOCKS="0",
         GIT_TERMINAL_PROMPT="0",
