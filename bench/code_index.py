@@ -13,6 +13,7 @@ client-side wall time of the HTTP calls. No targets: figures only.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
@@ -169,7 +170,9 @@ def main() -> int:
         t0 = time.perf_counter()
         make_tree(tree, args.files, args.git)
         print(f"generated {args.files:,} files in {time.perf_counter() - t0:.1f} s (not timed below)")
-        with running_server(work / "code.db", work) as server, http_client(server) as client:
+        # The Server indexes only inside its code roots: this repository and the temporary tree.
+        roots = {"POWERCONTEXT_CODE_ROOTS": os.pathsep.join([str(BENCH_DIR.parent), str(work)])}
+        with running_server(work / "code.db", work, env=roots) as server, http_client(server) as client:
             create_scope(client, "bench-repo")
             create_scope(client, "bench-code")
             report("this repository", *index(client, "bench-repo", BENCH_DIR.parent))

@@ -116,9 +116,16 @@ def live_server(
         _stop_server(live)
 
 
+def code_roots_for_tests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Lets a server index the test's temporary directories (every ``tmp_path`` lies under the base) and this
+    repository's sources (the server's current directory)."""
+    roots = (str(tmp_path_factory.getbasetemp()), str(REPO_ROOT / "src"))
+    return {"POWERCONTEXT_CODE_ROOTS": os.pathsep.join(roots)}
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with live_server(tmp_path_factory.mktemp("server")) as live:
+    with live_server(tmp_path_factory.mktemp("server"), code_roots_for_tests(tmp_path_factory)) as live:
         yield live
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -118,8 +119,11 @@ class Runtime:
         builder: PreparedContextBuilder | None = None,
         receipt_assembler: ReceiptAssembler | None = None,
         disabled_families: frozenset[str] = frozenset(),
+        code_roots: tuple[Path, ...] = (),
     ) -> None:
+        """``code_roots``: the directories ``code_indexer`` may index (none by default)."""
         self.store = store
+        self.code_roots = code_roots
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
         self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
             store.search_text, store.search_vector, self.embedder, hybrid_weights
@@ -157,6 +161,7 @@ class Runtime:
                 settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k
             ),
             disabled_families=settings.disabled_families,
+            code_roots=settings.code_roots,
         )
         runtime.report_vector_index()
         return runtime
@@ -234,8 +239,10 @@ class Runtime:
         return store.revise_topic(scope_id, artifact_id, expected_revision, title, body, tags, embedding)
 
     def code_indexer(self, store: CodeStore) -> CodeIndexer:
-        """An indexer that stores each new chunk's embedding when a provider is configured."""
-        return CodeIndexer(store, embed=self.embedder.embed_for_write if self.embedder.configured else None)
+        """An indexer confined to ``code_roots`` that stores each new chunk's embedding when a provider is
+        configured."""
+        embed = self.embedder.embed_for_write if self.embedder.configured else None
+        return CodeIndexer(store, embed=embed, roots=self.code_roots)
 
     def _embedding_for(self, text: str) -> Embedding | None:
         return self.embedder.embed_for_write([text])[0]

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from powercontext.code.confine import is_never_indexable
 from powercontext.inference.config import EmbeddingConfig
 
 DEFAULT_HOST = "127.0.0.1"
@@ -43,6 +44,8 @@ class Settings:
     access_file: Path | None = None
     # The Context Inspector page at /inspector (POWERCONTEXT_INSPECTOR=off removes the route).
     inspector: bool = True
+    # Directories the Server may index over HTTP (POWERCONTEXT_CODE_ROOTS); empty: none.
+    code_roots: tuple[Path, ...] = ()
 
     @classmethod
     def from_env(cls, db: str | None = None, host: str | None = None, port: int | None = None) -> Settings:
@@ -64,6 +67,7 @@ class Settings:
             if env.get("POWERCONTEXT_ACCESS_FILE")
             else None,
             inspector=_switch(env, "POWERCONTEXT_INSPECTOR", default=True),
+            code_roots=_code_roots(env.get("POWERCONTEXT_CODE_ROOTS", "")),
         )
 
 
@@ -89,6 +93,23 @@ def _families(raw: str) -> frozenset[str]:
             "POWERCONTEXT_DISABLED_FAMILIES takes a comma-separated list of " + ", ".join(DISABLEABLE_FAMILIES)
         )
     return names
+
+
+def _code_roots(raw: str) -> tuple[Path, ...]:
+    """``os.pathsep``-separated absolute directories (``~`` expanded); empty entries are skipped."""
+    roots: list[Path] = []
+    for entry in (e.strip() for e in raw.split(os.pathsep)):
+        if not entry:
+            continue
+        root = Path(entry).expanduser()
+        if not root.is_absolute():
+            raise SettingsError(f"POWERCONTEXT_CODE_ROOTS takes absolute directories separated by {os.pathsep!r}")
+        if is_never_indexable(os.path.abspath(root)) or is_never_indexable(os.path.realpath(root)):
+            raise SettingsError("POWERCONTEXT_CODE_ROOTS may not list /proc, /sys, /dev or a directory in them")
+        if not root.is_dir():
+            raise SettingsError("POWERCONTEXT_CODE_ROOTS lists a path that is not an existing directory")
+        roots.append(root)
+    return tuple(roots)
 
 
 def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float) -> float:

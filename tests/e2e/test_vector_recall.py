@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.code_support import make_git_repo
-from tests.conftest import REPO_ROOT, LiveServer, live_server
+from tests.conftest import REPO_ROOT, LiveServer, code_roots_for_tests, live_server
 from tests.embedding_fixture import EmbeddingServer, start_embedding_server
 from tests.support import Api, free_port, unique
 
@@ -45,7 +45,8 @@ def embeddings() -> Iterator[EmbeddingServer]:
 
 @pytest.fixture(scope="module")
 def vector_server(tmp_path_factory: pytest.TempPathFactory, embeddings: EmbeddingServer) -> Iterator[LiveServer]:
-    with live_server(tmp_path_factory.mktemp("vector"), provider_settings(embeddings.base_url)) as live:
+    settings = provider_settings(embeddings.base_url) | code_roots_for_tests(tmp_path_factory)
+    with live_server(tmp_path_factory.mktemp("vector"), settings) as live:
         yield live
 
 

@@ -12,7 +12,7 @@ from powercontext.code.errors import InvalidCodePath
 from powercontext.code.indexer import CodeIndexer, IndexReport
 from powercontext.search.code import CodeHit, CodeSearch
 from powercontext.store.code import CodeStore, NewCodeFile
-from powercontext.store.errors import ScopeNotFound
+from powercontext.store.errors import CodeNotFound, ScopeNotFound
 from powercontext.store.sqlite import SqliteStore
 from tests.code_support import FIRST_RUN, INDEXED, SECRET_MARKER, lines_of, make_git_repo, sha256_of_file, write
 
@@ -171,6 +171,21 @@ def test_a_failed_run_keeps_every_file_at_its_old_or_new_state(store: SqliteStor
     assert store.code_file_hashes("s", first.fingerprint) == {
         p: sha256_of_file(repo / p) for p in INDEXED - {"docs/notes.txt"}
     }
+
+
+def test_a_failed_first_run_leaves_no_tree_behind(store: SqliteStore, repo: Path) -> None:
+    failing = FailingStore(store, fail_on=2)
+    with pytest.raises(RuntimeError):
+        CodeIndexer(failing, batch_files=3).index("s", repo)  # type: ignore[arg-type]
+    assert failing.puts == 2  # the first batch had landed before the failure
+    assert not store.has_code_trees("s")
+    assert top(store, "parse webhook payload retry charge ledger", 50) == []
+    report = CodeIndexer(store).index("s", repo)
+    assert counts(report) == FIRST_RUN
+    with pytest.raises(CodeNotFound):
+        store.get_code_tree("s", "git:not-a-tree")
+    store.forget_code_tree("s", "git:not-a-tree")  # nothing to forget: no error
+    assert store.has_code_trees("s")
 
 
 def test_small_batches_give_the_same_index(store: SqliteStore, repo: Path, tmp_path: Path) -> None:

@@ -2,10 +2,11 @@
 
 * A **git work tree** (``git rev-parse --show-toplevel`` succeeds) lists
   ``git ls-files -z --cached --others --exclude-standard``: tracked files plus untracked files that
-  are not ignored, so every ignore rule git knows (nested ``.gitignore``, ``.git/info/exclude``,
-  global excludes) is honoured, and a new file counts before its first commit. Tracked files deleted
-  from the work tree are not candidates. Run from a subdirectory of a repository, only that
-  subdirectory is listed, with paths relative to it.
+  are not ignored, so the repository's ignore rules (nested ``.gitignore``, ``.git/info/exclude``) are
+  honoured, and a new file counts before its first commit. Tracked files deleted from the work tree
+  are not candidates. Run from a subdirectory of a repository, only that subdirectory is listed, with
+  paths relative to it. git runs without the system and global configuration and with every setting
+  that names a command overridden (see ``_git``): a repository's own configuration is not trusted.
 * A **plain directory** is walked: a top-level ``.gitignore`` is honoured (see ``ignore``), symlinked
   directories are not entered, and the walk never crosses into another file system (``/proc`` and
   friends cannot be reached from ``/``).
@@ -19,11 +20,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from powercontext.code.errors import CodeTreeTooLarge, InvalidCodePath
+from powercontext.code.confine import index_root
+from powercontext.code.errors import CodeTreeTooLarge
 from powercontext.code.ignore import IgnoreRules
 
 MAX_FILES: Final = 100_000
@@ -46,22 +49,23 @@ class WorkTree:
     prefix: str  # ``root`` relative to the git top level ("" at the top, and for plain directories)
 
 
-def open_work_tree(path: Path) -> WorkTree:
-    """Resolve ``path`` (relative to the current directory) and find out what kind of tree it is."""
-    try:
-        root = path.resolve(strict=True)
-        is_dir = root.is_dir()
-    except (OSError, ValueError, RuntimeError):  # missing, NUL or unencodable, or a symlink loop
-        is_dir = False
-    if not is_dir:
-        raise InvalidCodePath("path must name an existing directory on the server")
+def open_work_tree(path: Path, roots: Sequence[Path] | None = None) -> WorkTree:
+    """Resolve ``path`` (relative to the current directory) and find out what kind of tree it is.
+
+    Raises ``CodeRootForbidden`` and ``InvalidCodePath`` as ``confine.index_root`` does: ``roots`` are
+    the directories it must lie in (``None``: any directory but ``/proc``, ``/sys`` and ``/dev``).
+    """
+    root = index_root(path, roots)
     toplevel = _git(root, "rev-parse", "--show-toplevel")
     if toplevel is None:
         return WorkTree(root, "dir", None, "")
-    top = Path(os.fsdecode(toplevel.rstrip(b"\n"))).resolve()
+    try:
+        top = Path(os.fsdecode(toplevel.rstrip(b"\n"))).resolve()
+    except (OSError, ValueError, RuntimeError):  # a core.worktree that cannot be resolved
+        return WorkTree(root, "dir", None, "")
     prefix = root.relative_to(top).as_posix() if root != top and root.is_relative_to(top) else ""
-    roots = _git(root, "rev-list", "--max-parents=0", "HEAD")
-    commits = sorted(roots.decode("ascii", "replace").split()) if roots else []
+    root_commits = _git(root, "rev-list", "--max-parents=0", "HEAD")
+    commits = sorted(root_commits.decode("ascii", "replace").split()) if root_commits else []
     return WorkTree(root, "git", commits[0] if commits else None, "" if prefix == "." else prefix)
 
 
@@ -114,18 +118,68 @@ def _root_ignore_rules(root: Path) -> IgnoreRules:
         return IgnoreRules("")
 
 
+# Settings a repository's configuration could use to make git run a command, each pinned on the command
+# line (command-line configuration wins over the repository's, includes too). Only plumbing that never
+# diffs, filters, pages or edits runs (rev-parse, rev-list, ls-files), so diff.external, textconv,
+# clean/smudge filters, editors and gpg are never consulted; the pins below cover what those three can
+# reach: the fsmonitor hook (run when the index is read), hooks (run if the index were written), the
+# pager, credential helpers, and ssh for a partial clone's lazy fetch of a missing commit.
+_SAFETY_CONFIG: Final = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "core.sshCommand=false",
+    "core.askPass=",
+    "credential.helper=",
+    "core.untrackedCache=false",
+    "protocol.allow=never",
+)
+# Environment variables passed to git; everything else (GIT_DIR, GIT_CONFIG_*, GIT_SSH, PAGER, HOME...)
+# is dropped, so only the tree decides.
+_KEPT_ENV: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
+
+
+def git_environment() -> dict[str, str]:
+    """The environment git runs with: no system or global configuration (``HOME`` and ``XDG_CONFIG_HOME``
+    are ``/dev/null``, under which no file can exist, so no user-level config, excludes or attributes are
+    read), no transport at all (a lazy fetch would run ``remote.*.uploadpack``, ``ext::`` commands or ssh),
+    and no optional locks (a read-only listing must not write the index, which would run hooks)."""
+    env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+    env.update(
+        HOME=os.devnull,
+        XDG_CONFIG_HOME=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_ATTR_NOSYSTEM="1",
+        # An allow-list naming no transport (a "/" can be in no transport or remote-helper name): it
+        # overrides any protocol.<name>.allow of the repository.
+        GIT_ALLOW_PROTOCOL="no/transport",
+        GIT_NO_LAZY_FETCH="1",  # git 2.44+; older versions are held by GIT_ALLOW_PROTOCOL alone
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_PAGER="cat",
+        PAGER="cat",
+    )
+    return env
+
+
 def _git(cwd: Path, *args: str) -> bytes | None:
     """Run git in ``cwd``; its stdout, or ``None`` on any failure (no git, not a work tree, no commits)."""
     git = shutil.which("git")
     if git is None:
         return None
-    # Only the tree decides: inherited GIT_DIR/GIT_WORK_TREE/GIT_INDEX_FILE would point git elsewhere,
-    # and optional locks would make a read-only listing write the index.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["GIT_TERMINAL_PROMPT"] = "0"
+    overrides = [arg for setting in _SAFETY_CONFIG for arg in ("-c", setting)]
+    command = [git, "--no-pager", "--no-optional-locks", *overrides, *args]
     try:
-        done = subprocess.run([git, *args], cwd=cwd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            env=git_environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None

@@ -17,6 +17,12 @@ class InvalidCodePath(CodeError):
     code, status = "invalid-code-path", 422
 
 
+class CodeRootForbidden(CodeError):
+    """The path is not one this caller may index: outside the operator's code roots, or a kernel file system."""
+
+    code, status = "code-root-forbidden", 403
+
+
 class InvalidLineRange(CodeError):
     code, status = "invalid-line-range", 422
 

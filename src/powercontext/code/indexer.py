@@ -6,11 +6,13 @@ the writer lock for the whole run. A file whose ``file_sha256`` is already index
 changed file has its chunks replaced; indexed files that are no longer candidates (deleted, now
 ignored, binary, too large or a symlink) are removed in the final transaction, which only runs once
 every batch succeeded. A failed run therefore leaves each file at either its previous or its new
-index state, and removes nothing; running it again completes it.
+index state, and removes nothing; running it again completes it. A failed first run of a tree leaves
+no registration behind: the tree, with whatever batches it wrote, is forgotten.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -27,6 +29,7 @@ from powercontext.code.paths import ReadOutcome, is_valid_relative_path, read_tr
 from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES, CodeIndexResult
 from powercontext.store.base import Embedding
 from powercontext.store.code import CodeStore, NewCodeChunk, NewCodeFile
+from powercontext.store.errors import CodeNotFound
 
 # A line longer than a chunk cannot be cited whole: such files are minified or generated.
 MAX_LINE_BYTES: Final = MAX_CHUNK_BYTES
@@ -67,10 +70,16 @@ class CodeIndexer:
         batch_files: int = BATCH_FILES,
         max_files: int = MAX_FILES,
         embed: Callable[[Sequence[str]], list[Embedding | None]] | None = None,
+        roots: Sequence[Path] | None = None,
     ) -> None:
-        """``embed`` (e.g. ``GuardedEmbedder.embed_for_write``) gives each new chunk its vector, stored with it."""
+        """``embed`` (e.g. ``GuardedEmbedder.embed_for_write``) gives each new chunk its vector, stored with it.
+
+        ``roots`` confines indexing to these directories (an empty sequence: none at all); ``None`` lets
+        it index any directory this process can read, except ``/proc``, ``/sys`` and ``/dev``.
+        """
         self._store = store
         self._embed = embed
+        self._roots = None if roots is None else tuple(roots)
         self._batch_files = batch_files
         self._max_files = max_files
 
@@ -84,13 +93,38 @@ class CodeIndexer:
     ) -> IndexReport:
         """Index the directory at ``path`` (relative paths resolve against the current directory).
 
-        Raises ``InvalidCodePath`` (not a directory), ``CodeTreeTooLarge``, ``ScopeNotFound``. ``progress``
+        Raises ``CodeRootForbidden`` (outside the roots, or a kernel file system), ``InvalidCodePath`` (not a
+        readable directory), ``CodeTreeTooLarge``, ``ScopeNotFound``; nothing is registered then. ``progress``
         is called with ``(done, total)`` candidate files after each file.
         """
-        tree = open_work_tree(path)
+        tree = open_work_tree(path, self._roots)
         fp = fingerprint(scope_id, tree)
         paths = list_files(tree, self._max_files)
+        try:
+            self._store.get_code_tree(scope_id, fp)
+            first_run = False
+        except CodeNotFound:
+            first_run = True
         self._store.register_code_tree(scope_id, fp, tree.kind, str(tree.root), max_file_bytes)
+        try:
+            return self._index_files(scope_id, fp, tree.kind, tree.root, paths, max_file_bytes, progress)
+        except BaseException:  # an interrupted CLI run too
+            if first_run:
+                # Best effort: the original failure is what the caller must see.
+                with contextlib.suppress(Exception):
+                    self._store.forget_code_tree(scope_id, fp)
+            raise
+
+    def _index_files(
+        self,
+        scope_id: str,
+        fp: str,
+        kind: TreeKind,
+        root: Path,
+        paths: list[str],
+        max_file_bytes: int,
+        progress: ProgressCallback | None,
+    ) -> IndexReport:
         known = self._store.code_file_hashes(scope_id, fp)
         counts: Counter[Outcome] = Counter()
         kept: set[str] = set()
@@ -98,7 +132,7 @@ class CodeIndexer:
         batch_bytes = 0
         total = len(paths)
         for done, relative in enumerate(paths, start=1):
-            outcome, new = _prepare_file(tree.root, relative, max_file_bytes, known.get(relative))
+            outcome, new = _prepare_file(root, relative, max_file_bytes, known.get(relative))
             counts[outcome] += 1
             if outcome in ("indexed", "unchanged"):
                 kept.add(relative)
@@ -116,7 +150,7 @@ class CodeIndexer:
         chunks = self._store.finish_code_index(scope_id, fp, removed)
         return IndexReport(
             fingerprint=fp,
-            kind=tree.kind,
+            kind=kind,
             files_seen=total - counts["missing"],
             files_indexed=counts["indexed"],
             files_unchanged=counts["unchanged"],

@@ -10,6 +10,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Final
 
+from powercontext.code.confine import is_never_indexable
+
 MAX_PATH_CHARS: Final = 1024
 
 
@@ -29,9 +31,14 @@ def is_valid_relative_path(path: str) -> bool:
 
 def inside(root: Path, relative: str) -> Path | None:
     """``root / relative`` when it stays inside ``root`` (absolute and canonical) once every symlink is
-    resolved; ``None`` when it escapes. ``relative`` must be valid (``is_valid_relative_path``)."""
+    resolved, and out of ``/proc``, ``/sys`` and ``/dev``; ``None`` when it escapes or cannot be resolved.
+    ``relative`` must be valid (``is_valid_relative_path``)."""
     full = root / relative
-    if not os.path.realpath(full).startswith(str(root).rstrip("/") + "/"):
+    try:
+        real = os.path.realpath(full)
+    except (OSError, ValueError):  # e.g. a symlink whose target may not be read, like /proc/1/cwd
+        return None
+    if not real.startswith(str(root).rstrip("/") + "/") or is_never_indexable(real):
         return None
     return full
 

@@ -18,11 +18,14 @@ def _matches(pattern: str, scope_id: str) -> bool:
 
 @dataclass(frozen=True)
 class Principal:
-    """A caller and its grants. Write implies read."""
+    """A caller and its grants. Write implies read. Index (having the Server read a directory of its own
+    file system into a Scope's code evidence) is a grant of its own: write does not imply it, and it
+    implies nothing else."""
 
     name: str
     read: tuple[str, ...]
     write: tuple[str, ...]
+    index: tuple[str, ...] = ()
 
     def can_read(self, scope_id: str) -> bool:
         return any(_matches(p, scope_id) for p in (*self.read, *self.write))
@@ -30,16 +33,21 @@ class Principal:
     def can_write(self, scope_id: str) -> bool:
         return any(_matches(p, scope_id) for p in self.write)
 
+    def can_index(self, scope_id: str) -> bool:
+        return any(_matches(p, scope_id) for p in self.index)
 
-# Without an access file the Server is a single-user local service: one principal that may do anything.
-OPEN_ACCESS = Principal("local", ("*",), ("*",))
+
+# Without an access file the Server is a single-user local service: one principal that may do anything
+# (indexing is still confined to the operator's POWERCONTEXT_CODE_ROOTS).
+OPEN_ACCESS = Principal("local", ("*",), ("*",), ("*",))
 
 
 class ScopeForbidden(RequestRefused):
     code, status = "scope-forbidden", 403
 
-    def __init__(self, action: str) -> None:
-        super().__init__(f"this token may not {action} that Scope; ask for a grant in the access file")
+    def __init__(self, action: str, grant: str | None = None) -> None:
+        wanted = f"an {grant!r} grant" if grant else "a grant"
+        super().__init__(f"this token may not {action} that Scope; ask for {wanted} in the access file")
 
 
 class Unauthenticated(RequestRefused):

@@ -18,6 +18,8 @@ from powercontext.domain.access import OPEN_ACCESS, Principal, ScopeForbidden, U
 
 # POST routes under a Scope that only read.
 _READ_ONLY_POSTS = ("/search", "/query")
+# POST routes under a Scope that read the Server's file system: they need the index grant, not write.
+_INDEX_POSTS = ("/code/index",)
 
 
 class AccessFileError(ValueError):
@@ -30,7 +32,8 @@ class AccessTable:
 
     @classmethod
     def load(cls, path: Path) -> AccessTable:
-        """``{"principals": [{"name", "token_sha256", "read": [patterns], "write": [patterns]}]}``."""
+        """``{"principals": [{"name", "token_sha256", "read": [patterns], "write": [patterns],
+        "index": [patterns]}]}``."""
         try:
             data: Any = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -46,6 +49,7 @@ class AccessTable:
                     str(entry["name"]),
                     tuple(str(p) for p in entry.get("read", [])),
                     tuple(str(p) for p in entry.get("write", [])),
+                    tuple(str(p) for p in entry.get("index", [])),
                 )
             except (KeyError, TypeError, AttributeError):
                 raise AccessFileError(f"principal {i} needs a name and a token_sha256") from None
@@ -78,13 +82,17 @@ def current_principal(request: Request) -> Principal:
 
 
 def authorize(request: Request) -> Principal:
-    """Route dependency: an authenticated caller, allowed to read (or write) the path's Scope if it names one."""
+    """Route dependency: an authenticated caller, allowed to read, write or index into the path's Scope if
+    it names one."""
     principal = current_principal(request)
     scope_id = request.path_params.get("scope_id")
     if scope_id is not None:
-        reads = request.method in ("GET", "HEAD") or (
-            request.method == "POST" and request.url.path.endswith(_READ_ONLY_POSTS)
-        )
+        post = request.method == "POST"
+        if post and request.url.path.endswith(_INDEX_POSTS):
+            if not principal.can_index(scope_id):
+                raise ScopeForbidden("index code into", grant="index")
+            return principal
+        reads = request.method in ("GET", "HEAD") or (post and request.url.path.endswith(_READ_ONLY_POSTS))
         if reads and not principal.can_read(scope_id):
             raise ScopeForbidden("read")
         if not reads and not principal.can_write(scope_id):

@@ -98,6 +98,10 @@ class CodeStore(Protocol):
         """Remove these files, stamp ``indexed_at``; returns the tree's chunk count (raises ``CodeNotFound``)."""
         ...
 
+    def forget_code_tree(self, scope_id: str, fingerprint: str) -> None:
+        """Remove the tree with its files and chunks (nothing for an unknown tree): a failed first index."""
+        ...
+
     def get_code_tree(self, scope_id: str, fingerprint: str) -> CodeTreeRecord:
         """Raises ``CodeNotFound`` for an unknown tree."""
         ...

@@ -47,6 +47,9 @@ def _code_store(runtime: Runtime) -> CodeStore:
     summary="Register a work tree on the Server's file system, or re-index it incrementally",
 )
 def index(scope_id: str, body: CodeIndexRequest, runtime: RuntimeDep) -> CodeIndexResult:
+    """Needs the ``index`` grant. The path must lie in one of the directories the operator listed in
+    ``POWERCONTEXT_CODE_ROOTS`` once symlinks are resolved (403 ``code-root-forbidden`` otherwise, and always
+    when none are listed); a path that is not a readable directory is 422 ``invalid-code-path``."""
     # The Scope first: an unknown Scope never costs a file-system walk.
     runtime.store.get_scope(scope_id)
     store = _code_store(runtime)

@@ -124,6 +124,18 @@ class SqliteCodeStore(SqliteConnections):
             conn.execute("UPDATE code_trees SET indexed_at = ?, chunk_count = ? WHERE id = ?", (_now(), count, tree))
         return int(count)
 
+    def forget_code_tree(self, scope_id: str, fingerprint: str) -> None:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT id FROM code_trees WHERE scope_id = ? AND fingerprint = ?", (scope_id, fingerprint)
+            ).fetchone()
+            if row is None:
+                return
+            for (file_id,) in conn.execute("SELECT id FROM code_files WHERE tree = ?", (row[0],)).fetchall():
+                self._forget_chunks(conn, scope_id, file_id)
+            conn.execute("DELETE FROM code_files WHERE tree = ?", (row[0],))
+            conn.execute("DELETE FROM code_trees WHERE id = ?", (row[0],))
+
     def _forget_chunks(self, conn: Any, scope_id: str, file_id: int) -> None:
         for chunk_id in _delete_chunks(conn, file_id):
             self._changes.unsearchable(conn, scope_id, CODE, chunk_id)
