@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, Literal
 
+from powercontext.contract.prompts import PromptCapability
 from powercontext.prompts.content import compile_custom, validate
 from powercontext.prompts.definitions import (
     BUILTIN_DEFINITIONS,
@@ -101,3 +102,12 @@ def prompt_resolver_for(store: object) -> PromptResolver:
     if isinstance(store, PromptStore):
         return ScopePromptResolver(store)
     return resolve_builtin
+
+
+def prompt_capabilities(store: object) -> dict[str, PromptCapability]:
+    """The capabilities' ``prompts`` map: every registered key, its versions, and whether Scopes may override it."""
+    status: Literal["supported", "unsupported"] = "supported" if isinstance(store, PromptStore) else "unsupported"
+    return {
+        key: PromptCapability(status=status, definition_version=d.definition_version, builtin_version=d.builtin_version)
+        for key, d in BUILTIN_DEFINITIONS.items()
+    }

@@ -13,7 +13,18 @@ from powercontext.runtime import Runtime
 from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.middleware import RequestIdMiddleware
-from powercontext.server.routes import artifacts, code, context, experiences, health, memory, profile, scopes, topics
+from powercontext.server.routes import (
+    artifacts,
+    code,
+    context,
+    experiences,
+    health,
+    memory,
+    profile,
+    prompts,
+    scopes,
+    topics,
+)
 from powercontext.server.routes.deps import errors
 
 
@@ -45,6 +56,7 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
         topics.router,
         experiences.router,
         profile.router,
+        prompts.router,
         artifacts.router,
         context.router,
         code.router,
