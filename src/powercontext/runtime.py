@@ -32,6 +32,7 @@ from powercontext.contract.prepare import (
 from powercontext.domain.access import ScopeForbidden
 from powercontext.domain.errors import RequestRefused
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
+from powercontext.prompts.resolver import prompt_capabilities
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
 from powercontext.recall.readers import (
     AtomicMemoryReader,
@@ -257,6 +258,7 @@ class Runtime:
             ],
             search_modes=list(self.atomic_search.available_modes),
             embedding_model=self.embedder.model_id if self.embedder.configured else None,
+            prompts=prompt_capabilities(self.store),
             limits=Limits(
                 max_bytes_min=MIN_MAX_BYTES,
                 max_bytes_max=MAX_MAX_BYTES,

@@ -19,6 +19,7 @@ from powercontext.contract.families import (
     TopicMemoryRevise,
 )
 from powercontext.contract.memory import AtomicMemory
+from powercontext.contract.prompts import PromptArtifact
 from powercontext.domain.families import FamilyTransitionRefused, family_next_state
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import ExperienceContent, ExperienceRecord, ProfileEntry, ProfileRecord, TopicRecord
@@ -111,8 +112,13 @@ def test_artifact_view_tells_families_apart_by_the_address() -> None:
             Experience,
         ),
         ({**common, "artifact_address": _address("profile", "profile"), "entries": []}, Profile),
+        (
+            {**common, "artifact_address": _address("prompt", "memory.rerank"), "state": "active",
+             "schema_version": "powercontext.prompt.v1", "mode": "auto", "instructions": "", "demonstrations": []},
+            PromptArtifact,
+        ),
     ]  # fmt: skip
     for data, model in samples:
         assert type(view.validate_python(data)) is model
     schema = view.json_schema()
-    assert len(schema["oneOf"]) == 4
+    assert len(schema["oneOf"]) == 5

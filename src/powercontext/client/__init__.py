@@ -10,6 +10,7 @@ import httpx
 from pydantic import BaseModel
 
 from powercontext.client.families import FamilyClientMixin
+from powercontext.client.prompts import PromptClientMixin
 from powercontext.contract.capabilities import Capabilities
 from powercontext.contract.code import CodeIndexResult, CodeQueryResult, CodeSnippetResult
 from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchModePolicy
@@ -39,10 +40,11 @@ class PowerContextError(Exception):
         self.request_id = request_id
 
 
-class PowerContextClient(FamilyClientMixin):
+class PowerContextClient(FamilyClientMixin, PromptClientMixin):
     """Async client. Use as ``async with PowerContextClient(url) as client: ...`` or call ``aclose()``.
 
-    Topic Memory, Experience and Profile methods come from ``FamilyClientMixin``.
+    Topic Memory, Experience and Profile methods come from ``FamilyClientMixin``; Prompts from
+    ``PromptClientMixin``.
     """
 
     def __init__(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from powercontext.contract.common import StrictModel
+from powercontext.contract.prompts import PromptCapability
 
 
 class Limits(StrictModel):
@@ -30,3 +31,6 @@ class Capabilities(StrictModel):
         "model are never searched."
     )
     limits: Limits
+    prompts: dict[str, PromptCapability] = Field(
+        description="The registered Prompt keys a Scope may override (docs/prompts.md), with their versions."
+    )

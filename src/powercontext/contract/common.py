@@ -21,7 +21,7 @@ class StrictModel(BaseModel):
 
 
 Family = Literal["atomic-memory", "topic-memory", "experience", "profile", "code"]
-ArtifactFamily = Literal["atomic-memory", "topic-memory", "experience", "profile"]
+ArtifactFamily = Literal["atomic-memory", "topic-memory", "experience", "profile", "prompt"]
 MemoryKind = Literal["decision", "constraint", "fact", "state", "next-step", "outcome", "note"]
 LifecycleState = Literal["active", "forgotten", "retired", "merged"]
 SearchModePolicy = Literal["auto", "fts", "vector", "hybrid"]

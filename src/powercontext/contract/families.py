@@ -17,6 +17,7 @@ from powercontext.contract.common import (
 )
 from powercontext.contract.memory import AtomicMemory, IdempotencyKey
 from powercontext.contract.memory import Tag as TagText
+from powercontext.contract.prompts import PromptArtifact
 
 MAX_TOPIC_TITLE_CHARS = 200
 MAX_TOPIC_BODY_BYTES = 16_000
@@ -317,7 +318,8 @@ ArtifactView = Annotated[
     Annotated[AtomicMemory, Tag("atomic-memory")]
     | Annotated[TopicMemory, Tag("topic-memory")]
     | Annotated[Experience, Tag("experience")]
-    | Annotated[Profile, Tag("profile")],
+    | Annotated[Profile, Tag("profile")]
+    | Annotated[PromptArtifact, Tag("prompt")],
     Discriminator(_family_of),
 ]
 """Any family's exact revision, told apart by ``artifact_address.artifact.family``."""

@@ -1,4 +1,4 @@
-"""Topic Memory, Experience and Profile: identities and lifecycle rules, as pure functions."""
+"""Topic Memory, Experience, Profile and Prompt: identities and lifecycle rules, as pure functions."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from powercontext.contract.common import ArtifactFamily, LifecycleState
 TOPIC_MEMORY: Final[ArtifactFamily] = "topic-memory"
 EXPERIENCE: Final[ArtifactFamily] = "experience"
 PROFILE: Final[ArtifactFamily] = "profile"
+PROMPT: Final[ArtifactFamily] = "prompt"
 
 TOPIC_ID_PREFIX: Final = "tm_"
 EXPERIENCE_ID_PREFIX: Final = "ex_"
@@ -18,6 +19,7 @@ PROFILE_ARTIFACT_ID: Final = "profile"
 
 TopicAction = Literal["retire", "restore"]
 ExperienceAction = Literal["retire"]
+PromptAction = Literal["retire"]
 CandidateStatus = Literal["pending", "approved", "rejected"]
 
 _FAMILY_NAMES: Final[dict[ArtifactFamily, str]] = {
@@ -25,6 +27,7 @@ _FAMILY_NAMES: Final[dict[ArtifactFamily, str]] = {
     "experience": "Experience",
     "profile": "Profile",
     "atomic-memory": "Atomic Memory",
+    "prompt": "Prompt",
 }
 
 # Unlike Atomic Memory, a retired Topic Memory can come back: a topic is a place, not a claim.
@@ -32,6 +35,8 @@ _TRANSITIONS: Final[dict[tuple[ArtifactFamily, str], tuple[frozenset[LifecycleSt
     ("topic-memory", "retire"): (frozenset({"active"}), "retired"),
     ("topic-memory", "restore"): (frozenset({"retired"}), "active"),
     ("experience", "retire"): (frozenset({"active"}), "retired"),
+    # A retired Prompt resolves as the built-in; committing a new revision makes it active again.
+    ("prompt", "retire"): (frozenset({"active"}), "retired"),
 }
 
 

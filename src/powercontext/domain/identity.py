@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from powercontext.contract.common import ArtifactAddress, ArtifactRef, CodeEvidenceRef, Family
+from powercontext.contract.common import ArtifactAddress, ArtifactFamily, ArtifactRef, CodeEvidenceRef, Family
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,7 +13,7 @@ class ArtifactKey:
     """Scope-qualified exact revision: the same artifact id in two Scopes is two keys."""
 
     scope_id: str
-    family: Family
+    family: Family | ArtifactFamily  # "prompt" is an Artifact family that prepare never reads
     artifact_id: str
     revision: int
 

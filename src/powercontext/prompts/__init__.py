@@ -11,14 +11,22 @@ from powercontext.prompts.definitions import (
     compiled_digest,
     resolve_builtin,
 )
+from powercontext.prompts.errors import PromptContentInvalid, PromptUnavailable, UnknownPromptKey
+from powercontext.prompts.resolver import PromptResolver, ScopePromptResolver, prompt_resolver_for
 
 __all__ = [
     "BUILTIN_DEFINITIONS",
     "MEMORY_RERANK",
     "RECALL_EXPAND",
+    "PromptContentInvalid",
     "PromptDefinition",
+    "PromptResolver",
+    "PromptUnavailable",
     "ResolvedPrompt",
+    "ScopePromptResolver",
+    "UnknownPromptKey",
     "compile_instructions",
     "compiled_digest",
+    "prompt_resolver_for",
     "resolve_builtin",
 ]

@@ -14,7 +14,18 @@ from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.inspector import inspector_router
 from powercontext.server.middleware import RequestIdMiddleware
-from powercontext.server.routes import artifacts, code, context, experiences, health, memory, profile, scopes, topics
+from powercontext.server.routes import (
+    artifacts,
+    code,
+    context,
+    experiences,
+    health,
+    memory,
+    profile,
+    prompts,
+    scopes,
+    topics,
+)
 from powercontext.server.routes.deps import errors
 
 
@@ -53,6 +64,7 @@ def create_app(
         topics.router,
         experiences.router,
         profile.router,
+        prompts.router,
         artifacts.router,
         context.router,
         code.router,

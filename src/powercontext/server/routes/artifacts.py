@@ -10,17 +10,19 @@ from fastapi import APIRouter, Path
 from powercontext.contract.common import MAX_REVISION, ArtifactFamily
 from powercontext.contract.families import ArtifactView, Experience, Profile, TopicMemory
 from powercontext.contract.memory import AtomicMemory
+from powercontext.contract.prompts import PromptArtifact
 from powercontext.domain.families import PROFILE_ARTIFACT_ID
 from powercontext.runtime import Runtime
 from powercontext.server.family_mapping import experience_view, profile_view, topic_view
 from powercontext.server.mapping import memory_view
-from powercontext.server.routes.deps import RuntimeDep, errors, family_store_of
+from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors, family_store_of
 from powercontext.server.routes.profile import committed_head
+from powercontext.server.routes.prompts import prompt_artifact_view, prompt_store_of, require_body_access
 from powercontext.store.errors import ArtifactNotFound
 
 router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["artifacts"])
 
-AnyArtifact = AtomicMemory | TopicMemory | Experience | Profile
+AnyArtifact = AtomicMemory | TopicMemory | Experience | Profile | PromptArtifact
 HeadReader = Callable[[Runtime, str, str], AnyArtifact]
 RevisionReader = Callable[[Runtime, str, str, int], AnyArtifact]
 
@@ -41,19 +43,31 @@ def _profile_revision(runtime: Runtime, scope_id: str, artifact_id: str, revisio
     return profile_view(family_store_of(runtime).read_profile_revision(scope_id, revision))
 
 
+def _prompt_head(runtime: Runtime, scope_id: str, prompt_key: str) -> PromptArtifact:
+    head = prompt_store_of(runtime).read_prompt_head(scope_id, prompt_key)
+    if head is None:
+        runtime.store.get_scope(scope_id)
+        raise ArtifactNotFound("this Scope has no prompt Artifact for this key; it uses the built-in Prompt")
+    return prompt_artifact_view(head)
+
+
 # One reader per family; the handlers below have no per-family branches.
 HEADS: Final[dict[ArtifactFamily, HeadReader]] = {
     "atomic-memory": lambda rt, s, a: memory_view(rt.store.read_head(s, a)),
     "topic-memory": lambda rt, s, a: topic_view(family_store_of(rt).read_topic_head(s, a)),
     "experience": lambda rt, s, a: experience_view(family_store_of(rt).read_experience_head(s, a)),
     "profile": _profile_head,
+    "prompt": _prompt_head,
 }
 REVISIONS: Final[dict[ArtifactFamily, RevisionReader]] = {
     "atomic-memory": lambda rt, s, a, r: memory_view(rt.store.read_revision(s, a, r)),
     "topic-memory": lambda rt, s, a, r: topic_view(family_store_of(rt).read_topic_revision(s, a, r)),
     "experience": lambda rt, s, a, r: experience_view(family_store_of(rt).read_experience_revision(s, a, r)),
     "profile": _profile_revision,
+    "prompt": lambda rt, s, a, r: prompt_artifact_view(prompt_store_of(rt).read_prompt_revision(s, a, r)),
 }
+# Families whose bodies only callers that may write the Scope read (Scope read is checked for all).
+WRITERS_ONLY: Final[frozenset[ArtifactFamily]] = frozenset({"prompt"})
 
 
 @router.get(
@@ -62,7 +76,11 @@ REVISIONS: Final[dict[ArtifactFamily, RevisionReader]] = {
     responses=errors(404),
     summary="Read the current head of an Artifact of any family",
 )
-def read_head(scope_id: str, family: ArtifactFamily, artifact_id: str, runtime: RuntimeDep) -> ArtifactView:
+def read_head(
+    scope_id: str, family: ArtifactFamily, artifact_id: str, runtime: RuntimeDep, principal: PrincipalDep
+) -> ArtifactView:
+    if family in WRITERS_ONLY:
+        require_body_access(principal, scope_id)
     return HEADS[family](runtime, scope_id, artifact_id)
 
 
@@ -77,6 +95,9 @@ def read_revision(
     family: ArtifactFamily,
     artifact_id: str,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     revision: int = Path(ge=1, le=MAX_REVISION),
 ) -> ArtifactView:
+    if family in WRITERS_ONLY:
+        require_body_access(principal, scope_id)
     return REVISIONS[family](runtime, scope_id, artifact_id, revision)

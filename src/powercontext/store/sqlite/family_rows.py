@@ -125,6 +125,15 @@ def head_row(
     return row
 
 
+def family_heads(conn: Any, scope_id: str, family: ArtifactFamily) -> list[ArtifactRow]:
+    """Every head of one family in one Scope, in any state, ordered by artifact id."""
+    rows = conn.execute(
+        _SELECT + " WHERE a.scope_id = ? AND a.family = ? AND r.revision = a.head_revision ORDER BY a.artifact_id",
+        (scope_id, family),
+    ).fetchall()
+    return [_row(raw) for raw in rows]
+
+
 def revision_row(
     conn: Any,
     scope_id: str,

@@ -91,7 +91,7 @@ def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
 
 
 class SqliteStore(SqliteFamilies, SqliteCodeStore):
-    """The embedded default store (``Store``, ``FamilyStore`` and ``CodeStore``). Safe to share across threads."""
+    """The embedded default store (``Store``, ``FamilyStore``, ``PromptStore``, ``CodeStore``). Thread-safe."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

@@ -1,0 +1,192 @@
+"""Scope-owned Prompts: list the keys, show a key as the Scope resolves it, set a custom one or return to
+auto (compare-and-set), retire. Exact revisions are read through ``artifacts`` (family ``prompt``).
+
+Reads need Scope read; the compiled text and the Artifact bodies are shown only to callers that may write
+the Scope. Writes need Scope write (``authorize``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Path
+
+from powercontext.contract.prompts import (
+    PromptArtifact,
+    PromptDemonstration,
+    PromptKeyList,
+    PromptKeyStatus,
+    PromptLifecycle,
+    PromptWrite,
+    ResolvedPromptView,
+)
+from powercontext.domain.access import Principal, ScopeForbidden
+from powercontext.prompts.content import normalize, validate
+from powercontext.prompts.definitions import BUILTIN_DEFINITIONS, ResolvedPrompt
+from powercontext.prompts.errors import PromptUnavailable
+from powercontext.prompts.resolver import ScopePromptResolver
+from powercontext.runtime import Runtime
+from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
+from powercontext.store.base import PromptContent, PromptRecord, PromptStore
+from powercontext.store.base import PromptDemonstration as StoredDemonstration
+from powercontext.store.errors import StoreError
+
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["prompts"])
+
+PromptKeyPath = Path(min_length=1, max_length=128, description="A registered Prompt key, e.g. memory.rerank.")
+
+
+class PromptsUnsupported(StoreError):
+    code, status = "prompts-unsupported", 501
+
+    def __init__(self) -> None:
+        super().__init__("this store cannot hold Scope Prompts; every Scope uses the built-in Prompts")
+
+
+def prompt_store_of(runtime: Runtime) -> PromptStore:
+    store = runtime.store
+    if not isinstance(store, PromptStore):
+        raise PromptsUnsupported()
+    return store
+
+
+def require_body_access(principal: Principal, scope_id: str) -> None:
+    """Prompt bodies (instructions, demonstrations, compiled text) are for callers that may write the Scope."""
+    if not principal.can_write(scope_id):
+        raise ScopeForbidden("read the Prompt bodies of")
+
+
+def prompt_artifact_view(record: PromptRecord) -> PromptArtifact:
+    c = record.content
+    return PromptArtifact(
+        artifact_address=record.key.to_address(),
+        head_revision=record.head_revision,
+        state=record.state,
+        schema_version=c.schema_version,
+        mode=c.mode,
+        instructions=c.instructions,
+        demonstrations=[
+            PromptDemonstration(input=d.input, expected_output=d.expected_output) for d in c.demonstrations
+        ],
+        created_at=record.created_at,
+    )
+
+
+def _view(resolved: ResolvedPrompt, head: PromptRecord | None, show_text: bool) -> ResolvedPromptView:
+    selected = head if resolved.selection == "artifact" else None
+    return ResolvedPromptView(
+        scope_id=resolved.scope_id,
+        key=resolved.key,
+        definition_version=resolved.definition_version,
+        builtin_version=resolved.builtin_version,
+        selection=resolved.selection,
+        selected_version=resolved.selected_version,
+        compiled_digest=resolved.compiled_digest,
+        artifact_address=resolved.artifact_address,
+        demonstration_count=0 if selected is None else len(selected.content.demonstrations),
+        head_revision=0 if head is None else head.head_revision,
+        head_state=None if head is None else head.state,
+        compiled_text=resolved.compiled_text if show_text else None,
+    )
+
+
+def _resolve(runtime: Runtime, scope_id: str, key: str, principal: Principal) -> ResolvedPromptView:
+    store = prompt_store_of(runtime)
+    resolver = ScopePromptResolver(store)
+    definition = resolver.definition(key)
+    runtime.store.get_scope(scope_id)  # the prepare-path read below does not tell a missing Scope apart
+    head = store.read_prompt_head(scope_id, key)
+    resolved = resolver.resolve_head(scope_id, definition, head)
+    return _view(resolved, head, principal.can_write(scope_id))
+
+
+@router.get(
+    "/prompts",
+    operation_id="list_prompts",
+    responses=errors(404, 501),
+    summary="Every registered Prompt key as this Scope resolves it (identity and digest, never text)",
+)
+def list_prompts(scope_id: str, runtime: RuntimeDep) -> PromptKeyList:
+    store = prompt_store_of(runtime)
+    resolver = ScopePromptResolver(store)
+    heads = {h.key.artifact_id: h for h in store.list_prompt_heads(scope_id)}
+    items = []
+    for key, definition in BUILTIN_DEFINITIONS.items():
+        head = heads.get(key)
+        status: Literal["built_in", "artifact", "unavailable"]
+        digest: str | None
+        try:
+            resolved = resolver.resolve_head(scope_id, definition, head)
+            status, digest = resolved.selection, resolved.compiled_digest
+        except PromptUnavailable:
+            status, digest = "unavailable", None
+        items.append(
+            PromptKeyStatus(
+                key=key,
+                definition_version=definition.definition_version,
+                builtin_version=definition.builtin_version,
+                status=status,
+                compiled_digest=digest,
+                head_revision=0 if head is None else head.head_revision,
+                head_state=None if head is None else head.state,
+                head_mode=None if head is None else head.content.mode,
+            )
+        )
+    return PromptKeyList(items=items)
+
+
+@router.get(
+    "/prompts/{prompt_key}",
+    operation_id="get_prompt",
+    responses=errors(403, 404, 501, 503),
+    summary="The Prompt this Scope resolves for a key now (compiled text only with write access)",
+)
+def show_prompt(
+    scope_id: str, runtime: RuntimeDep, principal: PrincipalDep, prompt_key: str = PromptKeyPath
+) -> ResolvedPromptView:
+    return _resolve(runtime, scope_id, prompt_key, principal)
+
+
+@router.put(
+    "/prompts/{prompt_key}",
+    operation_id="set_prompt",
+    responses=errors(404, 409, 501),
+    summary="Write the next revision of this Scope's Prompt for a key: custom, or auto (compare-and-set)",
+)
+def set_prompt(
+    scope_id: str, body: PromptWrite, runtime: RuntimeDep, principal: PrincipalDep, prompt_key: str = PromptKeyPath
+) -> ResolvedPromptView:
+    store = prompt_store_of(runtime)
+    resolver = ScopePromptResolver(store)
+    definition = resolver.definition(prompt_key)
+    content = normalize(
+        PromptContent(
+            mode=body.mode,
+            instructions=body.instructions,
+            demonstrations=tuple(StoredDemonstration(d.input, d.expected_output) for d in body.demonstrations),
+            schema_version=body.schema_version,
+        )
+    )
+    validate(definition, content)
+    record = store.commit_prompt(scope_id, prompt_key, body.expected_revision, content)
+    return _view(resolver.resolve_head(scope_id, definition, record), record, principal.can_write(scope_id))
+
+
+@router.post(
+    "/prompts/{prompt_key}/lifecycle",
+    operation_id="change_prompt_lifecycle",
+    responses=errors(404, 409, 501),
+    summary="Retire this Scope's Prompt for a key: it uses the built-in again; every revision stays readable",
+)
+def change_lifecycle(
+    scope_id: str,
+    body: PromptLifecycle,
+    runtime: RuntimeDep,
+    principal: PrincipalDep,
+    prompt_key: str = PromptKeyPath,
+) -> ResolvedPromptView:
+    store = prompt_store_of(runtime)
+    resolver = ScopePromptResolver(store)
+    definition = resolver.definition(prompt_key)
+    record = store.change_prompt_lifecycle(scope_id, prompt_key, body.action, body.expected_revision)
+    return _view(resolver.resolve_head(scope_id, definition, record), record, principal.can_write(scope_id))

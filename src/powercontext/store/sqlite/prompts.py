@@ -1,0 +1,103 @@
+"""Scope-owned Prompts on SQLite: one ``prompt`` Artifact per (Scope, Prompt key), each commit a revision.
+
+Stored in the shared ``artifacts``/``revisions`` tables like the other families: ``artifact_id`` is the
+Prompt key, ``fields`` the ``powercontext.prompt.v1`` content as JSON, ``body`` the instructions. Prompts
+are never searched, so they have no full-text or vector projection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from powercontext.domain.families import PROMPT, FamilyTransitionRefused, PromptAction, family_next_state
+from powercontext.store.base import PromptContent, PromptDemonstration, PromptRecord
+from powercontext.store.errors import ArtifactNotFound, NotActive, RevisionConflict
+from powercontext.store.sqlite.connections import SqliteConnections
+from powercontext.store.sqlite.family_rows import (
+    ArtifactRow,
+    family_heads,
+    find_head,
+    head_row,
+    insert_artifact,
+    insert_revision,
+    now,
+    require_scope,
+    revision_row,
+    set_state,
+)
+
+
+def _not_found() -> ArtifactNotFound:
+    return ArtifactNotFound("this Scope has no prompt Artifact for this key; it uses the built-in Prompt")
+
+
+def _fields(content: PromptContent) -> dict[str, Any]:
+    return {
+        "schema_version": content.schema_version,
+        "mode": content.mode,
+        "instructions": content.instructions,
+        "demonstrations": [{"input": d.input, "expected_output": d.expected_output} for d in content.demonstrations],
+    }
+
+
+def _record(row: ArtifactRow) -> PromptRecord:
+    f = row.fields
+    content = PromptContent(
+        mode=f["mode"],
+        instructions=f["instructions"],
+        demonstrations=tuple(PromptDemonstration(d["input"], d["expected_output"]) for d in f["demonstrations"]),
+        schema_version=f["schema_version"],
+    )
+    return PromptRecord(row.key, row.head_revision, row.state, content, row.created_at)
+
+
+class SqlitePrompts(SqliteConnections):
+    """``PromptStore``; mixed into ``SqliteStore``."""
+
+    def commit_prompt(
+        self, scope_id: str, prompt_key: str, expected_revision: int, content: PromptContent
+    ) -> PromptRecord:
+        at = now()
+        with self._write() as conn:
+            head = find_head(conn, scope_id, PROMPT, prompt_key)
+            if head is None:
+                require_scope(conn, scope_id)
+            current = 0 if head is None else head.head_revision
+            if expected_revision != current:
+                raise RevisionConflict(expected_revision, current)
+            row_id = insert_artifact(conn, scope_id, PROMPT, prompt_key, at) if head is None else head.rowid
+            revision = current + 1
+            insert_revision(conn, row_id, revision, content.instructions, (), _fields(content), at)
+            if head is not None and head.state != "active":
+                set_state(conn, row_id, "active", at)
+            return _record(revision_row(conn, scope_id, PROMPT, prompt_key, revision))
+
+    def change_prompt_lifecycle(
+        self, scope_id: str, prompt_key: str, action: PromptAction, expected_revision: int | None
+    ) -> PromptRecord:
+        at = now()
+        with self._write() as conn:
+            head = head_row(conn, scope_id, PROMPT, prompt_key, _not_found)
+            if expected_revision is not None and expected_revision != head.head_revision:
+                raise RevisionConflict(expected_revision, head.head_revision)
+            try:
+                target = family_next_state(PROMPT, action, head.state)
+            except FamilyTransitionRefused as exc:
+                raise NotActive(str(exc)) from exc
+            set_state(conn, head.rowid, target, at)
+        return replace(_record(head), state=target)
+
+    def read_prompt_head(self, scope_id: str, prompt_key: str) -> PromptRecord | None:
+        head = find_head(self._reader(), scope_id, PROMPT, prompt_key)
+        return None if head is None else _record(head)
+
+    def read_prompt_revision(self, scope_id: str, prompt_key: str, revision: int) -> PromptRecord:
+        return _record(revision_row(self._reader(), scope_id, PROMPT, prompt_key, revision, _not_found))
+
+    def list_prompt_heads(self, scope_id: str) -> list[PromptRecord]:
+        conn = self._reader()
+        rows = family_heads(conn, scope_id, PROMPT)
+        if not rows:
+            require_scope(conn, scope_id)
+        return [_record(row) for row in rows]
