@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -28,6 +29,11 @@ class GuardedEmbedder:
     After a failure the provider is not called again for ``cooldown_s`` seconds: a dead or stalled
     provider then costs one timeout per cool-down, not one per search. While the breaker is open,
     ``auto`` searches run fts and report the failure class that opened it.
+
+    Concurrent callers also learn about a stall before it ends: every call is registered with the
+    moment its provider deadline passes (``call_budget_s``), and while any call is still outstanding
+    past that moment the provider counts as timing out, so new ``auto`` searches and writes do not
+    join the wait.
     """
 
     def __init__(
@@ -38,6 +44,8 @@ class GuardedEmbedder:
         self._clock = clock
         self._lock = threading.Lock()
         self._open: tuple[float, InferenceReason] | None = None
+        self._overdue_at: dict[int, float] = {}  # outstanding call -> when it has outlived its deadline
+        self._calls = itertools.count()
 
     @property
     def configured(self) -> bool:
@@ -48,18 +56,29 @@ class GuardedEmbedder:
         return self.provider.model_id
 
     def open_reason(self) -> InferenceReason | None:
-        """The failure class of a recent failure, while the breaker is open."""
+        """Why the provider should be left alone now, or ``None`` to call it.
+
+        The failure class of a recent failure during its cool-down, or ``inference_timeout`` while a
+        call is outstanding past its deadline.
+        """
         with self._lock:
-            if self._open is None:
-                return None
-            until, reason = self._open
-            if self._clock() >= until:
+            now = self._clock()
+            if self._open is not None:
+                until, reason = self._open
+                if now < until:
+                    return reason
                 self._open = None
-                return None
-            return reason
+            if any(now >= overdue for overdue in self._overdue_at.values()):
+                return "inference_timeout"
+            return None
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed now, whatever the breaker says (explicit requests); a failure opens the breaker."""
+        budget = self.provider.call_budget_s(len(texts))
+        call = next(self._calls)
+        if budget is not None:
+            with self._lock:
+                self._overdue_at[call] = self._clock() + budget
         try:
             vectors = self.provider.embed(texts)
         except InferenceError as exc:
@@ -67,9 +86,13 @@ class GuardedEmbedder:
                 self._open = (self._clock() + self.cooldown_s, exc.reason)
             log.warning("event=inference.embed.failed reason=%s provider=%s", exc.reason, self.provider.name)
             raise
-        with self._lock:
-            self._open = None
-        return vectors
+        else:
+            with self._lock:
+                self._open = None
+            return vectors
+        finally:
+            with self._lock:
+                self._overdue_at.pop(call, None)
 
     def embed_for_write(self, texts: Sequence[str]) -> list[Embedding | None]:
         """Embeddings to store with new revisions, or ``None`` each when none can be made now.
