@@ -9,10 +9,13 @@ from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
 from powercontext import __version__
+from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES
 from powercontext.runtime import Runtime
 from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
+from powercontext.server.gate import RequestGate
 from powercontext.server.middleware import RequestIdMiddleware
+from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes import artifacts, code, context, experiences, health, memory, profile, scopes, topics
 from powercontext.server.routes.deps import errors
 
@@ -21,11 +24,14 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
     """The Server for ``runtime``. ``None`` builds an app only for schema export.
 
     ``access`` turns on bearer-token principals with per-Scope grants; without it every caller may do anything.
+    Either way the token (when required) and the body's size are checked before the body is read
+    (``server.gate``).
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        readiness.close()
         if runtime is not None and close_runtime:
             runtime.close()
 
@@ -36,6 +42,8 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    readiness = ReadinessProbe(runtime.store.ready if runtime is not None else lambda: False)
+    app.state.readiness = readiness
     app.state.access = access
     install_error_handlers(app)
     routers = (
@@ -59,5 +67,13 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
         for route in router.routes
         if isinstance(route, APIRoute)
     ]
+    public_paths = {route.path for route in health.router.routes if isinstance(route, APIRoute)}
+    public_paths.update(
+        url for url in (app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url) if url
+    )
+    # Added first, so it runs inside RequestIdMiddleware: its refusals carry the request id too.
+    app.add_middleware(
+        RequestGate, access=access, max_body_bytes=MAX_REQUEST_BODY_BYTES, public_paths=frozenset(public_paths)
+    )
     app.add_middleware(RequestIdMiddleware)
     return app
