@@ -11,15 +11,18 @@ the body is not read either.
 from __future__ import annotations
 
 import json
-from collections import deque
+import tempfile
 from collections.abc import Collection
-from typing import Any
+from typing import IO, Any
 
 from powercontext.contract.memory import MAX_BATCH_ITEMS
 from powercontext.server.auth import AccessTable
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
+
+SPOOL_BYTES = 1 << 20  # a chunked body up to this size stays in memory; a larger one goes to a temporary file
+REPLAY_PIECE_BYTES = 1 << 16
 
 UNAUTHENTICATED_MESSAGE = "send 'Authorization: Bearer <token>' with a token listed in the Server's access file"
 
@@ -72,23 +75,32 @@ class RequestGate:
             await self._too_large(scope, send)
             return
         if chunked:
-            # No declared length: read it here, counting, so nothing past the limit is ever kept.
-            chunks: deque[bytes] = deque()
+            # No declared length: read it here, counting, so nothing past the limit is ever read. The bytes
+            # go to a spooled file rather than a list of chunks: a body that turns out too large then never
+            # held more than SPOOL_BYTES of memory (tens of MB of small freed chunks are not handed back to
+            # the operating system, so the process would keep them).
+            spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed on every path
             size = 0
             while True:
                 message = await receive()
                 if message["type"] != "http.request":  # the client went away
+                    spool.close()
                     return
                 chunk: bytes = message.get("body", b"")
                 size += len(chunk)
                 if size > self.max_body_bytes:
-                    chunks.clear()
+                    spool.close()
                     await self._too_large(scope, send)
                     return
-                chunks.append(chunk)
+                spool.write(chunk)
                 if not message.get("more_body", False):
                     break
-            receive = _replay(chunks, receive)
+            spool.seek(0)
+            try:
+                await self.app(scope, _replay(spool, size, receive), send)
+            finally:
+                spool.close()  # also when the app answered without reading the body
+            return
         await self.app(scope, receive, send)
 
     async def _too_large(self, scope: Scope, send: Any) -> None:
@@ -96,13 +108,16 @@ class RequestGate:
         await _refuse(scope, send, 413, "body-too-large", message, close=True)
 
 
-def _replay(chunks: deque[bytes], receive: Any) -> Any:
-    """A ``receive`` that hands the app the body already read, chunk by chunk, then the real one."""
+def _replay(spool: IO[bytes], size: int, receive: Any) -> Any:
+    """A ``receive`` that hands the app the body already read, in pieces, then the real one."""
 
     async def replayed() -> Message:
-        if chunks:
-            body = chunks.popleft()
-            return {"type": "http.request", "body": body, "more_body": bool(chunks)}
+        if not spool.closed:
+            piece = spool.read(REPLAY_PIECE_BYTES)
+            more = spool.tell() < size
+            if not more:
+                spool.close()
+            return {"type": "http.request", "body": piece, "more_body": more}
         message: Message = await receive()
         return message
 
