@@ -7,10 +7,11 @@ send 100 MB bodies at once, chunked (the Server reads each up to its limit, then
 more with a declared Content-Length (413 before reading); RSS is read again after each wave.
 
 Stall: per round, a fresh Server with the openai-compatible provider (``--timeout``, cool-down 30 s) on the
-test suite's fake provider (``tests/embedding_server.py``, a separate process) seeded with 200 memories;
-then the provider switches to ``trickle``: it sends its answer one byte every ``--trickle`` seconds.
-``--concurrent`` prepares (``auto``, with a Receipt) start at once while one client probes
-``/health/live`` and ``/health/ready`` in a loop; then 200 sequential prepares run in the same state.
+test suite's fake provider (``tests/embedding_server.py``, a separate process), seeded with 200 memories and
+warmed up with ``--concurrent`` x 3 prepares while the provider answers. Then the provider switches to
+``trickle``: it sends its answer one byte every ``--trickle`` seconds. ``--concurrent`` prepares (``auto``,
+with a Receipt) start at once while one client probes ``/health/live`` and ``/health/ready`` in a loop; then
+200 sequential prepares run in the same state.
 Figures are per round; the PASS/FAIL lines use the median over rounds.
 """
 
@@ -103,6 +104,23 @@ def bodies(tmp: Path) -> bool:
     return verdict(label, grown, RSS_TARGET_MB, "MiB", at_least=False)
 
 
+def warm_up(base_url: str, queries: list[str], concurrent: int) -> None:
+    """Concurrent prepares while the provider answers: every worker thread has opened its store connection, as
+    in a Server that has been running for a while."""
+
+    def prepare(i: int) -> None:
+        with httpx.Client(base_url=base_url, timeout=120) as http:
+            for j in range(3):
+                body = {"scope_id": SCOPE_ID, "query": queries[(i + j) % len(queries)], "include_receipt": True}
+                http.post("/v1/context/prepare", json=body).raise_for_status()
+
+    threads = [threading.Thread(target=prepare, args=(i,)) for i in range(concurrent)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def stall_round(tmp: Path, provider: EmbeddingServer, args: argparse.Namespace, n: int) -> dict[str, float]:
     provider.control(mode="answer")
     settings = {
@@ -118,6 +136,7 @@ def stall_round(tmp: Path, provider: EmbeddingServer, args: argparse.Namespace, 
         with httpx.Client(base_url=server.base_url, timeout=120) as client:
             create_scope(client)
             seed_batches(client, make_corpus(200))
+        warm_up(server.base_url, queries, args.concurrent)
         provider.control(mode="trickle", trickle_s=args.trickle)
         first: list[float] = []
         fallbacks: set[str] = set()

@@ -111,3 +111,29 @@ def test_a_call_outstanding_past_its_deadline_sends_new_callers_to_fts_at_once(f
     fake.control(mode="answer")
     # The stalled call's own failure opened the breaker for cooldown_s=0: the provider is tried again.
     assert not isinstance(VectorChannel(guarded).query_vector(0, "third"), str)
+
+
+def test_calls_already_waiting_give_up_when_another_call_times_out(fake: EmbeddingServer) -> None:
+    config = EmbeddingConfig(
+        provider="openai-compatible", base_url=fake.base_url, model="m", dimension=DIM, timeout_s=1.0
+    )
+    guarded = GuardedEmbedder(build_embedding_provider(config), cooldown_s=0)
+    fake.control(mode="trickle", trickle_s=0.2)
+    ended: dict[str, float] = {}
+    started = time.perf_counter()
+
+    def search(name: str) -> None:
+        assert VectorChannel(guarded).query_vector(0, name) == "inference_timeout"
+        ended[name] = time.perf_counter() - started
+
+    first = threading.Thread(target=search, args=("first",))
+    first.start()
+    time.sleep(0.5)
+    second = threading.Thread(target=search, args=("second",))
+    second.start()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert 0.95 <= ended["first"] < 1.3, ended
+    # The second call's own deadline was at 1.5 s; it stopped when the first one timed out.
+    assert ended["second"] < 1.3, ended
+    fake.control(mode="answer")

@@ -11,7 +11,11 @@ many concurrent callers, each with its own budget::
     with Deadline.after(2.0).applied():
         client.post(url, json=body, timeout=2.0)   # raises httpx.TimeoutException after 2 s at most
 
-Any provider (embeddings, generation) uses the same two pieces. Host names are resolved by the operating
+A caller may also give up early on every call it makes in a block (``abandon_when``): a waiting read
+then wakes every ``POLL_S`` to ask, and fails as a timeout once the answer is yes. The embedding guard
+uses it so that calls already waiting on a provider stop when another call has shown it to be stalled.
+
+Any provider (embeddings, generation) uses the same pieces. Host names are resolved by the operating
 system inside ``connect``; that lookup is the one step a socket timeout cannot bound.
 """
 
@@ -20,7 +24,7 @@ from __future__ import annotations
 import ssl
 import time
 import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -28,7 +32,9 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
-__all__ = ["Deadline", "DeadlineTransport"]
+__all__ = ["Deadline", "DeadlineTransport", "abandon_when"]
+
+POLL_S = 0.05  # how often a read waiting under ``abandon_when`` asks whether to give up
 
 
 @dataclass(frozen=True)
@@ -56,13 +62,32 @@ class Deadline:
 
 
 _active: ContextVar[Deadline | None] = ContextVar("powercontext_inference_deadline", default=None)
+_abandon: ContextVar[Callable[[], bool] | None] = ContextVar("powercontext_inference_abandon", default=None)
+
+
+@contextmanager
+def abandon_when(check: Callable[[], bool]) -> Iterator[None]:
+    """Inside the block, a ``DeadlineTransport`` call of this thread fails as a timeout once ``check()`` is true.
+
+    ``check`` runs on the calling thread before each socket operation and every ``POLL_S`` while a read waits,
+    so it must be cheap and must not block.
+    """
+    token = _abandon.set(check)
+    try:
+        yield
+    finally:
+        _abandon.reset(token)
 
 
 def _bounded(timeout: float | None, expired: type[httpcore.TimeoutException]) -> float | None:
-    """``timeout`` shortened to the active deadline; raises ``expired`` when nothing is left.
+    """``timeout`` shortened to the active deadline; raises ``expired`` when nothing is left or the caller
+    has abandoned the call.
 
     Never returns 0: a socket timeout of 0 means non-blocking, not "no time left".
     """
+    check = _abandon.get()
+    if check is not None and check():
+        raise expired("the caller abandoned the call")
     deadline = _active.get()
     if deadline is None:
         return timeout
@@ -77,7 +102,18 @@ class _DeadlineStream(httpcore.NetworkStream):
         self._inner = inner
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+        if _abandon.get() is None:
+            return self._inner.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+        # Wait in short slices, asking in between whether to give up. A socket read that times out has
+        # consumed nothing, so the next slice continues the same read.
+        started = time.monotonic()
+        while True:
+            bounded = _bounded(timeout, httpcore.ReadTimeout)
+            try:
+                return self._inner.read(max_bytes, POLL_S if bounded is None else min(bounded, POLL_S))
+            except httpcore.ReadTimeout:
+                if timeout is not None and time.monotonic() - started >= timeout:
+                    raise
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         # One send of a large body could outlast the deadline on a slow reader: write it in pieces.

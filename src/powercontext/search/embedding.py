@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.inference.base import EmbeddingProvider
+from powercontext.inference.deadline import abandon_when
 from powercontext.inference.errors import InferenceError
 from powercontext.store.base import Embedding
 
@@ -33,7 +34,9 @@ class GuardedEmbedder:
     Concurrent callers also learn about a stall before it ends: every call is registered with the
     moment its provider deadline passes (``call_budget_s``), and while any call is still outstanding
     past that moment the provider counts as timing out, so new ``auto`` searches and writes do not
-    join the wait.
+    join the wait. Calls already waiting stop too: once another call has timed out or outlived its
+    deadline since a call started, that call gives up (``inference_timeout``) instead of waiting out
+    its own deadline.
     """
 
     def __init__(
@@ -46,6 +49,7 @@ class GuardedEmbedder:
         self._open: tuple[float, InferenceReason] | None = None
         self._overdue_at: dict[int, float] = {}  # outstanding call -> when it has outlived its deadline
         self._calls = itertools.count()
+        self._timeouts = 0  # calls that have failed with inference_timeout so far
 
     @property
     def configured(self) -> bool:
@@ -76,14 +80,26 @@ class GuardedEmbedder:
         """Embed now, whatever the breaker says (explicit requests); a failure opens the breaker."""
         budget = self.provider.call_budget_s(len(texts))
         call = next(self._calls)
-        if budget is not None:
-            with self._lock:
+        with self._lock:
+            timeouts_before = self._timeouts
+            if budget is not None:
                 self._overdue_at[call] = self._clock() + budget
+
+        def stalled_elsewhere() -> bool:
+            with self._lock:
+                if self._timeouts != timeouts_before:
+                    return True
+                now = self._clock()
+                return any(now >= overdue for other, overdue in self._overdue_at.items() if other != call)
+
         try:
-            vectors = self.provider.embed(texts)
+            with abandon_when(stalled_elsewhere):
+                vectors = self.provider.embed(texts)
         except InferenceError as exc:
             with self._lock:
                 self._open = (self._clock() + self.cooldown_s, exc.reason)
+                if exc.reason == "inference_timeout":
+                    self._timeouts += 1
             log.warning("event=inference.embed.failed reason=%s provider=%s", exc.reason, self.provider.name)
             raise
         else:
