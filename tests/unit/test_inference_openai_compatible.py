@@ -263,3 +263,14 @@ def test_each_batch_request_has_its_own_deadline(server: EmbeddingServer) -> Non
     assert provider.call_budget_s(6) == pytest.approx(1.5)
     assert provider.call_budget_s(1) == pytest.approx(0.5)
     provider.close()
+
+
+def test_an_http_proxy_from_the_environment_is_used(server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fake server answers absolute-form requests too, so it can stand in for a forward proxy: the
+    # provider's own host does not exist, so an answer can only have come through the proxy.
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.origin)
+    provider = OpenAICompatibleEmbeddings("http://embeddings.invalid/v1", "fake-embed", DIM, timeout_s=2.0)
+    np.testing.assert_allclose(provider.embed(["proxied"])[0], hashed_vector("proxied", DIM), atol=1e-6)
+    provider.close()

@@ -24,6 +24,8 @@ from __future__ import annotations
 import ssl
 import time
 import typing
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
-__all__ = ["Deadline", "DeadlineTransport", "abandon_when"]
+__all__ = ["Deadline", "DeadlineTransport", "abandon_when", "environment_proxy"]
 
 POLL_S = 0.05  # how often a read waiting under ``abandon_when`` asks whether to give up
 
@@ -199,21 +201,46 @@ class _ResponseBody(httpx.SyncByteStream):
             close()
 
 
+def environment_proxy(url: str) -> str | None:
+    """The HTTP(S) proxy the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) names for ``url``.
+
+    httpx applies these itself only with its default transport; a ``DeadlineTransport`` is told explicitly.
+    A SOCKS proxy is not supported here and counts as none.
+    """
+    parts = urllib.parse.urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy if proxy.lower().startswith(("http://", "https://")) else None
+
+
 class DeadlineTransport(httpx.BaseTransport):
-    """An httpx transport (HTTP/1.1, no proxy) whose every socket operation honours the active ``Deadline``.
+    """An httpx transport (HTTP/1.1) whose every socket operation honours the active ``Deadline``.
 
     Outside ``Deadline.applied()`` it behaves like httpx's default transport with the request's timeouts.
     A call that fails mid-response closes its connection, so a stalled one is never handed to the next
-    caller.
+    caller. ``proxy`` (an ``http://`` or ``https://`` URL) sends every request through that proxy.
     """
 
-    def __init__(self, *, max_connections: int = 100, max_keepalive_connections: int = 20) -> None:
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl.create_default_context(),
-            max_connections=max_connections,
-            max_keepalive_connections=max_keepalive_connections,
-            network_backend=_DeadlineBackend(),
-        )
+    def __init__(
+        self, *, proxy: str | None = None, max_connections: int = 100, max_keepalive_connections: int = 20
+    ) -> None:
+        self._pool: httpcore.ConnectionPool
+        if proxy is None:
+            self._pool = httpcore.ConnectionPool(
+                ssl_context=httpx.create_ssl_context(),
+                max_connections=max_connections,
+                max_keepalive_connections=max_keepalive_connections,
+                network_backend=_DeadlineBackend(),
+            )
+        else:
+            self._pool = httpcore.HTTPProxy(
+                proxy_url=proxy,
+                ssl_context=httpx.create_ssl_context(),
+                max_connections=max_connections,
+                max_keepalive_connections=max_keepalive_connections,
+                network_backend=_DeadlineBackend(),
+            )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, httpx.SyncByteStream)

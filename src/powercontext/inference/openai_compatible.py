@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 
 from powercontext.inference.base import Vectors, l2_normalise
-from powercontext.inference.deadline import Deadline, DeadlineTransport
+from powercontext.inference.deadline import Deadline, DeadlineTransport, environment_proxy
 from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
 
 
@@ -50,7 +50,7 @@ class OpenAICompatibleEmbeddings:
             headers["authorization"] = f"Bearer {api_key}"
         self._url = base_url.rstrip("/") + "/embeddings"
         self._client = httpx.Client(
-            transport=DeadlineTransport(),
+            transport=DeadlineTransport(proxy=environment_proxy(base_url)),
             timeout=httpx.Timeout(timeout_s),
             headers=headers,
             follow_redirects=False,
