@@ -36,6 +36,7 @@ class EmbeddingServer:
         mode: str | None = None,
         *,
         stall_s: float | None = None,
+        trickle_s: float | None = None,
         script: list[str] | None = None,
         shuffle: bool | None = None,
     ) -> None:
@@ -45,6 +46,8 @@ class EmbeddingServer:
             body["mode"] = mode
         if stall_s is not None:
             body["stall_s"] = stall_s
+        if trickle_s is not None:
+            body["trickle_s"] = trickle_s
         if script is not None:
             body["script"] = script
         if shuffle is not None:

@@ -8,13 +8,14 @@ therefore similar, and tests can predict nearest neighbours (``hashed_vector`` c
 
 Control (not part of any real server):
 
-* ``POST /control`` ``{"mode": ..., "stall_s": float, "script": [mode, ...], "shuffle": bool}``: ``script`` is a
-  queue consumed one entry per /embeddings request before falling back to ``mode``. Modes: ``answer``;
-  ``error`` (HTTP 500); ``garbage`` (200, not JSON); ``bad_shape`` (200, JSON without a list in ``data``);
-  ``wrong_dim`` (vectors one longer than D); ``wrong_count`` (one vector too few); ``nan`` (a NaN in the
-  first vector); ``non_numeric`` (a string in the first vector); ``bad_index`` (every ``index`` is 0);
-  ``stall`` (sleep ``stall_s``, then answer). ``shuffle`` answers the items in reverse order, each with its
-  correct ``index``.
+* ``POST /control`` ``{"mode": ..., "stall_s": float, "trickle_s": float, "script": [mode, ...],
+  "shuffle": bool}``: ``script`` is a queue consumed one entry per /embeddings request before falling back
+  to ``mode``. Modes: ``answer``; ``error`` (HTTP 500); ``garbage`` (200, not JSON); ``bad_shape`` (200,
+  JSON without a list in ``data``); ``wrong_dim`` (vectors one longer than D); ``wrong_count`` (one vector
+  too few); ``nan`` (a NaN in the first vector); ``non_numeric`` (a string in the first vector);
+  ``bad_index`` (every ``index`` is 0); ``stall`` (sleep ``stall_s``, then answer); ``trickle`` (the whole
+  answer, status line and headers included, one byte every ``trickle_s`` seconds, as a provider behind a
+  stuck link). ``shuffle`` answers the items in reverse order, each with its correct ``index``.
 * ``GET /control/stats``: ``{"requests", "inputs", "batch_sizes", "authorization", "model"}`` (the last two are
   from the latest /embeddings request).
 * ``POST /control/reset``: everything back to the start-up state.
@@ -37,7 +38,7 @@ from typing import Any
 
 MODES = (
     *("answer", "error", "garbage", "bad_shape", "wrong_dim"),
-    *("wrong_count", "nan", "non_numeric", "bad_index", "stall"),
+    *("wrong_count", "nan", "non_numeric", "bad_index", "stall", "trickle"),
 )
 _WORD = re.compile(r"\w+")
 
@@ -58,6 +59,7 @@ class _State:
     dim: int
     mode: str = "answer"
     stall_s: float = 5.0
+    trickle_s: float = 1.0
     shuffle: bool = False
     script: deque[str] = field(default_factory=deque)
     requests: int = 0
@@ -69,7 +71,7 @@ class _State:
 
     def reset(self) -> None:
         with self.lock:
-            self.mode, self.stall_s, self.shuffle = "answer", 5.0, False
+            self.mode, self.stall_s, self.trickle_s, self.shuffle = "answer", 5.0, 1.0, False
             self.script.clear()
             self.requests = self.inputs = 0
             self.batch_sizes = []
@@ -120,11 +122,12 @@ class _Handler(BaseHTTPRequestHandler):
             if any(m not in MODES for m in modes):
                 raise ValueError("unknown mode")
             stall_s = float(update.get("stall_s", state.stall_s))
+            trickle_s = float(update.get("trickle_s", state.trickle_s))
         except (ValueError, TypeError, AttributeError) as exc:
             self._send_json(400, {"error": str(exc)})
             return
         with state.lock:
-            state.mode, state.stall_s = modes[0], stall_s
+            state.mode, state.stall_s, state.trickle_s = modes[0], stall_s, trickle_s
             state.shuffle = bool(update.get("shuffle", state.shuffle))
             if "script" in update:
                 state.script = deque(modes[1:])
@@ -142,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with state.lock:
             mode = state.script.popleft() if state.script else state.mode
-            stall_s, shuffle = state.stall_s, state.shuffle
+            stall_s, trickle_s, shuffle = state.stall_s, state.trickle_s, state.shuffle
             state.requests += 1
             state.inputs += len(texts)
             state.batch_sizes.append(len(texts))
@@ -172,7 +175,22 @@ class _Handler(BaseHTTPRequestHandler):
                 item["index"] = 0
         if shuffle:
             items.reverse()
-        self._send_json(200, {"object": "list", "model": request.get("model"), "data": items})
+        answer = {"object": "list", "model": request.get("model"), "data": items}
+        if mode == "trickle":
+            self._trickle(json.dumps(answer).encode("utf-8"), trickle_s)
+            return
+        self._send_json(200, answer)
+
+    def _trickle(self, data: bytes, interval_s: float) -> None:
+        head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+        try:
+            for byte in head.encode("ascii") + data:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(interval_s)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up at its deadline: expected
+            pass
+        self.close_connection = True
 
     def _send_json(self, status: int, payload: object) -> None:
         self._send(status, json.dumps(payload).encode("utf-8"), "application/json")

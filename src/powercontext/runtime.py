@@ -20,6 +20,7 @@ from powercontext.assembly.builder import (
 from powercontext.code.indexer import CodeIndexer
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
+from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES
 from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES
 from powercontext.contract.prepare import (
     DEFAULT_MAX_BYTES,
@@ -266,6 +267,7 @@ class Runtime:
                 query_max_chars=MAX_QUERY_CHARS,
                 body_max_bytes=MAX_BODY_BYTES,
                 batch_max_items=MAX_BATCH_ITEMS,
+                request_max_bytes=MAX_REQUEST_BODY_BYTES,
             ),
         )
 

@@ -237,3 +237,40 @@ def test_a_bare_string_is_rejected(server: EmbeddingServer) -> None:
     with pytest.raises(TypeError):
         provider.embed("not a list")
     provider.close()
+
+
+def test_a_trickling_answer_is_cut_off_at_the_total_deadline(server: EmbeddingServer) -> None:
+    # One byte every 0.2 s never trips a per-read timeout of 0.5 s; only a deadline on the whole call does.
+    server.control("trickle", trickle_s=0.2)
+    provider = provider_for(server, timeout_s=0.5, api_key=API_KEY)
+    started = time.perf_counter()
+    with pytest.raises(InferenceTimeout) as caught:
+        provider.embed([SECRET_TEXT])
+    elapsed = time.perf_counter() - started
+    assert 0.45 <= elapsed < 0.8, elapsed
+    assert_content_free(caught.value, server)
+    # The trickling connection is dropped, not handed to the next call.
+    server.control("answer")
+    np.testing.assert_allclose(provider.embed(["after"])[0], hashed_vector("after", DIM), atol=1e-6)
+    provider.close()
+
+
+def test_each_batch_request_has_its_own_deadline(server: EmbeddingServer) -> None:
+    # Three batches that each take 0.3 s fit a 0.5 s per-request deadline although the call takes ~0.9 s.
+    server.control("stall", stall_s=0.3)
+    provider = provider_for(server, timeout_s=0.5, batch_size=2)
+    assert provider.embed(["a", "b", "c", "d", "e", "f"]).shape == (6, DIM)
+    assert provider.call_budget_s(6) == pytest.approx(1.5)
+    assert provider.call_budget_s(1) == pytest.approx(0.5)
+    provider.close()
+
+
+def test_an_http_proxy_from_the_environment_is_used(server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fake server answers absolute-form requests too, so it can stand in for a forward proxy: the
+    # provider's own host does not exist, so an answer can only have come through the proxy.
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.origin)
+    provider = OpenAICompatibleEmbeddings("http://embeddings.invalid/v1", "fake-embed", DIM, timeout_s=2.0)
+    np.testing.assert_allclose(provider.embed(["proxied"])[0], hashed_vector("proxied", DIM), atol=1e-6)
+    provider.close()

@@ -15,6 +15,10 @@ class Limits(StrictModel):
     query_max_chars: int
     body_max_bytes: int
     batch_max_items: int
+    request_max_bytes: int = Field(
+        description="The largest request body the Server reads; a larger one is refused with 413 body-too-large "
+        "before it is parsed. It is the size of the largest valid request (a full batch of the largest items)."
+    )
 
 
 class Capabilities(StrictModel):

@@ -32,6 +32,13 @@ class EmbeddingProvider(Protocol):
         """
         ...
 
+    def call_budget_s(self, count: int) -> float | None:
+        """The longest an ``embed`` of ``count`` texts may take before it fails with ``InferenceTimeout``.
+
+        ``None`` when no deadline applies (local computation, or no provider at all).
+        """
+        ...
+
     def close(self) -> None:
         """Release connections or memory; the provider is not used afterwards."""
         ...

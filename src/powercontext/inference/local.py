@@ -141,6 +141,9 @@ class LocalMiniLM:
         except Exception as exc:  # e.g. MemoryError, or a non-str item the tokenizer rejects
             raise InferenceUnavailable(f"the local embedding model failed ({type(exc).__name__})") from None
 
+    def call_budget_s(self, count: int) -> float | None:
+        return None  # computation on this machine: nothing to wait for but the CPU
+
     def close(self) -> None:
         """Drop the weights (about 60 MB); a later ``embed`` loads them again."""
         with self._lock:

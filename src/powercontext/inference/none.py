@@ -19,5 +19,8 @@ class NoEmbeddings:
     def embed(self, texts: Sequence[str]) -> Vectors:
         raise InferenceUnavailable("no embedding provider is configured")
 
+    def call_budget_s(self, count: int) -> float | None:
+        return None
+
     def close(self) -> None:
         return None

@@ -10,14 +10,17 @@ import httpx
 import numpy as np
 
 from powercontext.inference.base import Vectors, l2_normalise
+from powercontext.inference.deadline import Deadline, DeadlineTransport, environment_proxy
 from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
 
 
 class OpenAICompatibleEmbeddings:
     """A thread-safe client: one ``httpx.Client`` (and its connection pool) is shared by every caller.
 
-    ``timeout_s`` bounds each HTTP request in every phase (connect, write, read, pool wait); a call with more
-    texts than ``batch_size`` makes one request per batch, in order.
+    ``timeout_s`` is the total deadline of each HTTP request, from waiting for a pooled connection to the
+    last byte of the answer: a server that trickles its answer is cut off at the deadline, not after each
+    slow read. A call with more texts than ``batch_size`` makes one request per batch, in order, each with
+    its own deadline.
     """
 
     name = "openai-compatible"
@@ -41,11 +44,17 @@ class OpenAICompatibleEmbeddings:
         self.dimension = dimension
         self.model_id = f"openai-compatible:{model}:{dimension}"
         self.batch_size = batch_size
+        self.timeout_s = timeout_s
         headers = {"accept": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         self._url = base_url.rstrip("/") + "/embeddings"
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers, follow_redirects=False)
+        self._client = httpx.Client(
+            transport=DeadlineTransport(proxy=environment_proxy(base_url)),
+            timeout=httpx.Timeout(timeout_s),
+            headers=headers,
+            follow_redirects=False,
+        )
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):  # a bare string is a Sequence[str] of characters: almost surely a mistake
@@ -55,6 +64,9 @@ class OpenAICompatibleEmbeddings:
         parts = [self._embed_batch(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    def call_budget_s(self, count: int) -> float | None:
+        return self.timeout_s * max(1, -(-count // self.batch_size))
+
     def close(self) -> None:
         self._client.close()
 
@@ -62,7 +74,8 @@ class OpenAICompatibleEmbeddings:
         body = {"model": self.model, "input": list(texts)}
         # Exceptions are re-raised ``from None``: httpx messages and causes may carry the URL or the body.
         try:
-            response = self._client.post(self._url, json=body)
+            with Deadline.after(self.timeout_s).applied():
+                response = self._client.post(self._url, json=body)
         except httpx.TimeoutException:
             raise InferenceTimeout("the embedding server did not answer within the timeout") from None
         except httpx.HTTPError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -13,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.inference.base import EmbeddingProvider
+from powercontext.inference.deadline import abandon_when
 from powercontext.inference.errors import InferenceError
 from powercontext.store.base import Embedding
 
@@ -28,6 +30,13 @@ class GuardedEmbedder:
     After a failure the provider is not called again for ``cooldown_s`` seconds: a dead or stalled
     provider then costs one timeout per cool-down, not one per search. While the breaker is open,
     ``auto`` searches run fts and report the failure class that opened it.
+
+    Concurrent callers also learn about a stall before it ends: every call is registered with the
+    moment its provider deadline passes (``call_budget_s``), and while any call is still outstanding
+    past that moment the provider counts as timing out, so new ``auto`` searches and writes do not
+    join the wait. Calls already waiting stop too: once another call has timed out or outlived its
+    deadline since a call started, that call gives up (``inference_timeout``) instead of waiting out
+    its own deadline.
     """
 
     def __init__(
@@ -38,6 +47,9 @@ class GuardedEmbedder:
         self._clock = clock
         self._lock = threading.Lock()
         self._open: tuple[float, InferenceReason] | None = None
+        self._overdue_at: dict[int, float] = {}  # outstanding call -> when it has outlived its deadline
+        self._calls = itertools.count()
+        self._timeouts = 0  # calls that have failed with inference_timeout so far
 
     @property
     def configured(self) -> bool:
@@ -48,28 +60,55 @@ class GuardedEmbedder:
         return self.provider.model_id
 
     def open_reason(self) -> InferenceReason | None:
-        """The failure class of a recent failure, while the breaker is open."""
+        """Why the provider should be left alone now, or ``None`` to call it.
+
+        The failure class of a recent failure during its cool-down, or ``inference_timeout`` while a
+        call is outstanding past its deadline.
+        """
         with self._lock:
-            if self._open is None:
-                return None
-            until, reason = self._open
-            if self._clock() >= until:
+            now = self._clock()
+            if self._open is not None:
+                until, reason = self._open
+                if now < until:
+                    return reason
                 self._open = None
-                return None
-            return reason
+            if any(now >= overdue for overdue in self._overdue_at.values()):
+                return "inference_timeout"
+            return None
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed now, whatever the breaker says (explicit requests); a failure opens the breaker."""
+        budget = self.provider.call_budget_s(len(texts))
+        call = next(self._calls)
+        with self._lock:
+            timeouts_before = self._timeouts
+            if budget is not None:
+                self._overdue_at[call] = self._clock() + budget
+
+        def stalled_elsewhere() -> bool:
+            with self._lock:
+                if self._timeouts != timeouts_before:
+                    return True
+                now = self._clock()
+                return any(now >= overdue for other, overdue in self._overdue_at.items() if other != call)
+
         try:
-            vectors = self.provider.embed(texts)
+            with abandon_when(stalled_elsewhere):
+                vectors = self.provider.embed(texts)
         except InferenceError as exc:
             with self._lock:
                 self._open = (self._clock() + self.cooldown_s, exc.reason)
+                if exc.reason == "inference_timeout":
+                    self._timeouts += 1
             log.warning("event=inference.embed.failed reason=%s provider=%s", exc.reason, self.provider.name)
             raise
-        with self._lock:
-            self._open = None
-        return vectors
+        else:
+            with self._lock:
+                self._open = None
+            return vectors
+        finally:
+            with self._lock:
+                self._overdue_at.pop(call, None)
 
     def embed_for_write(self, texts: Sequence[str]) -> list[Embedding | None]:
         """Embeddings to store with new revisions, or ``None`` each when none can be made now.

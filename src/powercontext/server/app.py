@@ -9,11 +9,14 @@ from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
 from powercontext import __version__
+from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES
 from powercontext.runtime import Runtime
 from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
-from powercontext.server.inspector import inspector_router
+from powercontext.server.gate import RequestGate
+from powercontext.server.inspector import INSPECTOR_PATHS, inspector_router
 from powercontext.server.middleware import RequestIdMiddleware
+from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes import (
     artifacts,
     code,
@@ -40,11 +43,14 @@ def create_app(
 
     ``access`` turns on bearer-token principals with per-Scope grants; without it every caller may do anything.
     ``inspector`` serves the Context Inspector page at ``/inspector`` (static; it calls the API like any client).
+    Either way the token (when required) and the body's size are checked before the body is read
+    (``server.gate``).
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        readiness.close()
         if runtime is not None and close_runtime:
             runtime.close()
 
@@ -55,6 +61,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    readiness = ReadinessProbe(runtime.store.ready if runtime is not None else lambda: False)
+    app.state.readiness = readiness
     app.state.access = access
     install_error_handlers(app)
     routers = (
@@ -81,5 +89,15 @@ def create_app(
         for route in router.routes
         if isinstance(route, APIRoute)
     ]
+    public_paths = {route.path for route in health.router.routes if isinstance(route, APIRoute)}
+    public_paths.update(
+        url for url in (app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url) if url
+    )
+    if inspector:  # the page holds no data: it asks for a token and sends it with each API call
+        public_paths.update(INSPECTOR_PATHS)
+    # Added first, so it runs inside RequestIdMiddleware: its refusals carry the request id too.
+    app.add_middleware(
+        RequestGate, access=access, max_body_bytes=MAX_REQUEST_BODY_BYTES, public_paths=frozenset(public_paths)
+    )
     app.add_middleware(RequestIdMiddleware)
     return app

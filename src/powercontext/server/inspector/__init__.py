@@ -22,6 +22,7 @@ ASSETS: Final[dict[str, str]] = {
     "inspector.js": "text/javascript; charset=utf-8",
     "inspector.css": "text/css; charset=utf-8",
 }
+INSPECTOR_PATHS: Final = frozenset({"/inspector", *(f"/inspector/{name}" for name in ASSETS if name != "index.html")})
 _HEADERS: Final = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",

@@ -1,26 +1,32 @@
-"""Liveness, readiness and capabilities."""
+"""Liveness, readiness and capabilities.
+
+The probes are ``async`` and take no sync dependency: they answer from the event loop, so they never wait
+for a thread of the request pool (which a stalled provider or a slow store can fill).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from powercontext.contract.capabilities import Capabilities
+from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes.deps import RuntimeDep
 
 router = APIRouter()
 
 
 @router.get("/health/live", tags=["health"], operation_id="health_live")
-def live() -> dict[str, str]:
+async def live() -> dict[str, str]:
     return {"status": "live"}
 
 
 @router.get("/health/ready", tags=["health"], operation_id="health_ready", responses={503: {}})
-def ready(runtime: RuntimeDep) -> Any:
-    if runtime.store.ready():
+async def ready(request: Request) -> Any:
+    probe: ReadinessProbe = request.app.state.readiness
+    if await probe.ready():
         return {"status": "ready"}
     return JSONResponse({"status": "not_ready"}, status_code=503)
 

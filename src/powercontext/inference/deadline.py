@@ -1,0 +1,270 @@
+"""A total deadline for one HTTP call to a model provider, whatever the provider does with its bytes.
+
+httpx's timeouts bound each socket operation, not the call: a server that sends one byte a second never
+trips a 2-second read timeout and holds the caller for as long as it likes. ``DeadlineTransport`` runs
+httpx over httpcore with a network layer that clamps every connect, write and read (status line and
+headers included) to the time left before the active ``Deadline``, and fails the operation once it has
+passed. The deadline is per thread (a context variable), so one client and its connection pool serve
+many concurrent callers, each with its own budget::
+
+    client = httpx.Client(transport=DeadlineTransport())
+    with Deadline.after(2.0).applied():
+        client.post(url, json=body, timeout=2.0)   # raises httpx.TimeoutException after 2 s at most
+
+A caller may also give up early on every call it makes in a block (``abandon_when``): a waiting read
+then wakes every ``POLL_S`` to ask, and fails as a timeout once the answer is yes. The embedding guard
+uses it so that calls already waiting on a provider stop when another call has shown it to be stalled.
+
+Any provider (embeddings, generation) uses the same pieces. Host names are resolved by the operating
+system inside ``connect``; that lookup is the one step a socket timeout cannot bound.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+import typing
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+import httpcore
+import httpx
+
+__all__ = ["Deadline", "DeadlineTransport", "abandon_when", "environment_proxy"]
+
+POLL_S = 0.05  # how often a read waiting under ``abandon_when`` asks whether to give up
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A point on the monotonic clock by which a call must have finished."""
+
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        """Seconds left; zero or negative once the deadline has passed."""
+        return self.at - time.monotonic()
+
+    @contextmanager
+    def applied(self) -> Iterator[Deadline]:
+        """Bound every ``DeadlineTransport`` socket operation this thread makes inside the block."""
+        token = _active.set(self)
+        try:
+            yield self
+        finally:
+            _active.reset(token)
+
+
+_active: ContextVar[Deadline | None] = ContextVar("powercontext_inference_deadline", default=None)
+_abandon: ContextVar[Callable[[], bool] | None] = ContextVar("powercontext_inference_abandon", default=None)
+
+
+@contextmanager
+def abandon_when(check: Callable[[], bool]) -> Iterator[None]:
+    """Inside the block, a ``DeadlineTransport`` call of this thread fails as a timeout once ``check()`` is true.
+
+    ``check`` runs on the calling thread before each socket operation and every ``POLL_S`` while a read waits,
+    so it must be cheap and must not block.
+    """
+    token = _abandon.set(check)
+    try:
+        yield
+    finally:
+        _abandon.reset(token)
+
+
+def _bounded(timeout: float | None, expired: type[httpcore.TimeoutException]) -> float | None:
+    """``timeout`` shortened to the active deadline; raises ``expired`` when nothing is left or the caller
+    has abandoned the call.
+
+    Never returns 0: a socket timeout of 0 means non-blocking, not "no time left".
+    """
+    check = _abandon.get()
+    if check is not None and check():
+        raise expired("the caller abandoned the call")
+    deadline = _active.get()
+    if deadline is None:
+        return timeout
+    left = deadline.remaining()
+    if left <= 0:
+        raise expired("the call's total deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if _abandon.get() is None:
+            return self._inner.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+        # Wait in short slices, asking in between whether to give up. A socket read that times out has
+        # consumed nothing, so the next slice continues the same read.
+        started = time.monotonic()
+        while True:
+            bounded = _bounded(timeout, httpcore.ReadTimeout)
+            try:
+                return self._inner.read(max_bytes, POLL_S if bounded is None else min(bounded, POLL_S))
+            except httpcore.ReadTimeout:
+                if timeout is not None and time.monotonic() - started >= timeout:
+                    raise
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        # One send of a large body could outlast the deadline on a slow reader: write it in pieces.
+        for start in range(0, len(buffer), 1 << 16):
+            self._inner.write(buffer[start : start + (1 << 16)], _bounded(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, bounded))
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_tcp(host, port, bounded, local_address, socket_options))
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None
+    ) -> httpcore.NetworkStream:
+        bounded = _bounded(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_unix_socket(path, bounded, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+# httpcore's failures as the httpx exceptions callers already catch.
+_MAPPED: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+)
+
+
+@contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        for core, mapped in _MAPPED:
+            if isinstance(exc, core):
+                raise mapped(type(exc).__name__) from None
+        raise
+
+
+class _ResponseBody(httpx.SyncByteStream):
+    def __init__(self, inner: Iterable[bytes]) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _as_httpx_errors():
+            yield from self._inner
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if callable(close):
+            close()
+
+
+def environment_proxy(url: str) -> str | None:
+    """The HTTP(S) proxy the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) names for ``url``.
+
+    httpx applies these itself only with its default transport; a ``DeadlineTransport`` is told explicitly.
+    A SOCKS proxy is not supported here and counts as none.
+    """
+    parts = urllib.parse.urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy if proxy.lower().startswith(("http://", "https://")) else None
+
+
+class DeadlineTransport(httpx.BaseTransport):
+    """An httpx transport (HTTP/1.1) whose every socket operation honours the active ``Deadline``.
+
+    Outside ``Deadline.applied()`` it behaves like httpx's default transport with the request's timeouts.
+    A call that fails mid-response closes its connection, so a stalled one is never handed to the next
+    caller. ``proxy`` (an ``http://`` or ``https://`` URL) sends every request through that proxy.
+    """
+
+    def __init__(
+        self, *, proxy: str | None = None, max_connections: int = 100, max_keepalive_connections: int = 20
+    ) -> None:
+        self._pool: httpcore.ConnectionPool
+        if proxy is None:
+            self._pool = httpcore.ConnectionPool(
+                ssl_context=httpx.create_ssl_context(),
+                max_connections=max_connections,
+                max_keepalive_connections=max_keepalive_connections,
+                network_backend=_DeadlineBackend(),
+            )
+        else:
+            self._pool = httpcore.HTTPProxy(
+                proxy_url=proxy,
+                ssl_context=httpx.create_ssl_context(),
+                max_connections=max_connections,
+                max_keepalive_connections=max_keepalive_connections,
+                network_backend=_DeadlineBackend(),
+            )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.SyncByteStream)
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors():
+            response = self._pool.handle_request(core_request)
+        assert isinstance(response.stream, Iterable)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseBody(response.stream),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
