@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from powercontext.contract.common import StrictModel
 
 
 class Limits(StrictModel):
-    max_bytes_min: int
-    max_bytes_max: int
-    max_bytes_default: int
-    query_max_chars: int
-    body_max_bytes: int
-    batch_max_items: int
+    max_bytes_min: StrictInt
+    max_bytes_max: StrictInt
+    max_bytes_default: StrictInt
+    query_max_chars: StrictInt
+    body_max_bytes: StrictInt
+    batch_max_items: StrictInt
 
 
 class Capabilities(StrictModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
+from pydantic import AfterValidator, Discriminator, Field, StrictFloat, StrictInt, Tag, model_validator
 
 from powercontext.contract.common import (
     MAX_REVISION,
@@ -66,9 +66,9 @@ TopicBody = Annotated[
 ]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
 SearchQuery = Annotated[str, Field(min_length=1, max_length=8192, pattern=_NON_BLANK)]
-# Strict integers: lax mode would take JSON true/false as 1/0, which the schema forbids.
-Revision = Annotated[int, Field(strict=True, ge=1, le=MAX_REVISION)]
-SearchLimit = Annotated[int, Field(strict=True, ge=1, le=MAX_FAMILY_SEARCH_LIMIT)]
+# Strict integers (as everywhere on the wire): lax mode would take "1", 1.0 or true, which the schema forbids.
+Revision = Annotated[StrictInt, Field(ge=1, le=MAX_REVISION)]
+SearchLimit = Annotated[StrictInt, Field(ge=1, le=MAX_FAMILY_SEARCH_LIMIT)]
 
 
 def _field(name: str) -> object:
@@ -116,7 +116,7 @@ class TopicMemory(StrictModel):
     """One exact revision of a Topic Memory, with the Artifact's current lifecycle state."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     state: LifecycleState
     title: str
     body: str
@@ -135,7 +135,7 @@ class TopicMemoryHit(StrictModel):
     title: str
     body: str
     tags: list[str]
-    score: float = Field(
+    score: StrictFloat = Field(
         description="Relevance (BM25, cosine, or fused rank for hybrid); larger is better, within one response."
     )
 
@@ -198,14 +198,14 @@ ExperienceReview = Annotated[ApproveDecision | RejectDecision | ReviseDecision, 
 class ExperienceCandidate(StrictModel):
     scope_id: str
     candidate_id: str
-    candidate_revision: int = Field(description="Starts at 1; each revise decision adds one.")
+    candidate_revision: StrictInt = Field(description="Starts at 1; each revise decision adds one.")
     status: Literal["pending", "approved", "rejected"]
     situation: str
     what_worked: str
     what_to_avoid: str
     tags: list[str]
     target_artifact_id: str | None
-    expected_revision: int | None
+    expected_revision: StrictInt | None
     reject_reason: str | None
     result_address: ArtifactAddress | None = Field(description="The Experience revision an approval created.")
     created_at: str
@@ -216,7 +216,7 @@ class Experience(StrictModel):
     """One exact, immutable Experience revision, with the Artifact's current lifecycle state."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     state: LifecycleState
     situation: str
     what_worked: str
@@ -247,7 +247,7 @@ class ExperienceHit(StrictModel):
     what_worked: str
     what_to_avoid: str
     tags: list[str]
-    score: float = Field(description="BM25 relevance; larger is better. Comparable within one response.")
+    score: StrictFloat = Field(description="BM25 relevance; larger is better. Comparable within one response.")
 
 
 class ExperienceSearchResult(StrictModel):
@@ -281,7 +281,7 @@ class ProfileCommit(StrictModel):
         Field(min_length=1, max_length=MAX_PROFILE_ENTRIES, description="The whole Profile, in order."),
         AfterValidator(_unique_keys),
     ]
-    expected_revision: int | None = Field(
+    expected_revision: StrictInt | None = Field(
         default=None,
         strict=True,
         ge=0,
@@ -294,7 +294,7 @@ class Profile(StrictModel):
     """One committed Profile snapshot."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     entries: list[ProfileEntry]
     created_at: str
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 from powercontext.contract.common import (
     ArtifactAddress,
@@ -80,7 +80,7 @@ class AtomicMemory(StrictModel):
     """One exact revision of an Atomic Memory, with the Artifact's current lifecycle state."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     state: LifecycleState
     kind: MemoryKind
     text: str
@@ -90,14 +90,23 @@ class AtomicMemory(StrictModel):
     merged_from: list[ArtifactAddress]
 
 
+class AtomicMemoryBatchItem(AtomicMemory):
+    """One created (or replayed) Atomic Memory of a batch."""
+
+    replayed: StrictBool = Field(
+        description="True when this item's idempotency_key (with the same body) was already stored: the answer "
+        "is the earlier Atomic Memory and nothing new was written."
+    )
+
+
 class AtomicMemoryBatch(StrictModel):
-    items: list[AtomicMemory]
+    items: list[AtomicMemoryBatchItem] = Field(description="In request order.")
 
 
 class AtomicMemorySearchRequest(StrictModel):
     query: str = Field(min_length=1, max_length=8192, pattern=r".*\S.*")
     mode: SearchModePolicy = "auto"
-    limit: int = Field(default=10, ge=1, le=50)
+    limit: StrictInt = Field(default=10, ge=1, le=50)
 
 
 class AtomicMemoryHit(StrictModel):
@@ -105,7 +114,7 @@ class AtomicMemoryHit(StrictModel):
     kind: MemoryKind
     text: str
     tags: list[str]
-    score: float = Field(description="BM25 relevance; larger is better. Comparable within one response only.")
+    score: StrictFloat = Field(description="BM25 relevance; larger is better. Comparable within one response only.")
 
 
 class AtomicMemorySearchResult(StrictModel):

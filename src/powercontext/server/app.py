@@ -52,6 +52,8 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
     app.include_router(health.router)
     for router in routers[1:]:
         app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403))
+    # The routes behind ``authorize``: their body errors answer 401/403 first (``refusal_before_validation``).
+    app.state.authorized_routes = frozenset(id(route) for router in routers[1:] for route in router.routes)
     # For the Allow header of a 405: which methods each path template serves.
     app.state.route_methods = [
         (route.path_regex, route.methods)

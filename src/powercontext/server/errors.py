@@ -11,6 +11,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from powercontext.code.errors import CodeError
 from powercontext.domain.errors import RequestRefused
+from powercontext.server.auth import refusal_before_validation
 from powercontext.store.errors import StoreError
 
 NON_BLANK = r".*\S.*"
@@ -44,9 +45,19 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts)
 
 
+def refused_response(request: Request, exc: RequestRefused) -> JSONResponse:
+    response = error_response(request, exc.status, exc.code, str(exc))
+    response.headers.update(exc.headers)
+    return response
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # Authentication and the Scope grant come before what the body says, even when the body is broken.
+        refusal = refusal_before_validation(request)
+        if refusal is not None:
+            return refused_response(request, refusal)
         return error_response(request, 422, "invalid-request", _validation_message(exc))
 
     @app.exception_handler(StoreError)
@@ -59,13 +70,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestRefused)
     async def _refused(request: Request, exc: RequestRefused) -> JSONResponse:
-        response = error_response(request, exc.status, exc.code, str(exc))
-        response.headers.update(exc.headers)
-        return response
+        return refused_response(request, exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400:  # FastAPI's "error parsing the body": bytes that are not UTF-8 JSON
+            refusal = refusal_before_validation(request)
+            if refusal is not None:
+                return refused_response(request, refusal)
             return error_response(request, 422, "invalid-request", "the request body is not valid UTF-8 JSON")
         code = _HTTP_CODES.get(exc.status_code, "http-error")
         message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
