@@ -79,6 +79,23 @@ def test_no_token_and_a_broken_body_is_401(guarded: LiveServer, method: str, pat
         assert stranger.request(method, path, content=raw, headers=headers).status_code == 401
 
 
+def test_every_documented_v1_operation_answers_401_before_reading_a_broken_body(guarded: LiveServer) -> None:
+    with client(guarded, None) as anonymous:
+        document = anonymous.get("/openapi.json").json()
+        checked = 0
+        for template, operations in document["paths"].items():
+            if not template.startswith("/v1/") or template == "/v1/capabilities":
+                continue
+            path = template.replace("{scope_id}", "team:a").replace("{", "").replace("}", "")
+            for method in operations:
+                r = anonymous.request(
+                    method.upper(), path, content=b"{not json", headers={"Content-Type": "application/json"}
+                )
+                assert r.status_code == 401, (method, template, r.text)
+                checked += 1
+    assert checked >= 25
+
+
 def test_a_broken_body_to_a_scope_without_a_grant_is_403_and_with_one_422(guarded: LiveServer) -> None:
     raw, headers = b'{"text": ', {"Content-Type": "application/json"}
     with client(guarded, READER) as reader:  # may read team:*, not write it

@@ -6,7 +6,7 @@ from typing import Final, Literal
 
 from pydantic import Field, StrictFloat, StrictInt
 
-from powercontext.contract.common import CodeEvidenceRef, StrictModel, require_constants
+from powercontext.contract.common import NON_BLANK, CodeEvidenceRef, StrictModel, require_constants
 
 DEFAULT_MAX_FILE_BYTES: Final = 1 << 20
 MAX_MAX_FILE_BYTES: Final = 16 << 20
@@ -48,7 +48,7 @@ class CodeIndexResult(StrictModel):
 
 
 class CodeQueryRequest(StrictModel):
-    query: str = Field(min_length=1, max_length=MAX_CODE_QUERY_CHARS, pattern=r".*\S.*")
+    query: str = Field(min_length=1, max_length=MAX_CODE_QUERY_CHARS, pattern=NON_BLANK)
     limit: StrictInt = Field(default=10, ge=1, le=MAX_CODE_QUERY_LIMIT)
 
 

@@ -49,7 +49,23 @@ def require_constants(*names: str) -> Callable[[dict[str, Any]], None]:
 MAX_REVISION = 2**31 - 1
 Revision = Annotated[StrictInt, Field(ge=1, le=MAX_REVISION)]
 
-ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=r".*\S.*")]
+# Whitespace as Python's str.isspace(), ECMA-262's \s (JSON Schema validators) and Rust's \s (pydantic)
+# each define it, united: ``\S`` differs between them (U+0085, U+FEFF, U+001C..U+001F), so a pattern
+# written with it would let the published schema accept text the Server refuses, or the reverse.
+SPACE_CHARS = r"\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+NON_BLANK = rf"[^{SPACE_CHARS}]"  # contains a non-space character (patterns search, they are not anchored)
+NO_SPACE = rf"^[^{SPACE_CHARS}]+$"
+# One line: no control character, no space at either end, at least one other character.
+_EDGE = rf"[^{SPACE_CHARS}\x00-\x1f\x7f]"
+ONE_LINE = rf"^{_EDGE}(?:[^\x00-\x1f\x7f]*{_EDGE})?$"
+# What a pattern mismatch says: the pattern itself is no help to a person.
+PATTERN_MESSAGES: Final = {
+    NON_BLANK: "must contain a non-space character",
+    NO_SPACE: "must be non-empty and contain no whitespace",
+    ONE_LINE: "must be one line without control characters, not starting or ending with whitespace",
+}
+
+ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=NON_BLANK)]
 ArtifactId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
 
 

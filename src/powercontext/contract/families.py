@@ -9,6 +9,8 @@ from pydantic import AfterValidator, Discriminator, Field, StrictFloat, StrictIn
 
 from powercontext.contract.common import (
     MAX_REVISION,
+    NON_BLANK,
+    ONE_LINE,
     ArtifactAddress,
     ArtifactId,
     LifecycleState,
@@ -27,8 +29,6 @@ MAX_PROFILE_ENTRIES = 64
 MAX_TAGS = 32
 MAX_FAMILY_SEARCH_LIMIT = 20
 
-# The same non-blank pattern as everywhere else, so the error message stays the friendly one.
-_NON_BLANK = r".*\S.*"
 
 
 def utf8_bounded(name: str, max_bytes: int) -> Callable[[str], str]:
@@ -56,16 +56,16 @@ def _one_line(value: str) -> str:
 
 TopicTitle = Annotated[
     str,
-    Field(min_length=1, max_length=MAX_TOPIC_TITLE_CHARS, pattern=_NON_BLANK, description="One line, 1..200 chars."),
+    Field(min_length=1, max_length=MAX_TOPIC_TITLE_CHARS, pattern=ONE_LINE, description="One line, 1..200 chars."),
     AfterValidator(_one_line),
 ]
 TopicBody = Annotated[
     str,
-    Field(min_length=1, description="UTF-8 text, 1..16000 bytes."),
+    Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..16000 bytes."),
     AfterValidator(utf8_bounded("body", MAX_TOPIC_BODY_BYTES)),
 ]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
-SearchQuery = Annotated[str, Field(min_length=1, max_length=8192, pattern=_NON_BLANK)]
+SearchQuery = Annotated[str, Field(min_length=1, max_length=8192, pattern=NON_BLANK)]
 # Strict integers (as everywhere on the wire): lax mode would take "1", 1.0 or true, which the schema forbids.
 Revision = Annotated[StrictInt, Field(ge=1, le=MAX_REVISION)]
 SearchLimit = Annotated[StrictInt, Field(ge=1, le=MAX_FAMILY_SEARCH_LIMIT)]
@@ -75,9 +75,10 @@ def _field(name: str) -> object:
     return AfterValidator(utf8_bounded(name, MAX_EXPERIENCE_FIELD_BYTES))
 
 
-Situation = Annotated[str, Field(min_length=1, description="UTF-8 text, 1..4000 bytes."), _field("situation")]
-WhatWorked = Annotated[str, Field(min_length=1, description="UTF-8 text, 1..4000 bytes."), _field("what_worked")]
-WhatToAvoid = Annotated[str, Field(min_length=1, description="UTF-8 text, 1..4000 bytes."), _field("what_to_avoid")]
+_FIELD_TEXT = Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..4000 bytes.")
+Situation = Annotated[str, _FIELD_TEXT, _field("situation")]
+WhatWorked = Annotated[str, _FIELD_TEXT, _field("what_worked")]
+WhatToAvoid = Annotated[str, _FIELD_TEXT, _field("what_to_avoid")]
 ReasonCode = Annotated[
     str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", examples=["duplicate"])
 ]
@@ -260,11 +261,11 @@ class ExperienceSearchResult(StrictModel):
 
 class ProfileEntry(StrictModel):
     key: Annotated[
-        str, Field(min_length=1, max_length=MAX_PROFILE_KEY_CHARS, pattern=_NON_BLANK), AfterValidator(_one_line)
+        str, Field(min_length=1, max_length=MAX_PROFILE_KEY_CHARS, pattern=ONE_LINE), AfterValidator(_one_line)
     ]
     value: Annotated[
         str,
-        Field(min_length=1, description="UTF-8 text, 1..2000 bytes."),
+        Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..2000 bytes."),
         AfterValidator(utf8_bounded("value", MAX_PROFILE_VALUE_BYTES)),
     ]
 

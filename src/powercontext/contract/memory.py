@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 from powercontext.contract.common import (
+    NO_SPACE,
+    NON_BLANK,
     ArtifactAddress,
     ArtifactId,
     LifecycleState,
@@ -19,7 +21,7 @@ from powercontext.contract.common import (
 MAX_BODY_BYTES = 8000
 MAX_BATCH_ITEMS = 500
 
-Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^\S+$")]
+Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_SPACE)]
 IdempotencyKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
 
 
@@ -34,7 +36,7 @@ def check_body(text: str) -> str:
 
 
 class _BodyModel(StrictModel):
-    text: str = Field(min_length=1, description="UTF-8 text, 1..8000 bytes.")
+    text: str = Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..8000 bytes.")
 
     @field_validator("text")
     @classmethod
@@ -104,7 +106,7 @@ class AtomicMemoryBatch(StrictModel):
 
 
 class AtomicMemorySearchRequest(StrictModel):
-    query: str = Field(min_length=1, max_length=8192, pattern=r".*\S.*")
+    query: str = Field(min_length=1, max_length=8192, pattern=NON_BLANK)
     mode: SearchModePolicy = "auto"
     limit: StrictInt = Field(default=10, ge=1, le=50)
 

@@ -7,7 +7,13 @@ from typing import Any, Literal
 from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, ScopeId, StrictModel, require_constants
+from powercontext.contract.common import (
+    NON_BLANK,
+    PREPARED_CONTEXT_SCHEMA,
+    ScopeId,
+    StrictModel,
+    require_constants,
+)
 from powercontext.contract.receipt import PreparedContextReceipt
 
 DEFAULT_MAX_BYTES = 8000
@@ -59,7 +65,7 @@ class PrepareContextRequest(StrictModel):
     """What a host sends before an agent handles a request."""
 
     scope_id: ScopeId
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r".*\S.*")
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NON_BLANK)
     max_bytes: StrictInt = Field(default=DEFAULT_MAX_BYTES, ge=MIN_MAX_BYTES, le=MAX_MAX_BYTES)
     assembly: Assembly | SkipJsonSchema[None] = Field(
         default=None,

@@ -10,11 +10,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from powercontext.code.errors import CodeError
+from powercontext.contract.common import PATTERN_MESSAGES
 from powercontext.domain.errors import RequestRefused
 from powercontext.server.auth import refusal_before_validation
 from powercontext.store.errors import StoreError
 
-NON_BLANK = r".*\S.*"
 _HTTP_CODES = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type"}
 
 
@@ -34,8 +34,8 @@ def _validation_message(exc: RequestValidationError) -> str:
         location = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
         if err.get("type") == "json_invalid":
             parts.append("the request body is not valid JSON")
-        elif err.get("type") == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") == NON_BLANK:
-            parts.append(f"{location}: must contain a non-space character")
+        elif err.get("type") == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") in PATTERN_MESSAGES:
+            parts.append(f"{location}: {PATTERN_MESSAGES[err['ctx']['pattern']]}")
         elif err.get("type") == "extra_forbidden":
             # The unknown key is the caller's own text, so it is not repeated back.
             parent = ".".join(str(p) for p in err.get("loc", ())[:-1] if p != "body") or "body"
