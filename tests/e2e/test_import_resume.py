@@ -154,3 +154,15 @@ def test_the_batch_answer_marks_replayed_items(tmp_path: Path, replay: bool) -> 
         r = httpx.post(url, json={"items": [keyed, {"text": "unkeyed", "kind": "fact"}]}, timeout=30)
         assert r.status_code == 201, r.text
         assert [item["replayed"] for item in r.json()["items"]] == [replay, False]
+
+
+def test_help_says_a_rerun_is_safe() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    env["COLUMNS"] = "200"
+    result = subprocess.run(
+        [*CLI, "memory", "import", "--help"], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "Re-running an import is safe" in text
+    assert "idempotency key" in text and "already existed" in text

@@ -187,8 +187,8 @@ def memory_import(
 ) -> None:
     """Import memories from a JSONL file in batches of 500 (each batch is one transaction).
 
-    Re-running an import is safe: every line is sent with an idempotency key, its own
-    ``idempotency_key`` when it has one, else one derived from the file's SHA-256 and the line number.
+    Re-running an import is safe: every line is sent with an idempotency key (its own
+    idempotency_key when it has one, else one derived from the file's SHA-256 and the line number).
     Lines already stored by an earlier (perhaps interrupted) run of the same, unchanged file are not
     written again, and the summary says how many already existed. An edited file gets new keys.
     """
