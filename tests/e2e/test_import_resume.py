@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -80,7 +81,19 @@ def kill_when_partly_written(victim: subprocess.Popen[bytes] | subprocess.Popen[
     assert wait_until(lambda: count_artifacts(db, scope_id) >= 1000, timeout=120, interval=0.01)
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=30)
-    return count_artifacts(db, scope_id)
+    return settled_count(db, scope_id)
+
+
+def settled_count(db: Path, scope_id: str, quiet: float = 2.0) -> int:
+    """The row count once it has not changed for ``quiet`` seconds: a batch the Server had already received
+    from a killed CLI still commits (all or nothing) a moment later."""
+    count, since = count_artifacts(db, scope_id), time.monotonic()
+    while time.monotonic() - since < quiet:
+        time.sleep(0.1)
+        now = count_artifacts(db, scope_id)
+        if now != count:
+            count, since = now, time.monotonic()
+    return count
 
 
 def test_rerun_after_the_cli_is_killed_stores_each_line_once(tmp_path: Path) -> None:
