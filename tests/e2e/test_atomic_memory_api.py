@@ -373,7 +373,7 @@ def test_unknown_scope_is_404_everywhere(api: Api, method: str, path: str, body:
 
 def test_scope_reference_to_unknown_scope_is_404(api: Api) -> None:
     r = api.http.post("/v1/scopes", json={"scope_id": "refs-missing-x", "title": "t", "context_references": [MISSING]})
-    assert r.status_code == 404 and error_code(r) == "scope-not-found"
+    assert r.status_code == 404 and error_code(r) == "referenced-scope-not-found"
     assert api.http.get("/v1/scopes/refs-missing-x").status_code == 404
 
 

@@ -16,6 +16,7 @@ from powercontext.store.errors import (
     InvalidMerge,
     InvalidReference,
     NotActive,
+    ReferencedScopeNotFound,
     RevisionConflict,
     RevisionNotFound,
     ScopeExists,
@@ -63,7 +64,7 @@ def test_scope_errors(store: Store) -> None:
         store.get_scope("missing")
     with pytest.raises(ScopeNotFound):
         store.update_scope("missing", "t", [])
-    with pytest.raises(ScopeNotFound):
+    with pytest.raises(ReferencedScopeNotFound):
         store.create_scope("with-bad-ref", "t", ["missing"])
     with pytest.raises(ScopeNotFound):
         store.get_scope("with-bad-ref")  # nothing was written

@@ -180,51 +180,79 @@ def _settings(db: Path | None, host: str | None = None, port: int | None = None)
 
 @memory_app.command("import")
 def memory_import(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL: one {text, kind, tags?} a line.")],
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, help="JSONL: one {text, kind, tags?, idempotency_key?} a line."),
+    ],
     scope: ScopeOption,
     url: UrlOption = DEFAULT_URL,
 ) -> None:
-    """Import memories from a JSONL file in batches of 500 (each batch is one transaction)."""
+    """Import memories from a JSONL file in batches of 500 (each batch is one transaction).
+
+    Re-running an import is safe: every line is sent with an idempotency key (its own
+    idempotency_key when it has one, else one derived from the file's SHA-256 and the line number).
+    Lines already stored by an earlier (perhaps interrupted) run of the same, unchanged file are not
+    written again, and the summary says how many already existed. An edited file gets new keys.
+    """
+    import hashlib
+
     from pydantic import ValidationError
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from powercontext.contract.memory import AtomicMemoryCreate
 
+    content = file.read_bytes()
+    file_key = hashlib.sha256(content).hexdigest()
     items: list[AtomicMemoryCreate] = []
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append(AtomicMemoryCreate.model_validate_json(line))
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or "line"
-                typer.echo(f"error: {file}:{number}: {where}: {first['msg']}; nothing was imported", err=True)
-                raise typer.Exit(1) from None
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        typer.echo(f"error: {file}: not UTF-8 text; nothing was imported", err=True)
+        raise typer.Exit(1) from None
+    # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks on.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = AtomicMemoryCreate.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "line"
+            typer.echo(f"error: {file}:{number}: {where}: {first['msg']}; nothing was imported", err=True)
+            raise typer.Exit(1) from None
+        if item.idempotency_key is None:
+            item = item.model_copy(update={"idempotency_key": import_key(file_key, number)})
+        items.append(item)
     if not items:
         typer.echo("nothing to import", err=True)
         return
 
-    async def upload(client: PowerContextClient) -> int:
-        done = 0
+    async def upload(client: PowerContextClient) -> tuple[int, int]:
+        written = existed = 0
         with Progress(
             TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
         ) as bar:
             task = bar.add_task("import", total=len(items))
             for start in range(0, len(items), IMPORT_BATCH):
                 batch = items[start : start + IMPORT_BATCH]
-                await client.add_memories(scope, batch)
-                done += len(batch)
+                answered = await client.add_memories(scope, batch)
+                replayed = sum(1 for item in answered if item.replayed)
+                existed += replayed
+                written += len(answered) - replayed
                 bar.update(task, advance=len(batch))
-        return done
+        return written, existed
 
     try:
-        done = _run(url, upload)
+        written, existed = _run(url, upload)
     except typer.Exit:
-        typer.echo("the failed batch wrote nothing; earlier batches were kept", err=True)
+        typer.echo("the failed batch wrote nothing; earlier batches were kept; re-run to resume safely", err=True)
         raise
-    typer.echo(f"imported {done} memories into {scope}")
+    typer.echo(f"imported {written} memories into {scope}; {existed} already existed")
+
+
+def import_key(file_sha256: str, line_number: int) -> str:
+    """The idempotency key of line ``line_number`` of a file whose content has this SHA-256 (hex)."""
+    return f"import:{file_sha256}:{line_number}"
 
 
 @memory_app.command("search")

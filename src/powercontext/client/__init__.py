@@ -17,6 +17,7 @@ from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchMode
 from powercontext.contract.memory import (
     AtomicMemory,
     AtomicMemoryBatch,
+    AtomicMemoryBatchItem,
     AtomicMemoryCreate,
     AtomicMemorySearchResult,
 )
@@ -125,8 +126,9 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         item = AtomicMemoryCreate(text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key)
         return await self._call("POST", f"{_mem(scope_id)}", AtomicMemory, _wire(item))
 
-    async def add_memories(self, scope_id: str, items: Sequence[AtomicMemoryCreate]) -> list[AtomicMemory]:
-        """Create up to 500 memories in one transaction (all or nothing)."""
+    async def add_memories(self, scope_id: str, items: Sequence[AtomicMemoryCreate]) -> list[AtomicMemoryBatchItem]:
+        """Create up to 500 memories in one transaction (all or nothing); ``replayed`` marks items whose
+        idempotency_key was already stored with the same body (nothing new was written for them)."""
         body = {"items": [_wire(i) for i in items]}
         return (await self._call("POST", f"{_mem(scope_id)}/batch", AtomicMemoryBatch, body)).items
 

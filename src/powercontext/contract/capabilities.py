@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from powercontext.contract.common import StrictModel
 from powercontext.contract.prompts import PromptCapability
 
 
 class Limits(StrictModel):
-    max_bytes_min: int
-    max_bytes_max: int
-    max_bytes_default: int
-    query_max_chars: int
-    body_max_bytes: int
-    batch_max_items: int
-    request_max_bytes: int = Field(
+    max_bytes_min: StrictInt
+    max_bytes_max: StrictInt
+    max_bytes_default: StrictInt
+    query_max_chars: StrictInt
+    body_max_bytes: StrictInt
+    batch_max_items: StrictInt
+    request_max_bytes: StrictInt = Field(
         description="The largest request body the Server reads; a larger one is refused with 413 body-too-large "
         "before it is parsed. It is the size of the largest valid request (a full batch of the largest items)."
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictFloat, StrictInt
 
-from powercontext.contract.common import CodeEvidenceRef, StrictModel, require_constants
+from powercontext.contract.common import NON_BLANK, CodeEvidenceRef, StrictModel, require_constants
 
 DEFAULT_MAX_FILE_BYTES: Final = 1 << 20
 MAX_MAX_FILE_BYTES: Final = 16 << 20
@@ -22,7 +22,7 @@ class CodeIndexRequest(StrictModel):
         description="A directory on the Server's file system (a git work tree or a plain directory); a relative"
         " path resolves against the Server's working directory. Never returned.",
     )
-    max_file_bytes: int = Field(
+    max_file_bytes: StrictInt = Field(
         default=DEFAULT_MAX_FILE_BYTES,
         ge=1,
         le=MAX_MAX_FILE_BYTES,
@@ -35,26 +35,28 @@ class CodeIndexResult(StrictModel):
 
     fingerprint: str = Field(description="Stable id of the work tree within the Scope; cite it in snippet reads.")
     kind: Literal["git", "dir"] = Field(description="git: listed by git (ignore rules honoured); dir: walked.")
-    files_seen: int
-    files_indexed: int = Field(description="New or changed files, (re-)chunked in this run.")
-    files_unchanged: int = Field(description="Files whose file_sha256 was already indexed.")
-    files_removed: int = Field(description="Previously indexed files that are gone or no longer indexable.")
-    files_skipped_binary: int = Field(description="A NUL byte in the first 8 KiB, or not UTF-8.")
-    files_skipped_large: int = Field(description="Over max_file_bytes, or a line over 8 KiB (minified/generated).")
-    files_skipped_other: int = Field(description="Symlinks, special files, unreadable files, unciteable names.")
-    chunks: int = Field(description="Chunks of this work tree in the index after the run.")
+    files_seen: StrictInt
+    files_indexed: StrictInt = Field(description="New or changed files, (re-)chunked in this run.")
+    files_unchanged: StrictInt = Field(description="Files whose file_sha256 was already indexed.")
+    files_removed: StrictInt = Field(description="Previously indexed files that are gone or no longer indexable.")
+    files_skipped_binary: StrictInt = Field(description="A NUL byte in the first 8 KiB, or not UTF-8.")
+    files_skipped_large: StrictInt = Field(
+        description="Over max_file_bytes, or a line over 8 KiB (minified/generated)."
+    )
+    files_skipped_other: StrictInt = Field(description="Symlinks, special files, unreadable files, unciteable names.")
+    chunks: StrictInt = Field(description="Chunks of this work tree in the index after the run.")
 
 
 class CodeQueryRequest(StrictModel):
-    query: str = Field(min_length=1, max_length=MAX_CODE_QUERY_CHARS, pattern=r".*\S.*")
-    limit: int = Field(default=10, ge=1, le=MAX_CODE_QUERY_LIMIT)
+    query: str = Field(min_length=1, max_length=MAX_CODE_QUERY_CHARS, pattern=NON_BLANK)
+    limit: StrictInt = Field(default=10, ge=1, le=MAX_CODE_QUERY_LIMIT)
 
 
 class CodeQueryHit(StrictModel):
     code_evidence: CodeEvidenceRef
     language: str = Field(description='Detected from the file name, e.g. "python"; "text" when unknown.')
     text: str = Field(description="Exactly the cited lines, line terminators included, as indexed.")
-    score: float = Field(description="BM25 relevance; larger is better. Comparable within one response only.")
+    score: StrictFloat = Field(description="BM25 relevance; larger is better. Comparable within one response only.")
 
 
 class CodeQueryResult(StrictModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 PREPARED_CONTEXT_SCHEMA: Final = "powercontext.prepared-context.v1"
 RECEIPT_SCHEMA: Final = "powercontext.prepared-context-receipt.v1"
@@ -13,7 +13,15 @@ RECEIPT_POLICY_ID: Final = "powercontext.prepared-context-receipt.v1"
 
 
 class StrictModel(BaseModel):
-    """Base for every wire model: unknown fields are rejected (``additionalProperties: false``)."""
+    """Base for every wire model: unknown fields are rejected (``additionalProperties: false``).
+
+    Every integer, boolean and number field is declared ``StrictInt``, ``StrictBool`` or ``StrictFloat``
+    (a unit test walks every model to hold this), so a value is taken only in its schema's own JSON type:
+    lax mode took ``"1"`` and ``1.0`` for an integer and ``1`` or ``"yes"`` for a boolean, which the
+    published schema forbids (OpenAPI 3.1.0 defines ``integer`` as a JSON number without a fraction or
+    exponent part). A number field still takes an integer. Query parameters are not models: FastAPI
+    parses their text as before.
+    """
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, serialize_by_alias=True, validate_by_name=True, validate_by_alias=True
@@ -39,9 +47,25 @@ def require_constants(*names: str) -> Callable[[dict[str, Any]], None]:
 
 # Revisions are SQLite integers: bounding them turns an absurd number into a 422, not an overflow.
 MAX_REVISION = 2**31 - 1
-Revision = Annotated[int, Field(ge=1, le=MAX_REVISION)]
+Revision = Annotated[StrictInt, Field(ge=1, le=MAX_REVISION)]
 
-ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=r".*\S.*")]
+# Whitespace as Python's str.isspace(), ECMA-262's \s (JSON Schema validators) and Rust's \s (pydantic)
+# each define it, united: ``\S`` differs between them (U+0085, U+FEFF, U+001C..U+001F), so a pattern
+# written with it would let the published schema accept text the Server refuses, or the reverse.
+SPACE_CHARS = r"\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+NON_BLANK = rf"[^{SPACE_CHARS}]"  # contains a non-space character (patterns search, they are not anchored)
+NO_SPACE = rf"^[^{SPACE_CHARS}]+$"
+# One line: no control character, no space at either end, at least one other character.
+_EDGE = rf"[^{SPACE_CHARS}\x00-\x1f\x7f]"
+ONE_LINE = rf"^{_EDGE}(?:[^\x00-\x1f\x7f]*{_EDGE})?$"
+# What a pattern mismatch says: the pattern itself is no help to a person.
+PATTERN_MESSAGES: Final = {
+    NON_BLANK: "must contain a non-space character",
+    NO_SPACE: "must be non-empty and contain no whitespace",
+    ONE_LINE: "must be one line without control characters, not starting or ending with whitespace",
+}
+
+ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=NON_BLANK)]
 ArtifactId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
 
 
@@ -65,6 +89,6 @@ class CodeEvidenceRef(StrictModel):
     fingerprint: str = Field(min_length=1, max_length=128)
     path: str = Field(min_length=1, max_length=1024)
     file_sha256: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
-    start_line: int = Field(ge=1)
-    end_line: int = Field(ge=1)
+    start_line: StrictInt = Field(ge=1)
+    end_line: StrictInt = Field(ge=1)
     snippet_sha256: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
+from pydantic import AfterValidator, Discriminator, Field, StrictFloat, StrictInt, Tag, model_validator
 
 from powercontext.contract.common import (
     MAX_REVISION,
+    NON_BLANK,
+    ONE_LINE,
     ArtifactAddress,
     ArtifactId,
     LifecycleState,
@@ -28,8 +30,6 @@ MAX_PROFILE_ENTRIES = 64
 MAX_TAGS = 32
 MAX_FAMILY_SEARCH_LIMIT = 20
 
-# The same non-blank pattern as everywhere else, so the error message stays the friendly one.
-_NON_BLANK = r".*\S.*"
 
 
 def utf8_bounded(name: str, max_bytes: int) -> Callable[[str], str]:
@@ -57,28 +57,29 @@ def _one_line(value: str) -> str:
 
 TopicTitle = Annotated[
     str,
-    Field(min_length=1, max_length=MAX_TOPIC_TITLE_CHARS, pattern=_NON_BLANK, description="One line, 1..200 chars."),
+    Field(min_length=1, max_length=MAX_TOPIC_TITLE_CHARS, pattern=ONE_LINE, description="One line, 1..200 chars."),
     AfterValidator(_one_line),
 ]
 TopicBody = Annotated[
     str,
-    Field(min_length=1, description="UTF-8 text, 1..16000 bytes."),
+    Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..16000 bytes."),
     AfterValidator(utf8_bounded("body", MAX_TOPIC_BODY_BYTES)),
 ]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
-SearchQuery = Annotated[str, Field(min_length=1, max_length=8192, pattern=_NON_BLANK)]
-# Strict integers: lax mode would take JSON true/false as 1/0, which the schema forbids.
-Revision = Annotated[int, Field(strict=True, ge=1, le=MAX_REVISION)]
-SearchLimit = Annotated[int, Field(strict=True, ge=1, le=MAX_FAMILY_SEARCH_LIMIT)]
+SearchQuery = Annotated[str, Field(min_length=1, max_length=8192, pattern=NON_BLANK)]
+# Strict integers (as everywhere on the wire): lax mode would take "1", 1.0 or true, which the schema forbids.
+Revision = Annotated[StrictInt, Field(ge=1, le=MAX_REVISION)]
+SearchLimit = Annotated[StrictInt, Field(ge=1, le=MAX_FAMILY_SEARCH_LIMIT)]
 
 
 def _field(name: str) -> object:
     return AfterValidator(utf8_bounded(name, MAX_EXPERIENCE_FIELD_BYTES))
 
 
-Situation = Annotated[str, Field(min_length=1, description="UTF-8 text, 1..4000 bytes."), _field("situation")]
-WhatWorked = Annotated[str, Field(min_length=1, description="UTF-8 text, 1..4000 bytes."), _field("what_worked")]
-WhatToAvoid = Annotated[str, Field(min_length=1, description="UTF-8 text, 1..4000 bytes."), _field("what_to_avoid")]
+_FIELD_TEXT = Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..4000 bytes.")
+Situation = Annotated[str, _FIELD_TEXT, _field("situation")]
+WhatWorked = Annotated[str, _FIELD_TEXT, _field("what_worked")]
+WhatToAvoid = Annotated[str, _FIELD_TEXT, _field("what_to_avoid")]
 ReasonCode = Annotated[
     str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", examples=["duplicate"])
 ]
@@ -117,7 +118,7 @@ class TopicMemory(StrictModel):
     """One exact revision of a Topic Memory, with the Artifact's current lifecycle state."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     state: LifecycleState
     title: str
     body: str
@@ -136,7 +137,7 @@ class TopicMemoryHit(StrictModel):
     title: str
     body: str
     tags: list[str]
-    score: float = Field(
+    score: StrictFloat = Field(
         description="Relevance (BM25, cosine, or fused rank for hybrid); larger is better, within one response."
     )
 
@@ -199,14 +200,14 @@ ExperienceReview = Annotated[ApproveDecision | RejectDecision | ReviseDecision, 
 class ExperienceCandidate(StrictModel):
     scope_id: str
     candidate_id: str
-    candidate_revision: int = Field(description="Starts at 1; each revise decision adds one.")
+    candidate_revision: StrictInt = Field(description="Starts at 1; each revise decision adds one.")
     status: Literal["pending", "approved", "rejected"]
     situation: str
     what_worked: str
     what_to_avoid: str
     tags: list[str]
     target_artifact_id: str | None
-    expected_revision: int | None
+    expected_revision: StrictInt | None
     reject_reason: str | None
     result_address: ArtifactAddress | None = Field(description="The Experience revision an approval created.")
     created_at: str
@@ -217,7 +218,7 @@ class Experience(StrictModel):
     """One exact, immutable Experience revision, with the Artifact's current lifecycle state."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     state: LifecycleState
     situation: str
     what_worked: str
@@ -248,7 +249,7 @@ class ExperienceHit(StrictModel):
     what_worked: str
     what_to_avoid: str
     tags: list[str]
-    score: float = Field(description="BM25 relevance; larger is better. Comparable within one response.")
+    score: StrictFloat = Field(description="BM25 relevance; larger is better. Comparable within one response.")
 
 
 class ExperienceSearchResult(StrictModel):
@@ -261,11 +262,11 @@ class ExperienceSearchResult(StrictModel):
 
 class ProfileEntry(StrictModel):
     key: Annotated[
-        str, Field(min_length=1, max_length=MAX_PROFILE_KEY_CHARS, pattern=_NON_BLANK), AfterValidator(_one_line)
+        str, Field(min_length=1, max_length=MAX_PROFILE_KEY_CHARS, pattern=ONE_LINE), AfterValidator(_one_line)
     ]
     value: Annotated[
         str,
-        Field(min_length=1, description="UTF-8 text, 1..2000 bytes."),
+        Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..2000 bytes."),
         AfterValidator(utf8_bounded("value", MAX_PROFILE_VALUE_BYTES)),
     ]
 
@@ -282,7 +283,7 @@ class ProfileCommit(StrictModel):
         Field(min_length=1, max_length=MAX_PROFILE_ENTRIES, description="The whole Profile, in order."),
         AfterValidator(_unique_keys),
     ]
-    expected_revision: int | None = Field(
+    expected_revision: StrictInt | None = Field(
         default=None,
         strict=True,
         ge=0,
@@ -295,7 +296,7 @@ class Profile(StrictModel):
     """One committed Profile snapshot."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     entries: list[ProfileEntry]
     created_at: str
 

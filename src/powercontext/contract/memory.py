@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 from powercontext.contract.common import (
+    NO_SPACE,
+    NON_BLANK,
     ArtifactAddress,
     ArtifactId,
     LifecycleState,
@@ -19,7 +21,7 @@ from powercontext.contract.common import (
 MAX_BODY_BYTES = 8000
 MAX_BATCH_ITEMS = 500
 
-Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^\S+$")]
+Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_SPACE)]
 IdempotencyKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
 
 
@@ -34,7 +36,7 @@ def check_body(text: str) -> str:
 
 
 class _BodyModel(StrictModel):
-    text: str = Field(min_length=1, description="UTF-8 text, 1..8000 bytes.")
+    text: str = Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..8000 bytes.")
 
     @field_validator("text")
     @classmethod
@@ -80,7 +82,7 @@ class AtomicMemory(StrictModel):
     """One exact revision of an Atomic Memory, with the Artifact's current lifecycle state."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     state: LifecycleState
     kind: MemoryKind
     text: str
@@ -90,14 +92,23 @@ class AtomicMemory(StrictModel):
     merged_from: list[ArtifactAddress]
 
 
+class AtomicMemoryBatchItem(AtomicMemory):
+    """One created (or replayed) Atomic Memory of a batch."""
+
+    replayed: StrictBool = Field(
+        description="True when this item's idempotency_key (with the same body) was already stored: the answer "
+        "is the earlier Atomic Memory and nothing new was written."
+    )
+
+
 class AtomicMemoryBatch(StrictModel):
-    items: list[AtomicMemory]
+    items: list[AtomicMemoryBatchItem] = Field(description="In request order.")
 
 
 class AtomicMemorySearchRequest(StrictModel):
-    query: str = Field(min_length=1, max_length=8192, pattern=r".*\S.*")
+    query: str = Field(min_length=1, max_length=8192, pattern=NON_BLANK)
     mode: SearchModePolicy = "auto"
-    limit: int = Field(default=10, ge=1, le=50)
+    limit: StrictInt = Field(default=10, ge=1, le=50)
 
 
 class AtomicMemoryHit(StrictModel):
@@ -105,7 +116,7 @@ class AtomicMemoryHit(StrictModel):
     kind: MemoryKind
     text: str
     tags: list[str]
-    score: float = Field(description="BM25 relevance; larger is better. Comparable within one response only.")
+    score: StrictFloat = Field(description="BM25 relevance; larger is better. Comparable within one response only.")
 
 
 class AtomicMemorySearchResult(StrictModel):

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, ScopeId, StrictModel, require_constants
+from powercontext.contract.common import (
+    NON_BLANK,
+    PREPARED_CONTEXT_SCHEMA,
+    ScopeId,
+    StrictModel,
+    require_constants,
+)
 from powercontext.contract.receipt import PreparedContextReceipt
 
 DEFAULT_MAX_BYTES = 8000
@@ -23,7 +29,7 @@ class AssemblySection(StrictModel):
     """One family to assemble, and how many of its items may be injected."""
 
     family: SectionFamily = Field(description="'memory' selects the atomic-memory family.")
-    limit: int = Field(ge=1, le=8, description="1..8; at most 2 for experience.")
+    limit: StrictInt = Field(ge=1, le=8, description="1..8; at most 2 for experience.")
 
     @model_validator(mode="after")
     def _family_cap(self) -> AssemblySection:
@@ -59,8 +65,8 @@ class PrepareContextRequest(StrictModel):
     """What a host sends before an agent handles a request."""
 
     scope_id: ScopeId
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r".*\S.*")
-    max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=MIN_MAX_BYTES, le=MAX_MAX_BYTES)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NON_BLANK)
+    max_bytes: StrictInt = Field(default=DEFAULT_MAX_BYTES, ge=MIN_MAX_BYTES, le=MAX_MAX_BYTES)
     assembly: Assembly | SkipJsonSchema[None] = Field(
         default=None,
         description="Omit for the default recall (Atomic Memory, Topic Memory and Experience, interleaved, "
@@ -69,7 +75,7 @@ class PrepareContextRequest(StrictModel):
     include_code: StrictBool = Field(
         default=False, description="Add up to 4 exact code ranges of the Scope's indexed work trees."
     )
-    include_receipt: bool | None = Field(
+    include_receipt: StrictBool | None = Field(
         default=None,
         description="When true, attach a powercontext.prepared-context-receipt.v1 Receipt. "
         "Omitted, null and false are equivalent. Automatic host recall must not set it.",
@@ -97,7 +103,7 @@ class PreparedContext(StrictModel):
     )
     status: Literal["ready", "empty"]
     content: str | None
-    content_bytes: int = Field(ge=0)
+    content_bytes: StrictInt = Field(ge=0)
     # Absent unless requested and built. ``"receipt": null`` is rejected on input, never produced on
     # output, and not part of the published schema: host validators treat it as a defect.
     receipt: PreparedContextReceipt | SkipJsonSchema[None] = Field(default=None, exclude_if=lambda v: v is None)

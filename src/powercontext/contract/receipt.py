@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
 from powercontext.contract.common import (
     RECEIPT_POLICY_ID,
@@ -42,27 +42,27 @@ MAX_RECEIPT_BYTES = 8192
 
 
 class RecallRound(StrictModel):
-    round: int = Field(ge=0, le=2)
+    round: StrictInt = Field(ge=0, le=2)
     outcome: Literal["completed", "expansion_failed"]
-    retained: bool
+    retained: StrictBool
 
 
 class SearchGroup(StrictModel):
-    round: int = Field(ge=0, le=2)
+    round: StrictInt = Field(ge=0, le=2)
     family: Family
     mode: SearchMode
     outcome: SearchOutcome
     fallback_reason: SearchFallback
-    count: int = Field(ge=1)
+    count: StrictInt = Field(ge=1)
 
 
 class PromptIdentity(StrictModel):
     scope_id: str
     key: str
-    definition_version: int
-    builtin_version: int | None
+    definition_version: StrictInt
+    builtin_version: StrictInt | None
     selection: Literal["built_in", "artifact"]
-    selected_version: int
+    selected_version: StrictInt
     compiled_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     artifact_address: ArtifactAddress | None
 
@@ -71,20 +71,20 @@ class RerankConfig(StrictModel):
     config_id: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     policy_id: str
     model: str | None
-    effective_settings: dict[str, str | int | float | bool]
-    timeout_seconds: float
-    max_requests: int
+    effective_settings: dict[str, str | StrictInt | StrictFloat | StrictBool]
+    timeout_seconds: StrictFloat
+    max_requests: StrictInt
     config_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     prompt: PromptIdentity | None
-    non_deterministic: bool
+    non_deterministic: StrictBool
 
 
 class RerankGroup(StrictModel):
-    round: int = Field(ge=0, le=2)
+    round: StrictInt = Field(ge=0, le=2)
     config_id: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     outcome: Literal["selected", "fallback", "failed"]
     fallback_reason: Literal["none", "empty_selection", "inference_unavailable", "inference_timeout", "invalid_output"]
-    count: int = Field(ge=1)
+    count: StrictInt = Field(ge=1)
 
 
 class RetrievalEvidence(StrictModel):
@@ -99,8 +99,8 @@ class SelectedArtifact(StrictModel):
 
     family: ArtifactFamily
     artifact_address: ArtifactAddress
-    rendered_bytes: int = Field(ge=1)
-    truncated: bool
+    rendered_bytes: StrictInt = Field(ge=1)
+    truncated: StrictBool
 
 
 class SelectedCode(StrictModel):
@@ -108,20 +108,20 @@ class SelectedCode(StrictModel):
 
     family: Literal["code"]
     code_evidence: CodeEvidenceRef
-    rendered_bytes: int = Field(ge=1)
-    truncated: bool
+    rendered_bytes: StrictInt = Field(ge=1)
+    truncated: StrictBool
 
 
 class OmittedGroup(StrictModel):
     family: Family
     reason: OmissionReason
-    count: int = Field(ge=1)
+    count: StrictInt = Field(ge=1)
 
 
 class StageTiming(StrictModel):
     stage: str = Field(min_length=1, max_length=64)
-    duration_ms: float = Field(ge=0)
-    count: int = Field(ge=1)
+    duration_ms: StrictFloat = Field(ge=0)
+    count: StrictInt = Field(ge=1)
 
 
 class PreparedContextReceipt(StrictModel):
@@ -136,10 +136,10 @@ class PreparedContextReceipt(StrictModel):
     policy_id: Literal["powercontext.prepared-context-receipt.v1"] = RECEIPT_POLICY_ID
     query_digest: Sha256Digest = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     content_digest: Sha256Digest | None = Field(pattern=r"^sha256:[0-9a-f]{64}$")
-    requested_max_bytes: int = Field(ge=512, le=32768)
-    used_bytes: int = Field(ge=0)
-    truncated: bool
-    non_deterministic: bool
+    requested_max_bytes: StrictInt = Field(ge=512, le=32768)
+    used_bytes: StrictInt = Field(ge=0)
+    truncated: StrictBool
+    non_deterministic: StrictBool
     retrieval: RetrievalEvidence
     selected: list[SelectedArtifact | SelectedCode] = Field(max_length=MAX_SELECTED)
     omitted: list[OmittedGroup] = Field(max_length=MAX_OMITTED_GROUPS)

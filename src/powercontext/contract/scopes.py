@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from powercontext.contract.common import StrictModel
+from powercontext.contract.common import NON_BLANK, StrictModel
 
 # Created Scope ids must also be safe in a URL path segment, so the alphabet is narrower than the
 # RFC's read bound; reads accept any 1..256 non-blank id and answer 404 when it does not exist.
@@ -24,13 +24,17 @@ def _distinct(references: list[str]) -> list[str]:
 
 References = Annotated[
     list[NewScopeId],
-    Field(max_length=64, description="Other Scopes that prepare also recalls from, in this order."),
+    Field(
+        max_length=64,
+        description="Other Scopes that prepare also recalls from, in this order.",
+        json_schema_extra={"uniqueItems": True},
+    ),
     AfterValidator(_distinct),
 ]
 
 
 class ScopeUpdate(StrictModel):
-    title: str = Field(min_length=1, max_length=512, pattern=r".*\S.*")
+    title: str = Field(min_length=1, max_length=512, pattern=NON_BLANK)
     context_references: References = Field(default_factory=list)
 
 

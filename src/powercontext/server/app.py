@@ -82,6 +82,8 @@ def create_app(
         app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403))
     if inspector:
         app.include_router(inspector_router())
+    # The routes behind ``authorize``: their body errors answer 401/403 first (``refusal_before_validation``).
+    app.state.authorized_routes = frozenset(id(route) for router in routers[1:] for route in router.routes)
     # For the Allow header of a 405: which methods each path template serves.
     app.state.route_methods = [
         (route.path_regex, route.methods)

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import Request
 
 from powercontext.domain.access import OPEN_ACCESS, Principal, ScopeForbidden, Unauthenticated
+from powercontext.domain.errors import RequestRefused
 
 # POST routes under a Scope that only read.
 _READ_ONLY_POSTS = ("/search", "/query")
@@ -98,3 +99,21 @@ def authorize(request: Request) -> Principal:
         if not reads and not principal.can_write(scope_id):
             raise ScopeForbidden("write")
     return principal
+
+
+def refusal_before_validation(request: Request) -> RequestRefused | None:
+    """The 401/403 a request would get from ``authorize``, for a request whose body failed to parse.
+
+    FastAPI reads and validates the body before it runs route dependencies, so without this a caller
+    with no token (or no grant) would learn from a 422 what the route expects. The error handlers ask
+    this first; routes without the ``authorize`` dependency (health probes) are left alone.
+    ``app.state.authorized_routes`` holds the ids of the routes that have it (set by ``create_app``).
+    """
+    authorized: frozenset[int] = getattr(request.app.state, "authorized_routes", frozenset())
+    if id(request.scope.get("route")) not in authorized:
+        return None
+    try:
+        authorize(request)
+    except RequestRefused as exc:
+        return exc
+    return None

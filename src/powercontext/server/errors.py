@@ -10,10 +10,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from powercontext.code.errors import CodeError
+from powercontext.contract.common import PATTERN_MESSAGES
 from powercontext.domain.errors import RequestRefused
+from powercontext.server.auth import refusal_before_validation
 from powercontext.store.errors import StoreError
 
-NON_BLANK = r".*\S.*"
 _HTTP_CODES = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type"}
 
 
@@ -33,8 +34,8 @@ def _validation_message(exc: RequestValidationError) -> str:
         location = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
         if err.get("type") == "json_invalid":
             parts.append("the request body is not valid JSON")
-        elif err.get("type") == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") == NON_BLANK:
-            parts.append(f"{location}: must contain a non-space character")
+        elif err.get("type") == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") in PATTERN_MESSAGES:
+            parts.append(f"{location}: {PATTERN_MESSAGES[err['ctx']['pattern']]}")
         elif err.get("type") == "extra_forbidden":
             # The unknown key is the caller's own text, so it is not repeated back.
             parent = ".".join(str(p) for p in err.get("loc", ())[:-1] if p != "body") or "body"
@@ -44,9 +45,19 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts)
 
 
+def refused_response(request: Request, exc: RequestRefused) -> JSONResponse:
+    response = error_response(request, exc.status, exc.code, str(exc))
+    response.headers.update(exc.headers)
+    return response
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # Authentication and the Scope grant come before what the body says, even when the body is broken.
+        refusal = refusal_before_validation(request)
+        if refusal is not None:
+            return refused_response(request, refusal)
         return error_response(request, 422, "invalid-request", _validation_message(exc))
 
     @app.exception_handler(StoreError)
@@ -59,13 +70,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestRefused)
     async def _refused(request: Request, exc: RequestRefused) -> JSONResponse:
-        response = error_response(request, exc.status, exc.code, str(exc))
-        response.headers.update(exc.headers)
-        return response
+        return refused_response(request, exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400:  # FastAPI's "error parsing the body": bytes that are not UTF-8 JSON
+            refusal = refusal_before_validation(request)
+            if refusal is not None:
+                return refused_response(request, refusal)
             return error_response(request, 422, "invalid-request", "the request body is not valid UTF-8 JSON")
         code = _HTTP_CODES.get(exc.status_code, "http-error")
         message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)

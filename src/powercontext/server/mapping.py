@@ -7,7 +7,7 @@ import json
 
 from pydantic import BaseModel
 
-from powercontext.contract.memory import AtomicMemory, AtomicMemoryCreate, AtomicMemoryHit
+from powercontext.contract.memory import AtomicMemory, AtomicMemoryBatchItem, AtomicMemoryCreate, AtomicMemoryHit
 from powercontext.contract.scopes import Scope
 from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory
 
@@ -34,6 +34,11 @@ def memory_view(record: MemoryRecord) -> AtomicMemory:
         merged_into=record.merged_into,
         merged_from=[k.to_address() for k in record.merged_from],
     )
+
+
+def batch_item_view(record: MemoryRecord) -> AtomicMemoryBatchItem:
+    """A batch answer's item: the Atomic Memory and whether it was a replay."""
+    return AtomicMemoryBatchItem(**dict(memory_view(record)), replayed=record.replayed)
 
 
 def hit_view(hit: ScoredMemory) -> AtomicMemoryHit:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -72,6 +72,8 @@ class MemoryRecord:
     created_at: str
     merged_into: str | None
     merged_from: tuple[ArtifactKey, ...]
+    # True only on a create answered from an earlier create with the same idempotency key.
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,16 @@ class Store(Protocol):
     """Everything the runtime needs from storage. Writes are transactional; reads never block writes."""
 
     def create_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord: ...
-    def update_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord: ...
+    def update_scope(
+        self,
+        scope_id: str,
+        title: str,
+        context_references: Sequence[str],
+        keep: Callable[[str], bool] | None = None,
+    ) -> ScopeRecord:
+        """Replace title and references; current references for which ``keep`` is true stay, after the new ones
+        (the Server keeps those the caller may not read, so an update cannot drop what the caller cannot see)."""
+        ...
     def get_scope(self, scope_id: str) -> ScopeRecord: ...
     def list_scopes(self) -> list[ScopeRecord]: ...
 

@@ -18,6 +18,24 @@ class ScopeNotFound(StoreError):
         self.scope_id = scope_id
 
 
+class ReferencedScopeNotFound(ScopeNotFound):
+    """A ``context_references`` entry the caller cannot use: missing, or (raised by the Server) unreadable.
+
+    One class for both so that a reference to a Scope the caller may not read answers exactly like a
+    reference to a Scope that does not exist: the answer never tells which Scope ids exist.
+    """
+
+    code = "referenced-scope-not-found"
+
+    def __init__(self, index: int, scope_id: str) -> None:
+        StoreError.__init__(
+            self,
+            f"context_references[{index}] names a Scope that does not exist or that this caller may not read",
+        )
+        self.scope_id = scope_id
+        self.index = index
+
+
 class ScopeExists(StoreError):
     code, status = "scope-exists", 409
 

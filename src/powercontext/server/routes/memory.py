@@ -15,7 +15,7 @@ from powercontext.contract.memory import (
     AtomicMemorySearchRequest,
     AtomicMemorySearchResult,
 )
-from powercontext.server.mapping import hit_view, memory_view, new_memory
+from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
 from powercontext.server.routes.deps import RuntimeDep, errors
 
 router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"])
@@ -34,8 +34,10 @@ def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> Atom
     summary="Create up to 500 Atomic Memories in one transaction",
 )
 def create_batch(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeDep) -> AtomicMemoryBatch:
+    """All items or none. An item whose ``idempotency_key`` was already used with the same body is answered
+    with the stored Atomic Memory and ``replayed: true``, so a retried import writes no duplicates."""
     records = runtime.create_memories(scope_id, [new_memory(item) for item in body.items])
-    return AtomicMemoryBatch(items=[memory_view(r) for r in records])
+    return AtomicMemoryBatch(items=[batch_item_view(r) for r in records])
 
 
 @router.post("/atomic-memory/search", operation_id="search_atomic_memory", responses=errors(404, 409, 503, 504))

@@ -1,35 +1,66 @@
-"""Scopes."""
+"""Scopes.
+
+References are shown and accepted only as far as the caller may read them: a reference to a Scope the
+caller may not read answers exactly like one to a Scope that does not exist (``referenced-scope-not-found``),
+reads leave such references out, and an update keeps them (the caller cannot see what it would drop).
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
 from powercontext.contract.scopes import Scope, ScopeCreate, ScopeList, ScopeUpdate
-from powercontext.domain.access import ScopeForbidden
+from powercontext.domain.access import Principal, ScopeForbidden
 from powercontext.server.mapping import scope_view
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
+from powercontext.store.base import ScopeRecord
+from powercontext.store.errors import ReferencedScopeNotFound
 
 router = APIRouter(prefix="/v1/scopes", tags=["scopes"])
 
 
+def _require_readable(principal: Principal, references: list[str]) -> None:
+    for index, ref in enumerate(references):
+        if not principal.can_read(ref):
+            raise ReferencedScopeNotFound(index, ref)
+
+
+def _visible(record: ScopeRecord, principal: Principal) -> Scope:
+    view = scope_view(record)
+    readable = [r for r in view.context_references if principal.can_read(r)]
+    return view.model_copy(update={"context_references": readable})
+
+
 @router.post("", status_code=201, operation_id="create_scope", responses=errors(404, 409))
 def create_scope(body: ScopeCreate, runtime: RuntimeDep, principal: PrincipalDep) -> Scope:
+    """Create a Scope. ``referenced-scope-not-found`` (404) when a reference is missing or unreadable."""
     if not principal.can_write(body.scope_id):
         raise ScopeForbidden("create")
-    return scope_view(runtime.store.create_scope(body.scope_id, body.title, body.context_references))
+    _require_readable(principal, body.context_references)
+    record = runtime.store.create_scope(body.scope_id, body.title, body.context_references)
+    return _visible(record, principal)
 
 
 @router.get("", operation_id="list_scopes")
 def list_scopes(runtime: RuntimeDep, principal: PrincipalDep) -> ScopeList:
     """The Scopes this caller may read."""
-    return ScopeList(items=[scope_view(s) for s in runtime.store.list_scopes() if principal.can_read(s.scope_id)])
+    return ScopeList(
+        items=[_visible(s, principal) for s in runtime.store.list_scopes() if principal.can_read(s.scope_id)]
+    )
 
 
 @router.get("/{scope_id}", operation_id="get_scope", responses=errors(404))
-def get_scope(scope_id: str, runtime: RuntimeDep) -> Scope:
-    return scope_view(runtime.store.get_scope(scope_id))
+def get_scope(scope_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> Scope:
+    """One Scope; references the caller may not read are left out."""
+    return _visible(runtime.store.get_scope(scope_id), principal)
 
 
 @router.put("/{scope_id}", operation_id="update_scope", responses=errors(404))
-def update_scope(scope_id: str, body: ScopeUpdate, runtime: RuntimeDep) -> Scope:
-    return scope_view(runtime.store.update_scope(scope_id, body.title, body.context_references))
+def update_scope(scope_id: str, body: ScopeUpdate, runtime: RuntimeDep, principal: PrincipalDep) -> Scope:
+    """Replace title and references. ``scope-not-found`` names this Scope; ``referenced-scope-not-found``
+    a reference that is missing or unreadable. References the caller may not read are kept, after the new ones."""
+    _require_readable(principal, body.context_references)
+    record = runtime.store.update_scope(
+        scope_id, body.title, body.context_references, keep=lambda ref: not principal.can_read(ref)
+    )
+    return _visible(record, principal)

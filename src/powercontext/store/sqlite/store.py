@@ -7,12 +7,13 @@ Readers use one connection per thread and never block the writer (WAL).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import secrets
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ from powercontext.store.errors import (
     InvalidMerge,
     InvalidReference,
     NotActive,
+    ReferencedScopeNotFound,
     RevisionConflict,
     RevisionNotFound,
     ScopeExists,
@@ -181,26 +183,37 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
                 raise ScopeExists() from exc
         return ScopeRecord(scope_id, title, tuple(context_references), now, now)
 
-    def update_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
+    def update_scope(
+        self,
+        scope_id: str,
+        title: str,
+        context_references: Sequence[str],
+        keep: Callable[[str], bool] | None = None,
+    ) -> ScopeRecord:
         now = _now()
         with self._write() as conn:
-            row = conn.execute("SELECT created_at FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone()
+            row = conn.execute(
+                "SELECT created_at, context_references FROM scopes WHERE scope_id = ?", (scope_id,)
+            ).fetchone()
             if row is None:
                 raise ScopeNotFound(scope_id)
             self._check_references(conn, scope_id, context_references)
+            # Read and rewritten in one transaction, so a concurrent update cannot lose a kept reference.
+            kept = [r for r in json.loads(row[1]) if keep is not None and keep(r) and r not in context_references]
+            references = [*context_references, *kept]
             conn.execute(
                 "UPDATE scopes SET title = ?, context_references = ?, updated_at = ? WHERE scope_id = ?",
-                (title, json.dumps(list(context_references)), now, scope_id),
+                (title, json.dumps(references), now, scope_id),
             )
-        return ScopeRecord(scope_id, title, tuple(context_references), row[0], now)
+        return ScopeRecord(scope_id, title, tuple(references), row[0], now)
 
     @staticmethod
     def _check_references(conn: Any, scope_id: str, references: Sequence[str]) -> None:
-        for ref in references:
+        for index, ref in enumerate(references):
             if ref == scope_id:
                 raise InvalidReference()
             if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (ref,)).fetchone() is None:
-                raise ScopeNotFound(ref)
+                raise ReferencedScopeNotFound(index, ref)
 
     def get_scope(self, scope_id: str) -> ScopeRecord:
         row = (
@@ -235,7 +248,7 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
                 if item.idempotency_key is not None:
                     replay = self._replay(conn, scope_id, item)
                     if replay is not None:
-                        results.append(replay)
+                        results.append(dataclasses.replace(replay, replayed=True))
                         continue
                 artifact_id = new_artifact_id()
                 cur = conn.execute(
