@@ -31,6 +31,8 @@ def wire_models() -> list[type[StrictModel]]:
 def lax_scalars(node: Any, path: str = "") -> list[str]:
     """Paths of ``int``/``bool``/``float`` core-schema nodes that are not strict."""
     if isinstance(node, dict):
+        if str(node.get("ref", "")).startswith("pydantic.types.JsonValue"):
+            return []  # free-form JSON data (a Prompt demonstration): kept as sent, never coerced into a field
         found = []
         if node.get("type") in ("int", "bool", "float") and node.get("strict") is not True:
             found.append(path or "<root>")

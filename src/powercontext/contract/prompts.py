@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, StrictInt
 
 from powercontext.contract.common import MAX_REVISION, ArtifactAddress, LifecycleState, StrictModel
 
@@ -48,7 +48,7 @@ class PromptArtifact(StrictModel):
     Readable only with write access on the Scope."""
 
     artifact_address: ArtifactAddress
-    head_revision: int
+    head_revision: StrictInt
     state: LifecycleState
     schema_version: str
     mode: PromptMode
@@ -63,14 +63,14 @@ class ResolvedPromptView(StrictModel):
 
     scope_id: str
     key: str
-    definition_version: int
-    builtin_version: int
+    definition_version: StrictInt
+    builtin_version: StrictInt
     selection: PromptSelection
-    selected_version: int = Field(description="The built-in version, or the Artifact revision when selected.")
+    selected_version: StrictInt = Field(description="The built-in version, or the Artifact revision when selected.")
     compiled_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     artifact_address: ArtifactAddress | None = Field(description="The exact revision used; null for built_in.")
-    demonstration_count: int
-    head_revision: int = Field(description="The prompt Artifact's head revision; 0 when the Scope has none.")
+    demonstration_count: StrictInt
+    head_revision: StrictInt = Field(description="The prompt Artifact's head revision; 0 when the Scope has none.")
     head_state: LifecycleState | None = Field(description="The prompt Artifact's state; null when it has none.")
     compiled_text: str | None = Field(
         description="The text the model is sent; null unless the caller may write this Scope."
@@ -81,13 +81,13 @@ class PromptKeyStatus(StrictModel):
     """One registered Prompt key as a Scope resolves it (never with text)."""
 
     key: str
-    definition_version: int
-    builtin_version: int
+    definition_version: StrictInt
+    builtin_version: StrictInt
     status: Literal["built_in", "artifact", "unavailable"] = Field(
         description="unavailable: a custom head that cannot be honoured; using the key fails until it is fixed."
     )
     compiled_digest: str | None = Field(description="null when unavailable.")
-    head_revision: int = Field(description="0 when the Scope has no prompt Artifact for the key.")
+    head_revision: StrictInt = Field(description="0 when the Scope has no prompt Artifact for the key.")
     head_state: LifecycleState | None
     head_mode: PromptMode | None
 
@@ -100,5 +100,5 @@ class PromptCapability(StrictModel):
     status: Literal["supported", "unsupported"] = Field(
         description="unsupported: this Server's store cannot hold Scope Prompts; every Scope uses the built-in."
     )
-    definition_version: int
-    builtin_version: int
+    definition_version: StrictInt
+    builtin_version: StrictInt
