@@ -1,21 +1,13 @@
-"""The composition root: the one place that wires adapters, and the prepare path itself."""
+"""The composition root: the one place that wires adapters (the prepare path itself is ``prepare.py``)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-
-from pydantic import ValidationError
+from dataclasses import replace
 
 from powercontext import __version__
-from powercontext.assembly.builder import (
-    Candidate,
-    CodeCandidate,
-    PreparedContextBuild,
-    PreparedContextBuilder,
-    Section,
-)
+from powercontext.assembly.builder import PreparedContextBuilder
 from powercontext.code.indexer import CodeIndexer
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
@@ -26,30 +18,15 @@ from powercontext.contract.prepare import (
     MAX_QUERY_CHARS,
     MIN_MAX_BYTES,
     PrepareContextRequest,
-    PreparedContext,
 )
-from powercontext.domain.access import ScopeForbidden
-from powercontext.domain.errors import RequestRefused
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
+from powercontext.prepare import PreparePipeline, PrepareResult
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
-from powercontext.recall.readers import (
-    AtomicMemoryReader,
-    CodeEvidenceReader,
-    CodeReader,
-    FamilyReader,
-    RecallContext,
-)
-from powercontext.recall.trace import RecallTrace
-from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
-from powercontext.receipt.validation import (
-    ReceiptRejected,
-    model_wire_data,
-    rejection_for,
-    serialize_valid_receipt,
-)
+from powercontext.recall.readers import AtomicMemoryReader, CodeEvidenceReader, CodeReader, FamilyReader
+from powercontext.receipt.assembler import ReceiptAssembler, TraceReceiptAssembler
 from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
-from powercontext.search.embedding import GuardedEmbedder, VectorChannel
+from powercontext.search.embedding import GuardedEmbedder
 from powercontext.search.families import ExperienceSearch
 from powercontext.settings import Settings
 from powercontext.store.base import (
@@ -65,47 +42,7 @@ from powercontext.store.base import (
 )
 from powercontext.store.code import CodeStore
 
-log = logging.getLogger("powercontext.receipt")
-
 ATOMIC_MEMORY: Family = "atomic-memory"
-# Default recall (no ``assembly``): these families interleave by rank under the combined entry limit.
-DEFAULT_FAMILIES: tuple[Family, ...] = ("atomic-memory", "topic-memory", "experience")
-SECTION_FAMILY: dict[str, Family] = {
-    "memory": "atomic-memory",
-    "topic-memory": "topic-memory",
-    "experience": "experience",
-    "profile": "profile",
-}
-
-
-class FamilyDisabled(RequestRefused):
-    code, status = "family-disabled", 409
-
-    def __init__(self, family: str) -> None:
-        super().__init__(f"the {family} family is disabled on this Server; remove its assembly section")
-
-
-@dataclass(frozen=True)
-class RecallPlan:
-    """Which families one prepare reads, and how the Builder assembles them."""
-
-    families: tuple[Family, ...]  # historical families in read order, then "code" when requested
-    sections: tuple[Section, ...] | None  # None: the default interleaved recall
-
-
-@dataclass(frozen=True)
-class PrepareResult:
-    """The PreparedContext, plus the Receipt's exact wire bytes when one was requested and built."""
-
-    context: PreparedContext
-    receipt_json: bytes | None
-
-    def response_body(self) -> bytes:
-        body = self.context.model_dump_json().encode("utf-8")
-        if self.receipt_json is None:
-            return body
-        # Splice the validated bytes in, so the Receipt's measured size is the size returned.
-        return body[:-1] + b',"receipt":' + self.receipt_json + b"}"
 
 
 class Runtime:
@@ -139,8 +76,15 @@ class Runtime:
             self.code_search = CodeSearch(store, self.embedder, hybrid_weights)
             self.code_reader = CodeEvidenceReader(store, self.code_search)
         self.disabled_families = disabled_families
-        self.builder = builder or PreparedContextBuilder()
-        self.receipt_assembler = receipt_assembler or TraceReceiptAssembler()
+        self.pipeline = PreparePipeline(
+            store,
+            self.embedder,
+            self.readers,
+            self.code_reader,
+            builder or PreparedContextBuilder(),
+            receipt_assembler or TraceReceiptAssembler(),
+            disabled_families,
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:
@@ -263,77 +207,5 @@ class Runtime:
     def prepare(
         self, request: PrepareContextRequest, request_id: str, may_read: Callable[[str], bool] = lambda _: True
     ) -> PrepareResult:
-        """The PreparedContext (and Receipt bytes when asked). ``may_read`` is the caller's read grant: the
-        request Scope must pass it, and referenced Scopes that do not are not recalled."""
-        if not may_read(request.scope_id):
-            raise ScopeForbidden("read")
-        plan = self.plan(request)
-        trace = RecallTrace(requested_families=plan.families)
-        with trace.stage("scope.context"):
-            scope = self.store.get_scope(request.scope_id)
-            scope_ids = (scope.scope_id, *(r for r in scope.context_references if may_read(r)))
-        ctx = RecallContext(request.query, scope_ids, trace, VectorChannel(self.embedder))
-        pools: dict[Family, list[Candidate]] = {}
-        code: list[CodeCandidate] = []
-        for family in plan.families:
-            if family == "code":
-                code = self._read_code(ctx)
-                continue
-            reader = self.readers.get(family)
-            if reader is None:
-                # Requested, but this Runtime has no reader for it: a skipped opportunity, not a search.
-                trace.record_search(ctx.round, family, "none", "not_run", "none")
-                pools[family] = []
-                continue
-            pools[family] = reader.read(ctx)
-        trace.record_round(0, "completed", retained=True)
-        with trace.stage("context.build"):
-            build = self.builder.build(pools, request.max_bytes, sections=plan.sections, code=code)
-        receipt_json = None
-        if request.include_receipt:
-            receipt_json = self._receipt(request, request_id, trace, build)
-        return PrepareResult(build.context, receipt_json)
-
-    def plan(self, request: PrepareContextRequest) -> RecallPlan:
-        if request.assembly is None:
-            families = tuple(f for f in DEFAULT_FAMILIES if f not in self.disabled_families)
-            sections = None
-        else:
-            sections = tuple(Section(SECTION_FAMILY[s.family], s.limit) for s in request.assembly.sections)
-            for section in sections:
-                if section.family in self.disabled_families:
-                    raise FamilyDisabled(section.family)
-            families = tuple(s.family for s in sections)
-        if request.include_code and "code" not in self.disabled_families:
-            families += ("code",)
-        return RecallPlan(families, sections)
-
-    def _read_code(self, ctx: RecallContext) -> list[CodeCandidate]:
-        """Code is queried once per prepare, for the request Scope (round 0)."""
-        if self.code_reader is None:
-            ctx.trace.record_search(0, "code", "none", "not_run", "none")
-            return []
-        return self.code_reader.read(ctx)
-
-    def _receipt(
-        self, request: PrepareContextRequest, request_id: str, trace: RecallTrace, build: PreparedContextBuild
-    ) -> bytes | None:
-        """Fail-open: any problem drops the Receipt, logs one content-free line, and changes nothing else."""
-        evidence = ReceiptEvidence(request_id, request.query, request.max_bytes, trace, build)
-        assembler = self.receipt_assembler
-        try:
-            if type(assembler) is TraceReceiptAssembler:
-                data = assembler.receipt_data(evidence)
-            else:
-                data = model_wire_data(assembler.assemble(evidence))
-            return serialize_valid_receipt(data, build, request_id)
-        except ReceiptRejected as exc:
-            reason, error_type = exc.reason, "ReceiptRejected"
-        except ValidationError as exc:
-            reason, error_type = rejection_for(exc).reason, "ValidationError"
-        except Exception as exc:  # an assembler bug must never block injection
-            reason, error_type = "assembly_failed", type(exc).__name__
-        log.warning(
-            "event=context.receipt.omitted reason=%s error_type=%s receipt_id=%s", reason, error_type, request_id
-        )
-        return None
+        """The PreparedContext (and Receipt bytes when asked); see ``PreparePipeline.prepare``."""
+        return self.pipeline.prepare(request, request_id, may_read)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from powercontext.assembly.builder import Candidate, round_robin
 from powercontext.contract.common import Family
+from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, round_robin
 from powercontext.recall.readers import RecallContext
 from powercontext.search.channels import ChannelSearch
 from powercontext.search.families import ExperienceSearch
 from powercontext.store.base import FamilyStore, ScoredTopic
 
-TOPIC_CANDIDATE_LIMIT = 8
-EXPERIENCE_CANDIDATE_LIMIT = 8
+TOPIC_CANDIDATE_LIMIT = CANDIDATE_LIMITS["topic-memory"]
+EXPERIENCE_CANDIDATE_LIMIT = CANDIDATE_LIMITS["experience"]
 
 
 class TopicMemoryReader:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from powercontext.assembly.builder import Candidate, CodeCandidate, round_robin
 from powercontext.contract.common import Family
+from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCandidate, round_robin
 from powercontext.recall.trace import RecallTrace
 from powercontext.search.channels import ChannelSearch
 from powercontext.search.code import CodeSearch
@@ -18,8 +18,8 @@ from powercontext.search.embedding import VectorChannel
 from powercontext.store.base import ScoredMemory
 from powercontext.store.code import CodeStore
 
-ATOMIC_CANDIDATE_LIMIT = 16
-CODE_CANDIDATE_LIMIT = 16
+ATOMIC_CANDIDATE_LIMIT = CANDIDATE_LIMITS["atomic-memory"]
+CODE_CANDIDATE_LIMIT = CANDIDATE_LIMITS["code"]
 
 
 @dataclass
