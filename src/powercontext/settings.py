@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from powercontext.inference.config import EmbeddingConfig
+from powercontext.inference.generation_config import InferenceSettings
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -41,6 +42,8 @@ class Settings:
     disabled_families: frozenset[str] = frozenset()
     # JSON file of principals (token SHA-256 and Scope grants); None: a single-user Server, no tokens.
     access_file: Path | None = None
+    # Generation, rerank and expansion (POWERCONTEXT_GENERATION*, POWERCONTEXT_RERANK*, POWERCONTEXT_EXPANSION).
+    inference: InferenceSettings = field(default_factory=InferenceSettings)
 
     @classmethod
     def from_env(cls, db: str | None = None, host: str | None = None, port: int | None = None) -> Settings:
@@ -61,6 +64,7 @@ class Settings:
             access_file=Path(env["POWERCONTEXT_ACCESS_FILE"]).expanduser()
             if env.get("POWERCONTEXT_ACCESS_FILE")
             else None,
+            inference=InferenceSettings.from_env(env),
         )
 
 
