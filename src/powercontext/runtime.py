@@ -20,9 +20,15 @@ from powercontext.contract.prepare import (
     PrepareContextRequest,
 )
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
+from powercontext.inference.generation import GenerationProvider, NoGeneration
+from powercontext.inference.generation_config import InferenceSettings, build_generation_provider
 from powercontext.prepare import PreparePipeline, PrepareResult
+from powercontext.prompts.definitions import resolve_builtin
+from powercontext.recall.deterministic import LexicalCoverageReranker
+from powercontext.recall.expansion import Expander, ModelExpander, WidenExpander
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
 from powercontext.recall.readers import AtomicMemoryReader, CodeEvidenceReader, CodeReader, FamilyReader
+from powercontext.recall.rerank import ListwiseReranker, MemoryReranker, PromptResolver
 from powercontext.receipt.assembler import ReceiptAssembler, TraceReceiptAssembler
 from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
@@ -55,8 +61,15 @@ class Runtime:
         builder: PreparedContextBuilder | None = None,
         receipt_assembler: ReceiptAssembler | None = None,
         disabled_families: frozenset[str] = frozenset(),
+        reranker: MemoryReranker | None = None,
+        expander: Expander | None = None,
+        resolve_prompt: PromptResolver = resolve_builtin,
+        generation: GenerationProvider | None = None,
     ) -> None:
+        """``reranker`` and ``expander`` apply whatever the settings say (an injected reranker declares its own
+        evidence); ``resolve_prompt`` is where Prompts come from; ``generation`` is closed with the Runtime."""
         self.store = store
+        self.generation = generation or NoGeneration()
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
         self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
             store.search_text, store.search_vector, self.embedder, hybrid_weights
@@ -84,6 +97,9 @@ class Runtime:
             builder or PreparedContextBuilder(),
             receipt_assembler or TraceReceiptAssembler(),
             disabled_families,
+            reranker=reranker,
+            expander=expander,
+            resolve_prompt=resolve_prompt,
         )
 
     @classmethod
@@ -94,6 +110,8 @@ class Runtime:
         preload = getattr(provider, "load", None)
         if callable(preload):  # the local model: load it now, not inside the first prepare (~0.4 s)
             preload()
+        inference = settings.inference
+        generation = build_generation_provider(inference.generation)
         runtime = cls(
             SqliteStore(settings.db_path),
             embedder=GuardedEmbedder(provider, settings.embeddings_cooldown_s),
@@ -101,6 +119,9 @@ class Runtime:
                 settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k
             ),
             disabled_families=settings.disabled_families,
+            reranker=build_reranker(inference, generation),
+            expander=build_expander(inference, generation, resolve_builtin),
+            generation=generation,
         )
         runtime.report_vector_index()
         return runtime
@@ -108,6 +129,7 @@ class Runtime:
     def close(self) -> None:
         self.store.close()
         self.embedder.provider.close()
+        self.generation.close()
 
     def report_vector_index(self) -> None:
         """Say at start-up, without content, when stored vectors do not match the configured model."""
@@ -209,3 +231,27 @@ class Runtime:
     ) -> PrepareResult:
         """The PreparedContext (and Receipt bytes when asked); see ``PreparePipeline.prepare``."""
         return self.pipeline.prepare(request, request_id, may_read)
+
+
+def build_reranker(inference: InferenceSettings, generation: GenerationProvider) -> MemoryReranker | None:
+    """The reranker ``POWERCONTEXT_RERANK`` names (its settings already validated), or None when off."""
+    mode = inference.rerank.mode
+    if mode == "listwise":
+        return ListwiseReranker(generation, inference.rerank_call())
+    if mode == "deterministic":
+        settings = inference.rerank.settings
+        return LexicalCoverageReranker(
+            candidate_limit=int(settings.get("candidate_limit", 30)),
+            coverage_weight=float(settings.get("coverage_weight", LexicalCoverageReranker.default_weight)),
+        )
+    return None
+
+
+def build_expander(
+    inference: InferenceSettings, generation: GenerationProvider, resolve_prompt: PromptResolver
+) -> Expander | None:
+    if inference.expansion == "widen":
+        return WidenExpander()
+    if inference.expansion == "model":
+        return ModelExpander(generation, inference.expansion_call(), resolve_prompt)
+    return None

@@ -73,8 +73,10 @@ SAFE_SETTINGS: Final[Mapping[str, SafeSetting]] = MappingProxyType(
         "temperature": SafeSetting(float, 0.0, 2.0, True),
         "top_p": SafeSetting(float, 0.0, 1.0, True),
         "max_output_tokens": SafeSetting(int, 1, 32768, True),
-        "seed": SafeSetting(int, -(2**63), 2**63 - 1, True),
+        "seed": SafeSetting(int, -(2**53 - 1), 2**53 - 1, True),  # exact in every JSON reader (RFC 8785)
         "candidate_limit": SafeSetting(int, 1, 100, False),
+        # The deterministic reranker's weight of lexical coverage against the coarse rank.
+        "coverage_weight": SafeSetting(float, 0.0, 1.0, False),
     }
 )
 
