@@ -11,8 +11,11 @@ from powercontext.contract.common import (
     RECEIPT_SCHEMA,
     ArtifactAddress,
     ArtifactFamily,
+    ArtifactId,
     CodeEvidenceRef,
     Family,
+    Revision,
+    ScopeId,
     StrictModel,
     require_constants,
 )
@@ -56,7 +59,22 @@ class SearchGroup(StrictModel):
     count: int = Field(ge=1)
 
 
+class PromptArtifactRef(StrictModel):
+    family: Literal["prompt"]
+    artifact_id: ArtifactId = Field(description="The Prompt key, e.g. memory.rerank.")
+    revision: Revision
+
+
+class PromptArtifactAddress(StrictModel):
+    """The exact revision of a Scope's ``prompt`` Artifact an invocation used."""
+
+    scope_id: ScopeId
+    artifact: PromptArtifactRef
+
+
 class PromptIdentity(StrictModel):
+    """The ResolvedPrompt bound to an invocation, without its compiled text."""
+
     scope_id: str
     key: str
     definition_version: int
@@ -64,7 +82,7 @@ class PromptIdentity(StrictModel):
     selection: Literal["built_in", "artifact"]
     selected_version: int
     compiled_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
-    artifact_address: ArtifactAddress | None
+    artifact_address: PromptArtifactAddress | None = Field(description="null for a built-in Prompt")
 
 
 class RerankConfig(StrictModel):

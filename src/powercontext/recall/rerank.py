@@ -203,10 +203,12 @@ def rerank_scopes(
         if reranker.prompt_key is not None:
             try:  # once per Scope, before the model call, frozen for the invocation
                 prompt = resolve_prompt(scope_id, reranker.prompt_key)
-            except PromptUnavailable:
+            except Exception as exc:  # PromptUnavailable, or a resolver that broke: the same for this rerank
                 # The Scope's own Prompt cannot be honoured: no rerank with another one. No config can be
                 # stated for an invocation that never got its Prompt, so the Receipt is dropped.
-                log.warning("event=rerank.failed reason=prompt_unavailable key=%s", reranker.prompt_key)
+                error_type = "PromptUnavailable" if isinstance(exc, PromptUnavailable) else type(exc).__name__
+                key = reranker.prompt_key
+                log.warning("event=rerank.failed reason=prompt_unavailable key=%s error_type=%s", key, error_type)
                 trace.evidence_gap = "prompt_unavailable"
                 kept_pools.append(_coarse(pool, limit, trace))
                 continue
