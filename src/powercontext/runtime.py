@@ -19,6 +19,7 @@ from powercontext.contract.prepare import (
     MIN_MAX_BYTES,
     PrepareContextRequest,
 )
+from powercontext.contract.receipt import MAX_RECEIPT_BYTES
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
 from powercontext.inference.generation import GenerationProvider, NoGeneration
 from powercontext.inference.generation_config import InferenceSettings, build_generation_provider
@@ -223,6 +224,7 @@ class Runtime:
                 query_max_chars=MAX_QUERY_CHARS,
                 body_max_bytes=MAX_BODY_BYTES,
                 batch_max_items=MAX_BATCH_ITEMS,
+                receipt_max_bytes=MAX_RECEIPT_BYTES,
             ),
         )
 

@@ -20,7 +20,7 @@ from powercontext.receipt.assembler import ReceiptEvidence, TraceReceiptAssemble
 from powercontext.store.sqlite import SqliteStore
 from tests.conftest import StartInProcess
 from tests.receipt_digests import expected_config_digest
-from tests.support import FOUR_KEYS, REQUEST_ID_HEADER, Api, strict_json
+from tests.support import FOUR_KEYS, REQUEST_ID_HEADER, Api, receipt_bytes, strict_json
 
 QUERY = "deploy pipeline checks"
 MEMORY_ONLY = {"sections": [{"family": "memory", "limit": 8}]}
@@ -339,3 +339,36 @@ def test_the_honest_assembler_passes_the_same_rules(
     sid = seed(live.api)
     r = live.api.prepare(sid, QUERY, assembly=MEMORY_ONLY, include_receipt=True)
     assert "receipt" in strict_json(r.content) and omitted_lines(receipt_log) == []
+
+
+# -- the byte budget ---------------------------------------------------------------------------------------------
+
+
+class LongPolicy(KeywordReranker):
+    """Valid, complete evidence whose policy id is as long as the test needs (to size the Receipt)."""
+
+    policy_length = 0
+
+    def evidence(self, prompt: ResolvedPrompt | None) -> RerankConfigRecord | None:
+        policy = "test.policy." + "p" * self.policy_length
+        return RerankConfigRecord(policy, "injected:keyword", {"temperature": 0.0}, 1.0, 4, prompt, True)
+
+
+def test_the_published_receipt_bound_is_the_one_enforced(
+    inprocess_server: StartInProcess, sqlite_store: SqliteStore, receipt_log: list[logging.LogRecord]
+) -> None:
+    reranker = LongPolicy()
+    live = inprocess_server(sqlite_store, reranker=reranker)
+    bound = live.api.get("/v1/capabilities").json()["limits"]["receipt_max_bytes"]
+    sid = seed(live.api)
+    base = live.api.prepare(sid, QUERY, assembly=MEMORY_ONLY, include_receipt=True)
+    size = len(receipt_bytes(base.content))
+    # Stage durations vary by a few digits between prepares: 64 bytes either side of the bound is decisive.
+    reranker.policy_length = bound - size + 64
+    over = live.api.prepare(sid, QUERY, assembly=MEMORY_ONLY, include_receipt=True)
+    assert set(strict_json(over.content)) == FOUR_KEYS
+    (line,) = omitted_lines(receipt_log)
+    assert "reason=byte_overflow" in line
+    reranker.policy_length = bound - size - 64
+    under = live.api.prepare(sid, QUERY, assembly=MEMORY_ONLY, include_receipt=True)
+    assert bound - 128 < len(receipt_bytes(under.content)) <= bound

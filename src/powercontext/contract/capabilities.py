@@ -14,6 +14,7 @@ class Limits(StrictModel):
     query_max_chars: int
     body_max_bytes: int
     batch_max_items: int
+    receipt_max_bytes: int = Field(description="A Receipt whose serialized JSON is larger is dropped whole.")
 
 
 class Capabilities(StrictModel):

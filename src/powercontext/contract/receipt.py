@@ -41,7 +41,10 @@ MAX_RERANK_CONFIGS = 8
 MAX_RERANK_GROUPS = 32
 MAX_OMITTED_GROUPS = 16
 MAX_STAGES = 8
-MAX_RECEIPT_BYTES = 8192
+# Measured (bench/receipt_sizes.py, docs/receipts.md): the largest representative payload (26 historical items
+# and 4 code ranges across eight 64-character Scopes, 2 rerank configs with custom Prompts, 3 rounds) is 15,336
+# bytes; plus 10 % headroom, rounded up to a KiB.
+MAX_RECEIPT_BYTES = 17408
 
 
 class RecallRound(StrictModel):
