@@ -110,20 +110,25 @@ def server_overhead(size: int, calls: int, latency_ms: float) -> bool:
     return verdict("(listwise p50 - chat latency) / off p50", ratio, OVERHEAD_TARGET, "x", at_least=False, digits=3)
 
 
-def deterministic_cost(rounds: int = 2000) -> bool:
-    texts = [item["text"] for item in make_corpus(3000)]
+def deterministic_cost(pools: int = 500) -> bool:
+    """Cold: every pool is 30 texts the reranker has not seen (its per-text term cache is empty); warm: the same
+    pools again, as when the same memories recur across prepares. The target is judged on cold."""
+    texts = [item["text"] for item in make_corpus(pools * 30)]
     queries = make_queries()
     reranker = LexicalCoverageReranker()
-    samples = []
-    for i in range(rounds):
-        start = (i * 30) % (len(texts) - 30)
-        pool = [Candidate(None, "fact", t) for t in texts[start : start + 30]]
-        t0 = time.perf_counter()
-        reranker.rerank(queries[i % len(queries)], pool, 16, None, RerankSession(0))
-        samples.append((time.perf_counter() - t0) * 1000)
-    print(f"\ndeterministic rerank of 30 candidates, {rounds} pools")
-    print(f"  p50 {median(samples):.3f} ms  p95 {percentile(samples, 95):.3f} ms")
-    return verdict("deterministic rerank p50", median(samples), DETERMINISTIC_TARGET_MS, " ms", at_least=False)
+    result = {}
+    for phase in ("cold", "warm"):
+        samples = []
+        for i in range(pools):
+            pool = [Candidate(None, "fact", t) for t in texts[i * 30 : (i + 1) * 30]]
+            t0 = time.perf_counter()
+            reranker.rerank(queries[i % len(queries)], pool, 16, None, RerankSession(0))
+            samples.append((time.perf_counter() - t0) * 1000)
+        result[phase] = samples
+        print(f"\ndeterministic rerank of 30 candidates, {pools} pools, {phase}")
+        print(f"  p50 {median(samples):.3f} ms  p95 {percentile(samples, 95):.3f} ms")
+    cold = median(result["cold"])
+    return verdict("deterministic rerank p50, cold", cold, DETERMINISTIC_TARGET_MS, "ms", at_least=False)
 
 
 def main() -> int:

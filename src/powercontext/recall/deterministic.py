@@ -16,15 +16,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 from powercontext.domain.candidates import Candidate
 from powercontext.prompts.definitions import ResolvedPrompt
 from powercontext.recall.rerank import RerankConfigRecord, RerankResult, RerankSession
-from powercontext.text.tokenize import query_terms, terms
+from powercontext.text.tokenize import query_terms, term_set
 
 LEXICAL_POLICY_ID = "powercontext.memory.rerank.lexical-coverage.v1"
 DEFAULT_COVERAGE_WEIGHT = 0.5
 RRF_K = 60
+
+
+@lru_cache(maxsize=16384)
+def _term_set(text: str) -> frozenset[str]:
+    """A memory's distinct terms; the same memories recur across prepares, so each is tokenized once."""
+    return term_set(text)
 
 
 class LexicalCoverageReranker:
@@ -52,7 +59,7 @@ class LexicalCoverageReranker:
         wanted = query_terms(query)
         if not wanted or not candidates:
             return RerankResult(None, "fallback", "empty_selection")
-        term_sets = [set(terms(c.text)) for c in candidates]
+        term_sets = [_term_set(c.text) for c in candidates]
         n = len(candidates)
         idf = {t: math.log(1.0 + (n + 1) / (0.5 + sum(t in s for s in term_sets))) for t in wanted}
         total = sum(idf.values())
