@@ -372,3 +372,24 @@ def test_the_published_receipt_bound_is_the_one_enforced(
     reranker.policy_length = bound - size - 64
     under = live.api.prepare(sid, QUERY, assembly=MEMORY_ONLY, include_receipt=True)
     assert bound - 128 < len(receipt_bytes(under.content)) <= bound
+
+
+class Raising(KeywordReranker):
+    def rerank(
+        self, query: str, candidates: Sequence[Candidate], limit: int, prompt: ResolvedPrompt | None, s: RerankSession
+    ) -> RerankResult:
+        raise RuntimeError(f"reranker bug on {query!r}")
+
+
+def test_a_reranker_that_raises_keeps_the_coarse_order(
+    inprocess_server: StartInProcess, sqlite_store: SqliteStore, receipt_log: list[logging.LogRecord]
+) -> None:
+    live = inprocess_server(sqlite_store, reranker=Raising())
+    sid = seed(live.api)
+    order = live.api.hit_ids(sid, QUERY)
+    r = live.api.prepare(sid, QUERY, assembly=MEMORY_ONLY, include_receipt=True)
+    assert r.status_code == 200 and set(strict_json(r.content)) == FOUR_KEYS
+    content = strict_json(r.content)["content"]
+    assert [content.index(a) for a in order] == sorted(content.index(a) for a in order)
+    (line,) = omitted_lines(receipt_log)
+    assert "reason=missing_evidence" in line and "deploy" not in line

@@ -212,8 +212,14 @@ def rerank_scopes(
                 trace.evidence_gap = "prompt_unavailable"
                 kept_pools.append(_coarse(pool, limit, trace))
                 continue
-        result = reranker.rerank(query, pool, limit, prompt, session)
-        record = reranker.evidence(prompt)
+        try:
+            result = reranker.rerank(query, pool, limit, prompt, session)
+            record = reranker.evidence(prompt)
+        except Exception as exc:  # an injected reranker's bug: the coarse order, and no evidence to state
+            log.warning("event=rerank.failed reason=reranker_error error_type=%s", type(exc).__name__)
+            trace.evidence_gap = "missing_evidence"
+            kept_pools.append(_coarse(pool, limit, trace))
+            continue
         if record is None or not record.is_complete() or record.model_backed != reranker.model_backed:
             trace.evidence_gap = "missing_evidence"
         else:
