@@ -79,7 +79,7 @@ class OpenAICompatibleGeneration:
     name = "openai-compatible"
     configured = True
 
-    def __init__(self, base_url: str, *, api_key: str | None = None, max_workers: int = 8) -> None:
+    def __init__(self, base_url: str, *, api_key: str | None = None, max_workers: int = 16) -> None:
         headers = {"accept": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
@@ -112,6 +112,8 @@ class OpenAICompatibleGeneration:
         self._client.close()
 
     def _exchange(self, body: Mapping[str, object], deadline: float, timeout_s: float) -> bytes:
+        if time.monotonic() >= deadline:  # waited in the pool past the caller's deadline: the caller has gone
+            raise InferenceTimeout("the generation server did not answer within the timeout")
         # Exceptions are re-raised ``from None``: httpx messages and causes may carry the URL or the body.
         try:
             with self._client.stream("POST", self._url, json=body, timeout=httpx.Timeout(timeout_s)) as response:
