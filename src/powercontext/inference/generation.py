@@ -10,7 +10,6 @@ ends shortly after the caller has moved on.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -86,7 +85,6 @@ class OpenAICompatibleGeneration:
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._client = httpx.Client(headers=headers, follow_redirects=False)
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="generation")
-        self._closed = threading.Event()
 
     def complete(
         self, model: str, messages: Sequence[ChatMessage], settings: Mapping[str, SettingValue], timeout_s: float
@@ -107,7 +105,6 @@ class OpenAICompatibleGeneration:
         return _message_text(raw)
 
     def close(self) -> None:
-        self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._client.close()
 
