@@ -31,7 +31,11 @@ from powercontext.search.embedding import GuardedEmbedder
 from powercontext.store.base import NewMemory
 from powercontext.store.sqlite import SqliteStore
 
-DEFAULT_SUITE = Path(__file__).resolve().parents[3] / "shared" / "eval" / "project-memory"
+# ../shared/eval/project-memory next to the checkout (a worktree under wt/ has it one level further up).
+_REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SUITE = next(
+    (p for p in (_REPO.parent / "shared", _REPO.parent.parent / "shared") if p.is_dir()), _REPO.parent / "shared"
+) / "eval" / "project-memory"
 KS = (1, 3, 8)
 
 
