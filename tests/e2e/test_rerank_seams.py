@@ -393,3 +393,29 @@ def test_a_reranker_that_raises_keeps_the_coarse_order(
     assert [content.index(a) for a in order] == sorted(content.index(a) for a in order)
     (line,) = omitted_lines(receipt_log)
     assert "reason=missing_evidence" in line and "deploy" not in line
+
+
+def test_include_receipt_adds_no_searches_with_rerank_and_expansion(
+    inprocess_server: StartInProcess, sqlite_store: SqliteStore
+) -> None:
+    from powercontext.recall.expansion import WidenExpander
+    from tests.conftest import CountingStore
+
+    store = CountingStore(sqlite_store)
+    injected = KeywordReranker()
+    live = inprocess_server(store, reranker=injected, expander=WidenExpander())
+    sid = seed(live.api)
+
+    def calls(**flag: Any) -> tuple[dict[str, int], int, bytes]:
+        before, reranks = store.snapshot(), injected.calls
+        r = live.api.prepare(sid, "zebra", **flag)
+        after = store.snapshot()
+        return {k: after[k] - before[k] for k in after if after[k] != before[k]}, injected.calls - reranks, r.content
+
+    plain_calls, plain_reranks, plain = calls()
+    receipt_calls, receipt_reranks, with_receipt = calls(include_receipt=True)
+    assert plain_calls["search_text"] >= 2  # round 0 and at least one widened round
+    assert (receipt_calls, receipt_reranks) == (plain_calls, plain_reranks) == (plain_calls, 1)
+    body = strict_json(with_receipt)
+    assert {k: body[k] for k in FOUR_KEYS} == strict_json(plain)
+    assert [r["round"] for r in body["receipt"]["retrieval"]["rounds"]][:2] == [0, 1]
