@@ -1,22 +1,14 @@
-"""The composition root: the one place that wires adapters, and the prepare path itself."""
+"""The composition root: the one place that wires adapters (the prepare path itself is ``prepare.py``)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from powercontext import __version__
-from powercontext.assembly.builder import (
-    Candidate,
-    CodeCandidate,
-    PreparedContextBuild,
-    PreparedContextBuilder,
-    Section,
-)
+from powercontext.assembly.builder import PreparedContextBuilder
 from powercontext.code.indexer import CodeIndexer
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
@@ -28,31 +20,22 @@ from powercontext.contract.prepare import (
     MAX_QUERY_CHARS,
     MIN_MAX_BYTES,
     PrepareContextRequest,
-    PreparedContext,
 )
-from powercontext.domain.access import ScopeForbidden
-from powercontext.domain.errors import RequestRefused
+from powercontext.contract.receipt import MAX_RECEIPT_BYTES
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
-from powercontext.prompts.resolver import prompt_capabilities
+from powercontext.inference.generation import GenerationProvider, NoGeneration
+from powercontext.inference.generation_config import InferenceSettings, build_generation_provider
+from powercontext.prepare import PreparePipeline, PrepareResult
+from powercontext.prompts.resolver import prompt_capabilities, prompt_resolver_for
+from powercontext.recall.deterministic import LexicalCoverageReranker
+from powercontext.recall.expansion import Expander, ModelExpander, WidenExpander
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
-from powercontext.recall.readers import (
-    AtomicMemoryReader,
-    CodeEvidenceReader,
-    CodeReader,
-    FamilyReader,
-    RecallContext,
-)
-from powercontext.recall.trace import RecallTrace
-from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
-from powercontext.receipt.validation import (
-    ReceiptRejected,
-    model_wire_data,
-    rejection_for,
-    serialize_valid_receipt,
-)
+from powercontext.recall.readers import AtomicMemoryReader, CodeEvidenceReader, CodeReader, FamilyReader
+from powercontext.recall.rerank import ListwiseReranker, MemoryReranker, PromptResolver
+from powercontext.receipt.assembler import ReceiptAssembler, TraceReceiptAssembler
 from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
-from powercontext.search.embedding import GuardedEmbedder, VectorChannel
+from powercontext.search.embedding import GuardedEmbedder
 from powercontext.search.families import ExperienceSearch
 from powercontext.settings import Settings
 from powercontext.store.base import (
@@ -68,47 +51,7 @@ from powercontext.store.base import (
 )
 from powercontext.store.code import CodeStore
 
-log = logging.getLogger("powercontext.receipt")
-
 ATOMIC_MEMORY: Family = "atomic-memory"
-# Default recall (no ``assembly``): these families interleave by rank under the combined entry limit.
-DEFAULT_FAMILIES: tuple[Family, ...] = ("atomic-memory", "topic-memory", "experience")
-SECTION_FAMILY: dict[str, Family] = {
-    "memory": "atomic-memory",
-    "topic-memory": "topic-memory",
-    "experience": "experience",
-    "profile": "profile",
-}
-
-
-class FamilyDisabled(RequestRefused):
-    code, status = "family-disabled", 409
-
-    def __init__(self, family: str) -> None:
-        super().__init__(f"the {family} family is disabled on this Server; remove its assembly section")
-
-
-@dataclass(frozen=True)
-class RecallPlan:
-    """Which families one prepare reads, and how the Builder assembles them."""
-
-    families: tuple[Family, ...]  # historical families in read order, then "code" when requested
-    sections: tuple[Section, ...] | None  # None: the default interleaved recall
-
-
-@dataclass(frozen=True)
-class PrepareResult:
-    """The PreparedContext, plus the Receipt's exact wire bytes when one was requested and built."""
-
-    context: PreparedContext
-    receipt_json: bytes | None
-
-    def response_body(self) -> bytes:
-        body = self.context.model_dump_json().encode("utf-8")
-        if self.receipt_json is None:
-            return body
-        # Splice the validated bytes in, so the Receipt's measured size is the size returned.
-        return body[:-1] + b',"receipt":' + self.receipt_json + b"}"
 
 
 class Runtime:
@@ -122,10 +65,18 @@ class Runtime:
         receipt_assembler: ReceiptAssembler | None = None,
         disabled_families: frozenset[str] = frozenset(),
         code_roots: tuple[Path, ...] = (),
+        reranker: MemoryReranker | None = None,
+        expander: Expander | None = None,
+        resolve_prompt: PromptResolver | None = None,
+        generation: GenerationProvider | None = None,
     ) -> None:
-        """``code_roots``: the directories ``code_indexer`` may index (none by default)."""
+        """``code_roots``: the directories ``code_indexer`` may index (none by default). ``reranker`` and
+        ``expander`` apply whatever the settings say (an injected reranker declares its own evidence);
+        ``resolve_prompt`` is where Prompts come from (default: the store's Scope-owned Prompts);
+        ``generation`` is closed with the Runtime."""
         self.store = store
         self.code_roots = code_roots
+        self.generation = generation or NoGeneration()
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
         self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
             store.search_text, store.search_vector, self.embedder, hybrid_weights
@@ -145,8 +96,18 @@ class Runtime:
             self.code_search = CodeSearch(store, self.embedder, hybrid_weights)
             self.code_reader = CodeEvidenceReader(store, self.code_search)
         self.disabled_families = disabled_families
-        self.builder = builder or PreparedContextBuilder()
-        self.receipt_assembler = receipt_assembler or TraceReceiptAssembler()
+        self.pipeline = PreparePipeline(
+            store,
+            self.embedder,
+            self.readers,
+            self.code_reader,
+            builder or PreparedContextBuilder(),
+            receipt_assembler or TraceReceiptAssembler(),
+            disabled_families,
+            reranker=reranker,
+            expander=expander,
+            resolve_prompt=resolve_prompt or prompt_resolver_for(store),
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:
@@ -156,14 +117,22 @@ class Runtime:
         preload = getattr(provider, "load", None)
         if callable(preload):  # the local model: load it now, not inside the first prepare (~0.4 s)
             preload()
+        inference = settings.inference
+        generation = build_generation_provider(inference.generation)
+        store = SqliteStore(settings.db_path)
+        resolve_prompt = prompt_resolver_for(store)
         runtime = cls(
-            SqliteStore(settings.db_path),
+            store,
             embedder=GuardedEmbedder(provider, settings.embeddings_cooldown_s),
             hybrid_weights=HybridWeights(
                 settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k
             ),
             disabled_families=settings.disabled_families,
             code_roots=settings.code_roots,
+            reranker=build_reranker(inference, generation),
+            expander=build_expander(inference, generation, resolve_prompt),
+            resolve_prompt=resolve_prompt,
+            generation=generation,
         )
         runtime.report_vector_index()
         return runtime
@@ -171,6 +140,7 @@ class Runtime:
     def close(self) -> None:
         self.store.close()
         self.embedder.provider.close()
+        self.generation.close()
 
     def report_vector_index(self) -> None:
         """Say at start-up, without content, when stored vectors do not match the configured model."""
@@ -268,83 +238,36 @@ class Runtime:
                 body_max_bytes=MAX_BODY_BYTES,
                 batch_max_items=MAX_BATCH_ITEMS,
                 request_max_bytes=MAX_REQUEST_BODY_BYTES,
+                receipt_max_bytes=MAX_RECEIPT_BYTES,
             ),
         )
 
     def prepare(
         self, request: PrepareContextRequest, request_id: str, may_read: Callable[[str], bool] = lambda _: True
     ) -> PrepareResult:
-        """The PreparedContext (and Receipt bytes when asked). ``may_read`` is the caller's read grant: the
-        request Scope must pass it, and referenced Scopes that do not are not recalled."""
-        if not may_read(request.scope_id):
-            raise ScopeForbidden("read")
-        plan = self.plan(request)
-        trace = RecallTrace(requested_families=plan.families)
-        with trace.stage("scope.context"):
-            scope = self.store.get_scope(request.scope_id)
-            scope_ids = (scope.scope_id, *(r for r in scope.context_references if may_read(r)))
-        ctx = RecallContext(request.query, scope_ids, trace, VectorChannel(self.embedder))
-        pools: dict[Family, list[Candidate]] = {}
-        code: list[CodeCandidate] = []
-        for family in plan.families:
-            if family == "code":
-                code = self._read_code(ctx)
-                continue
-            reader = self.readers.get(family)
-            if reader is None:
-                # Requested, but this Runtime has no reader for it: a skipped opportunity, not a search.
-                trace.record_search(ctx.round, family, "none", "not_run", "none")
-                pools[family] = []
-                continue
-            pools[family] = reader.read(ctx)
-        trace.record_round(0, "completed", retained=True)
-        with trace.stage("context.build"):
-            build = self.builder.build(pools, request.max_bytes, sections=plan.sections, code=code)
-        receipt_json = None
-        if request.include_receipt:
-            receipt_json = self._receipt(request, request_id, trace, build)
-        return PrepareResult(build.context, receipt_json)
+        """The PreparedContext (and Receipt bytes when asked); see ``PreparePipeline.prepare``."""
+        return self.pipeline.prepare(request, request_id, may_read)
 
-    def plan(self, request: PrepareContextRequest) -> RecallPlan:
-        if request.assembly is None:
-            families = tuple(f for f in DEFAULT_FAMILIES if f not in self.disabled_families)
-            sections = None
-        else:
-            sections = tuple(Section(SECTION_FAMILY[s.family], s.limit) for s in request.assembly.sections)
-            for section in sections:
-                if section.family in self.disabled_families:
-                    raise FamilyDisabled(section.family)
-            families = tuple(s.family for s in sections)
-        if request.include_code and "code" not in self.disabled_families:
-            families += ("code",)
-        return RecallPlan(families, sections)
 
-    def _read_code(self, ctx: RecallContext) -> list[CodeCandidate]:
-        """Code is queried once per prepare, for the request Scope (round 0)."""
-        if self.code_reader is None:
-            ctx.trace.record_search(0, "code", "none", "not_run", "none")
-            return []
-        return self.code_reader.read(ctx)
-
-    def _receipt(
-        self, request: PrepareContextRequest, request_id: str, trace: RecallTrace, build: PreparedContextBuild
-    ) -> bytes | None:
-        """Fail-open: any problem drops the Receipt, logs one content-free line, and changes nothing else."""
-        evidence = ReceiptEvidence(request_id, request.query, request.max_bytes, trace, build)
-        assembler = self.receipt_assembler
-        try:
-            if type(assembler) is TraceReceiptAssembler:
-                data = assembler.receipt_data(evidence)
-            else:
-                data = model_wire_data(assembler.assemble(evidence))
-            return serialize_valid_receipt(data, build, request_id)
-        except ReceiptRejected as exc:
-            reason, error_type = exc.reason, "ReceiptRejected"
-        except ValidationError as exc:
-            reason, error_type = rejection_for(exc).reason, "ValidationError"
-        except Exception as exc:  # an assembler bug must never block injection
-            reason, error_type = "assembly_failed", type(exc).__name__
-        log.warning(
-            "event=context.receipt.omitted reason=%s error_type=%s receipt_id=%s", reason, error_type, request_id
+def build_reranker(inference: InferenceSettings, generation: GenerationProvider) -> MemoryReranker | None:
+    """The reranker ``POWERCONTEXT_RERANK`` names (its settings already validated), or None when off."""
+    mode = inference.rerank.mode
+    if mode == "listwise":
+        return ListwiseReranker(generation, inference.rerank_call())
+    if mode == "deterministic":
+        settings = inference.rerank.settings
+        return LexicalCoverageReranker(
+            candidate_limit=int(settings.get("candidate_limit", 30)),
+            coverage_weight=float(settings.get("coverage_weight", LexicalCoverageReranker.default_weight)),
         )
-        return None
+    return None
+
+
+def build_expander(
+    inference: InferenceSettings, generation: GenerationProvider, resolve_prompt: PromptResolver
+) -> Expander | None:
+    if inference.expansion == "widen":
+        return WidenExpander()
+    if inference.expansion == "model":
+        return ModelExpander(generation, inference.expansion_call(), resolve_prompt)
+    return None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from powercontext.code.confine import is_never_indexable
 from powercontext.inference.config import EmbeddingConfig
+from powercontext.inference.generation_config import InferenceSettings
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -46,6 +47,8 @@ class Settings:
     inspector: bool = True
     # Directories the Server may index over HTTP (POWERCONTEXT_CODE_ROOTS); empty: none.
     code_roots: tuple[Path, ...] = ()
+    # Generation, rerank and expansion (POWERCONTEXT_GENERATION*, POWERCONTEXT_RERANK*, POWERCONTEXT_EXPANSION).
+    inference: InferenceSettings = field(default_factory=InferenceSettings)
 
     @classmethod
     def from_env(cls, db: str | None = None, host: str | None = None, port: int | None = None) -> Settings:
@@ -68,6 +71,7 @@ class Settings:
             else None,
             inspector=_switch(env, "POWERCONTEXT_INSPECTOR", default=True),
             code_roots=_code_roots(env.get("POWERCONTEXT_CODE_ROOTS", "")),
+            inference=InferenceSettings.from_env(env),
         )
 
 

@@ -171,6 +171,9 @@ def test_prepare_with_explicit_sections(server: LiveServer, scope: str) -> None:
         ("POWERCONTEXT_CODE_ROOTS", "relative/src", "POWERCONTEXT_CODE_ROOTS"),
         ("POWERCONTEXT_CODE_ROOTS", f"/tmp{os.pathsep}/proc", "POWERCONTEXT_CODE_ROOTS"),
         ("POWERCONTEXT_CODE_ROOTS", "/no/such/directory", "POWERCONTEXT_CODE_ROOTS"),
+        ("POWERCONTEXT_RERANK", "listwise", "POWERCONTEXT_RERANK"),
+        ("POWERCONTEXT_GENERATION_SETTINGS", '{"url": "http://x"}', "POWERCONTEXT_GENERATION_SETTINGS"),
+        ("POWERCONTEXT_EXPANSION", "always", "POWERCONTEXT_EXPANSION"),
     ],
 )
 def test_a_bad_setting_stops_the_server_with_one_line(tmp_path: Path, setting: str, value: str, named: str) -> None:

@@ -8,12 +8,12 @@ import pytest
 
 from powercontext.assembly.builder import (
     BuilderLimits,
-    Candidate,
     PreparedContextBuild,
     PreparedContextBuilder,
     interleave,
 )
 from powercontext.contract.common import Family
+from powercontext.domain.candidates import Candidate
 from powercontext.domain.identity import ArtifactKey
 from tests.support import parse_fragments
 

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from powercontext.assembly.builder import (
     MIN_TRUNCATED_BYTES,
     BuilderLimits,
-    Candidate,
     PreparedContextBuilder,
     interleave,
 )
 from powercontext.contract.common import Family
+from powercontext.domain.candidates import Candidate
 from powercontext.domain.identity import ArtifactKey
 from tests.support import parse_fragments
 

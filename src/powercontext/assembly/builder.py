@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from dataclasses import dataclass, field
 
 from powercontext.assembly.render import (
     ENVELOPE_BYTES,
@@ -20,43 +19,15 @@ from powercontext.assembly.render import (
 from powercontext.contract.common import CodeEvidenceRef, Family
 from powercontext.contract.prepare import PreparedContext
 from powercontext.contract.receipt import OmissionReason
-from powercontext.domain.identity import ArtifactKey, code_evidence_ref
-from powercontext.text.normalize import sha256_digest
+from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCandidate, round_robin
+from powercontext.domain.identity import ArtifactKey
 from powercontext.text.utf8 import ELLIPSIS_BYTES, truncate_utf8, truncate_with_ellipsis
 
 MIN_TRUNCATED_BYTES = 64
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One retrieved item, in rank order. ``key`` is None when the source had no usable identity."""
-
-    key: ArtifactKey | None
-    kind: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class CodeCandidate:
-    """One indexed code range; ``text`` is exactly lines start..end, each with its line terminator."""
-
-    scope_id: str
-    fingerprint: str
-    path: str
-    file_sha256: str
-    start_line: int
-    end_line: int
-    snippet_sha256: str
-    text: str
-
-    def ref(self, end_line: int, snippet: str) -> CodeEvidenceRef:
-        """The identity of the leading lines ``start_line..end_line`` actually injected, ``snippet``."""
-        return code_evidence_ref(replace(self, end_line=end_line, snippet_sha256=sha256_digest(snippet)))
 
 
 def _default_candidate_limits() -> dict[Family, int]:
-    return {"atomic-memory": 16, "topic-memory": 8, "experience": 8, "code": 16}
+    return dict(CANDIDATE_LIMITS)
 
 
 @dataclass(frozen=True)
@@ -122,15 +93,6 @@ class PreparedContextBuild:
 
 class BuilderInvariantError(Exception):
     """The Builder produced something that breaks its own contract (a bug, never user input)."""
-
-
-def round_robin(lists: Sequence[Sequence[T]]) -> list[T]:
-    """Rank-major order: every list's first item, then every second, and so on; each list keeps its order."""
-    order: list[T] = []
-    depth = max((len(items) for items in lists), default=0)
-    for rank in range(depth):
-        order.extend(items[rank] for items in lists if rank < len(items))
-    return order
 
 
 def interleave(pools: Mapping[Family, Sequence[Candidate]]) -> list[tuple[Family, Candidate]]:

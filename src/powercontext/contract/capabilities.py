@@ -19,6 +19,7 @@ class Limits(StrictModel):
         description="The largest request body the Server reads; a larger one is refused with 413 body-too-large "
         "before it is parsed. It is the size of the largest valid request (a full batch of the largest items)."
     )
+    receipt_max_bytes: StrictInt = Field(description="A Receipt whose serialized JSON is larger is dropped whole.")
 
 
 class Capabilities(StrictModel):

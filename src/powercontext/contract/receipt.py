@@ -10,9 +10,11 @@ from powercontext.contract.common import (
     RECEIPT_POLICY_ID,
     RECEIPT_SCHEMA,
     ArtifactAddress,
-    ArtifactFamily,
+    ArtifactId,
     CodeEvidenceRef,
     Family,
+    Revision,
+    ScopeId,
     StrictModel,
     require_constants,
 )
@@ -38,7 +40,10 @@ MAX_RERANK_CONFIGS = 8
 MAX_RERANK_GROUPS = 32
 MAX_OMITTED_GROUPS = 16
 MAX_STAGES = 8
-MAX_RECEIPT_BYTES = 8192
+# Measured (bench/receipt_sizes.py, docs/receipts.md): the largest representative payload (26 historical items
+# and 4 code ranges across eight 64-character Scopes, 2 rerank configs with custom Prompts, 3 rounds) is 15,336
+# bytes; plus 10 % headroom, rounded up to a KiB.
+MAX_RECEIPT_BYTES = 17408
 
 
 class RecallRound(StrictModel):
@@ -56,7 +61,22 @@ class SearchGroup(StrictModel):
     count: StrictInt = Field(ge=1)
 
 
+class PromptArtifactRef(StrictModel):
+    family: Literal["prompt"]
+    artifact_id: ArtifactId = Field(description="The Prompt key, e.g. memory.rerank.")
+    revision: Revision
+
+
+class PromptArtifactAddress(StrictModel):
+    """The exact revision of a Scope's ``prompt`` Artifact an invocation used."""
+
+    scope_id: ScopeId
+    artifact: PromptArtifactRef
+
+
 class PromptIdentity(StrictModel):
+    """The ResolvedPrompt bound to an invocation, without its compiled text."""
+
     scope_id: str
     key: str
     definition_version: StrictInt
@@ -64,7 +84,7 @@ class PromptIdentity(StrictModel):
     selection: Literal["built_in", "artifact"]
     selected_version: StrictInt
     compiled_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
-    artifact_address: ArtifactAddress | None
+    artifact_address: PromptArtifactAddress | None = Field(description="null for a built-in Prompt")
 
 
 class RerankConfig(StrictModel):
@@ -97,7 +117,7 @@ class RetrievalEvidence(StrictModel):
 class SelectedArtifact(StrictModel):
     """A selected historical item, identified by its exact Scope-qualified revision."""
 
-    family: ArtifactFamily
+    family: Literal["atomic-memory", "topic-memory", "experience", "profile"]  # Prompts are never injected
     artifact_address: ArtifactAddress
     rendered_bytes: StrictInt = Field(ge=1)
     truncated: StrictBool

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from powercontext.assembly.builder import Candidate, round_robin
 from powercontext.contract.common import Family
-from powercontext.recall.readers import RecallContext
+from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, round_robin
+from powercontext.recall.readers import RecallContext, ScopePools
 from powercontext.search.channels import ChannelSearch
 from powercontext.search.families import ExperienceSearch
 from powercontext.store.base import FamilyStore, ScoredTopic
 
-TOPIC_CANDIDATE_LIMIT = 8
-EXPERIENCE_CANDIDATE_LIMIT = 8
+TOPIC_CANDIDATE_LIMIT = CANDIDATE_LIMITS["topic-memory"]
+EXPERIENCE_CANDIDATE_LIMIT = CANDIDATE_LIMITS["experience"]
 
 
 class TopicMemoryReader:
@@ -23,12 +23,16 @@ class TopicMemoryReader:
         self._limit = limit
 
     def read(self, ctx: RecallContext) -> list[Candidate]:
+        return self.read_groups(ctx)[0][1]
+
+    def read_groups(self, ctx: RecallContext, limit: int | None = None) -> ScopePools:
+        scope_id = ctx.scope_ids[0]
         with ctx.trace.stage("topic_memory.search"):
             outcome = self._search.search(
-                ctx.scope_ids[0], ctx.query, "auto", self._limit, channel=ctx.channel, round=ctx.round
+                scope_id, ctx.query, "auto", limit or self._limit, channel=ctx.channel, round=ctx.round
             )
         ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
-        return [Candidate(h.record.key, "topic", h.record.render_text()) for h in outcome.hits]
+        return [(scope_id, [Candidate(h.record.key, "topic", h.record.render_text()) for h in outcome.hits])]
 
 
 class ExperienceReader:
@@ -41,14 +45,18 @@ class ExperienceReader:
         self._limit = per_scope_limit
 
     def read(self, ctx: RecallContext) -> list[Candidate]:
-        per_scope = []
+        return round_robin([pool for _, pool in self.read_groups(ctx)])
+
+    def read_groups(self, ctx: RecallContext, limit: int | None = None) -> ScopePools:
+        groups: ScopePools = []
         for scope_id in ctx.scope_ids:
             with ctx.trace.stage("experience.search"):
-                outcome = self._search.search(scope_id, ctx.query, self._limit)
+                outcome = self._search.search(scope_id, ctx.query, limit or self._limit)
             # The adapter says which mode ran; it is recorded as given.
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", "none")
-            per_scope.append(outcome.hits)
-        return [Candidate(h.record.key, "experience", h.record.render_text()) for h in round_robin(per_scope)]
+            pool = [Candidate(h.record.key, "experience", h.record.render_text()) for h in outcome.hits]
+            groups.append((scope_id, pool))
+        return groups
 
 
 class ProfileReader:

@@ -7,10 +7,10 @@ are exactly what the readers recorded (the Runtime never infers a mode from a re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from powercontext.assembly.builder import Candidate, CodeCandidate, round_robin
 from powercontext.contract.common import Family
+from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCandidate, round_robin
 from powercontext.recall.trace import RecallTrace
 from powercontext.search.channels import ChannelSearch
 from powercontext.search.code import CodeSearch
@@ -18,8 +18,8 @@ from powercontext.search.embedding import VectorChannel
 from powercontext.store.base import ScoredMemory
 from powercontext.store.code import CodeStore
 
-ATOMIC_CANDIDATE_LIMIT = 16
-CODE_CANDIDATE_LIMIT = 16
+ATOMIC_CANDIDATE_LIMIT = CANDIDATE_LIMITS["atomic-memory"]
+CODE_CANDIDATE_LIMIT = CANDIDATE_LIMITS["code"]
 
 
 @dataclass
@@ -33,10 +33,22 @@ class RecallContext:
     round: int = 0
 
 
+ScopePools = list[tuple[str, list[Candidate]]]  # (scope_id, that Scope's candidates in rank order)
+
+
 class FamilyReader(Protocol):
     family: Family
 
     def read(self, ctx: RecallContext) -> list[Candidate]: ...
+
+
+@runtime_checkable
+class SearchableReader(FamilyReader, Protocol):
+    """A family that is searched by query, so expansion rounds can search it again with another query."""
+
+    def read_groups(self, ctx: RecallContext, limit: int | None = None) -> ScopePools:
+        """Each searched Scope's pool (``limit`` per Scope instead of the family's own, when given)."""
+        ...
 
 
 class CodeReader(Protocol):
@@ -54,15 +66,18 @@ class AtomicMemoryReader:
         self._limit = per_scope_limit
 
     def read(self, ctx: RecallContext) -> list[Candidate]:
-        per_scope = []
+        return round_robin([pool for _, pool in self.read_groups(ctx)])
+
+    def read_groups(self, ctx: RecallContext, limit: int | None = None) -> ScopePools:
+        groups: ScopePools = []
         for scope_id in ctx.scope_ids:
             with ctx.trace.stage("memory.search"):
                 outcome = self._search.search(
-                    scope_id, ctx.query, "auto", self._limit, channel=ctx.channel, round=ctx.round
+                    scope_id, ctx.query, "auto", limit or self._limit, channel=ctx.channel, round=ctx.round
                 )
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
-            per_scope.append(outcome.hits)
-        return [Candidate(h.record.key, h.record.kind, h.record.text) for h in round_robin(per_scope)]
+            groups.append((scope_id, [Candidate(h.record.key, h.record.kind, h.record.text) for h in outcome.hits]))
+        return groups
 
 
 class CodeEvidenceReader:

@@ -7,12 +7,17 @@ anything a Receipt reports must first be recorded here by the code that did the 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from powercontext.contract.common import Family
-from powercontext.contract.receipt import SearchFallback, SearchMode, SearchOutcome
+from powercontext.contract.receipt import OmissionReason, SearchFallback, SearchMode, SearchOutcome
+
+if TYPE_CHECKING:  # the rerank module records onto the trace; the trace only holds its records
+    from powercontext.recall.rerank import RerankConfigRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,14 @@ class RoundRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RerankCall:
+    round: int
+    config: RerankConfigRecord
+    outcome: str  # selected | fallback | failed
+    reason: str  # none | empty_selection | inference_unavailable | inference_timeout | invalid_output
+
+
+@dataclass(frozen=True, slots=True)
 class StageSample:
     stage: str
     duration_ms: float
@@ -43,7 +56,14 @@ class RecallTrace:
     searches: list[SearchCall] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
     stages: list[StageSample] = field(default_factory=list)
+    reranks: list[RerankCall] = field(default_factory=list)
+    # Exclusions counted before the Builder (rerank, merging rounds), in the pools of retained rounds only.
+    omissions: Counter[tuple[Family, OmissionReason]] = field(default_factory=Counter)
     non_deterministic: bool = False
+    # Why this prepare cannot have a Receipt (evidence that is missing and must not be invented), if it cannot.
+    evidence_gap: str | None = None
+    # The model expander's alternative queries for this prepare: request-local, never reported anywhere.
+    expansion_queries: list[str] | None = field(default=None, repr=False)
 
     def record_search(
         self, round: int, family: Family, mode: SearchMode, outcome: SearchOutcome, fallback_reason: SearchFallback
@@ -52,6 +72,15 @@ class RecallTrace:
 
     def record_round(self, round: int, outcome: str, retained: bool) -> None:
         self.rounds.append(RoundRecord(round, outcome, retained))
+
+    def record_rerank(self, round: int, config: RerankConfigRecord, outcome: str, reason: str) -> None:
+        self.reranks.append(RerankCall(round, config, outcome, reason))
+        if config.model_backed:
+            self.non_deterministic = True
+
+    def omit(self, family: Family, reason: OmissionReason, count: int) -> None:
+        if count > 0:
+            self.omissions[(family, reason)] += count
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

@@ -13,6 +13,7 @@ from powercontext.assembly.builder import PreparedContextBuild
 from powercontext.contract.common import RECEIPT_POLICY_ID, RECEIPT_SCHEMA, Family
 from powercontext.contract.receipt import OmissionReason, PreparedContextReceipt
 from powercontext.recall.trace import RecallTrace
+from powercontext.receipt.digests import wire_config
 from powercontext.text.normalize import query_digest, sha256_digest
 
 _FAMILY_ORDER = {f: i for i, f in enumerate(get_args(Family))}
@@ -60,8 +61,7 @@ class TraceReceiptAssembler:
             "retrieval": {
                 "rounds": [{"round": r.round, "outcome": r.outcome, "retained": r.retained} for r in trace.rounds],
                 "searches": search_groups(trace),
-                "rerank_configs": [],
-                "reranks": [],
+                **rerank_evidence(trace),
             },
             "selected": [
                 {
@@ -88,7 +88,7 @@ class TraceReceiptAssembler:
                 }
                 for item in build.code_items
             ],
-            "omitted": omitted_groups(build, trace.requested_families),
+            "omitted": omitted_groups(build, trace),
             "stages": stage_timings(trace),
         }
 
@@ -106,14 +106,38 @@ def search_groups(trace: RecallTrace) -> list[dict[str, object]]:
     return [{**dict(zip(fields, key, strict=True)), "count": n} for key, n in counts.items()]
 
 
-def omitted_groups(build: PreparedContextBuild, requested: tuple[Family, ...]) -> list[dict[str, object]]:
-    """Builder omission counters plus a ``not_retrieved`` flag per requested family with no candidates."""
-    counts = dict(build.omissions)
-    for family in requested:
+def rerank_evidence(trace: RecallTrace) -> dict[str, list[dict[str, Any]]]:
+    """``rerank_configs`` (one per distinct digest, sorted by it) and ``reranks`` (invocations grouped by
+    (round, config_id, outcome, fallback_reason), sorted by that tuple)."""
+    configs: dict[str, dict[str, Any]] = {}
+    groups: Counter[tuple[int, str, str, str]] = Counter()
+    for call in trace.reranks:
+        config = wire_config(call.config)
+        configs.setdefault(config["config_id"], config)
+        groups[(call.round, config["config_id"], call.outcome, call.reason)] += 1
+    fields = ("round", "config_id", "outcome", "fallback_reason")
+    return {
+        "rerank_configs": [configs[digest] for digest in sorted(configs)],
+        "reranks": [{**dict(zip(fields, key, strict=True)), "count": n} for key, n in sorted(groups.items())],
+    }
+
+
+def omission_counts(build: PreparedContextBuild, trace: RecallTrace) -> dict[tuple[Family, OmissionReason], int]:
+    """Exclusion events: the Builder's counters plus those counted before it (rerank, merging rounds), and a
+    ``not_retrieved`` flag per requested family with no candidates."""
+    counts: Counter[tuple[Family, OmissionReason]] = Counter(build.omissions)
+    counts.update(trace.omissions)
+    for family in trace.requested_families:
         if build.candidate_counts.get(family, 0) == 0:
             counts[(family, "not_retrieved")] = 1
+    return {key: n for key, n in counts.items() if n > 0}
+
+
+def omitted_groups(build: PreparedContextBuild, trace: RecallTrace) -> list[dict[str, object]]:
+    """The omission counts as wire groups, in family then reason order."""
+    counts = omission_counts(build, trace)
     ordered = sorted(counts.items(), key=lambda kv: (_FAMILY_ORDER[kv[0][0]], _REASON_ORDER[kv[0][1]]))
-    return [{"family": f, "reason": r, "count": n} for (f, r), n in ordered if n > 0]
+    return [{"family": f, "reason": r, "count": n} for (f, r), n in ordered]
 
 
 def stage_timings(trace: RecallTrace) -> list[dict[str, object]]:

@@ -12,7 +12,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from powercontext.assembly.builder import PreparedContextBuild
 from powercontext.contract.receipt import (
     MAX_OMITTED_GROUPS,
     MAX_RECEIPT_BYTES,
@@ -24,7 +23,24 @@ from powercontext.contract.receipt import (
     MAX_STAGES,
     PreparedContextReceipt,
 )
-from powercontext.text.normalize import sha256_digest
+from powercontext.inference.generation_config import SAFE_SETTINGS
+from powercontext.receipt.assembler import ReceiptEvidence, omission_counts
+from powercontext.receipt.digests import config_digest
+from powercontext.text.normalize import query_digest, sha256_digest
+
+# Every stage name a Receipt may carry: the runtime stages that exist (rerank time is part of memory.search).
+STAGE_NAMES = frozenset(
+    {
+        "scope.context",
+        "memory.search",
+        "topic_memory.search",
+        "experience.search",
+        "profile.read",
+        "code.query",
+        "recall.expand",
+        "context.build",
+    }
+)
 
 _RETRIEVAL_CAPS = {
     "rounds": MAX_ROUNDS,
@@ -59,8 +75,12 @@ def model_wire_data(receipt: PreparedContextReceipt) -> dict[str, Any]:
     return checked.model_dump(mode="json")
 
 
-def serialize_valid_receipt(data: Mapping[str, Any], build: PreparedContextBuild, receipt_id: str) -> bytes:
-    """The Receipt's exact wire bytes, after checking it explains ``build``; else ``ReceiptRejected``."""
+def serialize_valid_receipt(data: Mapping[str, Any], evidence: ReceiptEvidence) -> bytes:
+    """The Receipt's exact wire bytes, after checking it states exactly what ``evidence`` records; else
+    ``ReceiptRejected`` with a content-free reason."""
+    build, receipt_id = evidence.build, evidence.receipt_id
+    if evidence.trace.evidence_gap is not None:
+        raise ReceiptRejected(evidence.trace.evidence_gap)
     retrieval = data["retrieval"]
     if any(len(retrieval[k]) > cap for k, cap in _RETRIEVAL_CAPS.items()) or any(
         len(data[k]) > cap for k, cap in _CAPS.items()
@@ -97,6 +117,15 @@ def serialize_valid_receipt(data: Mapping[str, Any], build: PreparedContextBuild
         raise ReceiptRejected("origin_mismatch")
     if data["truncated"] != build.truncated:
         raise ReceiptRejected("truncated_mismatch")
+    if data["query_digest"] != query_digest(evidence.query):
+        raise ReceiptRejected("query_digest_mismatch")
+    if data["requested_max_bytes"] != evidence.requested_max_bytes:
+        raise ReceiptRejected("requested_max_bytes_mismatch")
+    _check_retrieval(data, evidence)
+    _check_omitted(data, evidence)
+    stages = [s["stage"] for s in data["stages"]]
+    if len(set(stages)) != len(stages) or not set(stages) <= STAGE_NAMES:
+        raise ReceiptRejected("stage_mismatch")
     raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if len(raw) > MAX_RECEIPT_BYTES:
         raise ReceiptRejected("byte_overflow")
@@ -108,3 +137,73 @@ def _selected_identity(item: Mapping[str, Any]) -> tuple[str, str, Any, int, boo
     if len(fields) != 1:
         return None
     return (item.get("family"), fields[0], item[fields[0]], item.get("rendered_bytes"), item.get("truncated"))  # type: ignore[return-value]
+
+
+def _unique_sorted(keys: list[tuple[Any, ...]], reason: str, *, ordered: bool = True) -> None:
+    """Aggregated (no two groups with one key) and, when ``ordered``, sorted by that key."""
+    if len(set(keys)) != len(keys) or (ordered and keys != sorted(keys)):
+        raise ReceiptRejected(reason)
+
+
+def _check_retrieval(data: Mapping[str, Any], evidence: ReceiptEvidence) -> None:
+    retrieval = data["retrieval"]
+    for r in retrieval["rounds"]:
+        if r["outcome"] == "expansion_failed" and r["retained"]:
+            raise ReceiptRejected("round_mismatch")
+    if [r["round"] for r in retrieval["rounds"]] != sorted({r["round"] for r in retrieval["rounds"]}):
+        raise ReceiptRejected("round_mismatch")
+    searches = retrieval["searches"]
+    _unique_sorted(
+        [(g["round"], g["family"], g["mode"], g["outcome"], g["fallback_reason"]) for g in searches],
+        "search_group_mismatch",
+        ordered=False,  # first-occurrence order (deterministic); aggregation is what a reader relies on
+    )
+    for group in searches:
+        if (group["mode"] == "none") != (group["outcome"] == "not_run"):
+            raise ReceiptRejected("search_group_mismatch")
+    configs = retrieval["rerank_configs"]
+    ids = [c["config_id"] for c in configs]
+    _unique_sorted([(i,) for i in ids], "rerank_config_mismatch")
+    model_backed = False
+    for config in configs:
+        digest = config_digest(config)
+        if config["config_id"] != digest or config["config_digest"] != digest:
+            raise ReceiptRejected("config_digest_mismatch")
+        settings = config["effective_settings"]
+        if not all(_allowed_setting(name, value) for name, value in settings.items()):
+            raise ReceiptRejected("unrepresentable_config")
+        if config["model"] is not None:
+            model_backed = True
+            if not config["non_deterministic"]:
+                raise ReceiptRejected("non_deterministic_mismatch")
+        elif config["prompt"] is not None:
+            raise ReceiptRejected("unrepresentable_config")
+    if model_backed and not data["non_deterministic"]:
+        raise ReceiptRejected("non_deterministic_mismatch")
+    groups = retrieval["reranks"]
+    _unique_sorted(
+        [(g["round"], g["config_id"], g["outcome"], g["fallback_reason"]) for g in groups], "rerank_group_mismatch"
+    )
+    if {g["config_id"] for g in groups} != set(ids):  # each group resolves to one config, each config is used
+        raise ReceiptRejected("rerank_group_mismatch")
+    trace = evidence.trace
+    if sum(g["count"] for g in groups) != len(trace.reranks) or data["non_deterministic"] != trace.non_deterministic:
+        raise ReceiptRejected("rerank_group_mismatch")
+
+
+def _allowed_setting(name: str, value: Any) -> bool:
+    spec = SAFE_SETTINGS.get(name)
+    if spec is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if spec.kind is int and not isinstance(value, int):
+        return False
+    return bool(spec.low <= value <= spec.high)
+
+
+def _check_omitted(data: Mapping[str, Any], evidence: ReceiptEvidence) -> None:
+    """The omitted groups are exactly the Builder's counters, the pre-Builder exclusions and the flags."""
+    stated = [((g["family"], g["reason"]), g["count"]) for g in data["omitted"]]
+    if len({key for key, _ in stated}) != len(stated):
+        raise ReceiptRejected("omission_mismatch")
+    if dict(stated) != omission_counts(evidence.build, evidence.trace):
+        raise ReceiptRejected("omission_mismatch")

@@ -6,9 +6,17 @@ import hashlib
 import unicodedata
 
 
-def normalize_query(query: str) -> str:
+class NormalizedQuery(str):
+    """A query already normalized; ``normalize_query`` returns it as is, so one prepare normalizes once."""
+
+    __slots__ = ()
+
+
+def normalize_query(query: str) -> NormalizedQuery:
     """NFC of the trimmed query. No length check: the request bound is in characters, not bytes."""
-    return unicodedata.normalize("NFC", query.strip())
+    if isinstance(query, NormalizedQuery):
+        return query
+    return NormalizedQuery(unicodedata.normalize("NFC", query.strip()))
 
 
 def sha256_digest(data: str | bytes) -> str:

@@ -75,3 +75,10 @@ def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
         if len(seen) >= limit:
             break
     return list(seen)
+
+
+def term_set(text: str) -> frozenset[str]:
+    """The distinct index terms of ``text``: ``set(terms(text))``, with each distinct word stemmed only once."""
+    if _CJK.search(text) is not None:
+        return frozenset(terms(text))
+    return frozenset(_plain(word) for word in set(_WORD.findall(text.casefold())))

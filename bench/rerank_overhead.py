@@ -1,0 +1,168 @@
+"""What rerank adds to prepare: listwise against a chat server with a fixed latency, and the deterministic
+reranker's own cost.
+
+    .venv/bin/python bench/rerank_overhead.py [--size 10000] [--calls 200] [--latency-ms 50]
+
+1. Three Servers on the same corpus (each its own database), measured in one run, alternating: rerank off,
+   ``POWERCONTEXT_RERANK=listwise`` against ``tests/chat_server.py`` answering every call after a fixed
+   ``--latency-ms`` (a real process on loopback), and ``POWERCONTEXT_RERANK=deterministic``. Target:
+   listwise p50 minus the chat latency ≤ 1.15 × the rerank-off p50.
+2. ``LexicalCoverageReranker.rerank`` alone on 30-candidate pools of the corpus: target ≤ 1 ms p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from _common import (
+    BENCH_DIR,
+    create_scope,
+    describe_target,
+    free_port,
+    http_client,
+    make_corpus,
+    make_queries,
+    median,
+    percentile,
+    running_server,
+    seed_batches,
+    verdict,
+)
+from powercontext.domain.candidates import Candidate
+from powercontext.inference.generation import ChatMessage, OpenAICompatibleGeneration
+from powercontext.recall.deterministic import LexicalCoverageReranker
+from powercontext.recall.rerank import RerankSession
+from prepare_latency import prepare_once
+
+REPO = BENCH_DIR.parent
+WARMUP = 20
+OVERHEAD_TARGET = 1.15
+DETERMINISTIC_TARGET_MS = 1.0
+
+
+def start_chat(latency_ms: float, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.chat_server", "--port", str(port)], cwd=REPO, stdout=out, stderr=out
+        )
+    origin = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(origin + "/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.02)
+    step = {"mode": "rank", "keyword": "", "reverse": True, "delay_s": latency_ms / 1000}
+    httpx.post(origin + "/control", json={"default": step}, timeout=5).raise_for_status()
+    return process, origin + "/v1"
+
+
+def direct_call_p50(base_url: str, calls: int) -> float:
+    """What one call costs a client with nothing else around it: the fake server's own latency floor."""
+    client = OpenAICompatibleGeneration(base_url)
+    lines = "\n".join(f"[{i}] the deploy pipeline note number {i} about the ledger" for i in range(1, 31))
+    messages = [ChatMessage("system", "rank " * 80), ChatMessage("user", f"Request:\nq\n\nCandidates:\n{lines}")]
+    samples = []
+    try:
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            client.complete("bench", messages, {"temperature": 0.0}, 10.0)
+            samples.append((time.perf_counter() - t0) * 1000)
+    finally:
+        client.close()
+    return median(samples)
+
+
+def server_overhead(size: int, calls: int, latency_ms: float) -> bool:
+    corpus, queries = make_corpus(size), make_queries()
+    quiet = {"POWERCONTEXT_LOG_LEVEL": "warning", "POWERCONTEXT_EMBEDDINGS": "none"}
+    with tempfile.TemporaryDirectory(prefix="pc-rerank-") as tmp:
+        work = Path(tmp)
+        chat, base_url = start_chat(latency_ms, work / "chat.log")
+        listwise = {
+            **quiet,
+            "POWERCONTEXT_GENERATION": "openai-compatible",
+            "POWERCONTEXT_GENERATION_BASE_URL": base_url,
+            "POWERCONTEXT_GENERATION_MODEL": "bench",
+            "POWERCONTEXT_RERANK": "listwise",
+        }
+        deterministic = {**quiet, "POWERCONTEXT_RERANK": "deterministic"}
+        try:
+            with (
+                running_server(work / "off.db", work, env=quiet) as off_server,
+                running_server(work / "lw.db", work, env=listwise) as lw_server,
+                running_server(work / "det.db", work, env=deterministic) as det_server,
+                http_client(off_server) as off,
+                http_client(lw_server) as lw,
+                http_client(det_server) as det,
+            ):
+                clients = {"off": off, "listwise": lw, "deterministic": det}
+                for client in clients.values():
+                    create_scope(client)
+                    seed_batches(client, corpus)
+                samples: dict[str, list[float]] = {name: [] for name in clients}
+                for i in range(WARMUP + calls):
+                    names = list(clients)
+                    order = names[i % 3 :] + names[: i % 3]
+                    for name in order:
+                        elapsed, _ = prepare_once(clients[name], queries[i % len(queries)], 8000, True)
+                        if i >= WARMUP:
+                            samples[name].append(elapsed)
+            direct = direct_call_p50(base_url, calls)
+        finally:
+            chat.terminate()
+            chat.wait(10)
+    print(f"\n{size:,} memories, {calls} calls each, chat latency {latency_ms:.0f} ms")
+    for name, values in samples.items():
+        print(f"  {name:>13}: p50 {median(values):.2f} ms  p95 {percentile(values, 95):.2f} ms")
+    print(f"  one direct call to the chat server (its {latency_ms:.0f} ms sleep included): p50 {direct:.2f} ms")
+    off_p50, listwise_p50 = median(samples["off"]), median(samples["listwise"])
+    print(f"  (listwise p50 - direct call p50) / off p50: {(listwise_p50 - direct) / off_p50:.3f} x (for reference)")
+    ratio = (listwise_p50 - latency_ms) / off_p50
+    return verdict("(listwise p50 - chat latency) / off p50", ratio, OVERHEAD_TARGET, "x", at_least=False, digits=3)
+
+
+def deterministic_cost(pools: int = 500) -> bool:
+    """Cold: every pool is 30 texts the reranker has not seen (its per-text term cache is empty); warm: the same
+    pools again, as when the same memories recur across prepares. The target is judged on cold."""
+    texts = [item["text"] for item in make_corpus(pools * 30)]
+    queries = make_queries()
+    reranker = LexicalCoverageReranker()
+    result = {}
+    for phase in ("cold", "warm"):
+        samples = []
+        for i in range(pools):
+            pool = [Candidate(None, "fact", t) for t in texts[i * 30 : (i + 1) * 30]]
+            t0 = time.perf_counter()
+            reranker.rerank(queries[i % len(queries)], pool, 16, None, RerankSession(0))
+            samples.append((time.perf_counter() - t0) * 1000)
+        result[phase] = samples
+        print(f"\ndeterministic rerank of 30 candidates, {pools} pools, {phase}")
+        print(f"  p50 {median(samples):.3f} ms  p95 {percentile(samples, 95):.3f} ms")
+    cold = median(result["cold"])
+    return verdict("deterministic rerank p50, cold", cold, DETERMINISTIC_TARGET_MS, "ms", at_least=False)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    args = parser.parse_args()
+    print(describe_target())
+    ok = deterministic_cost()
+    ok &= server_overhead(args.size, args.calls, args.latency_ms)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

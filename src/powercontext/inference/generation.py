@@ -1,0 +1,150 @@
+"""Text generation for rerank and expansion: ``none`` and any server speaking ``POST {base}/chat/completions``.
+
+Every call has a **total** deadline: the caller waits at most ``timeout_s`` from the moment it asks, whatever
+the server does (stalls before the headers, or trickles the body a byte at a time). The HTTP exchange runs on
+a worker thread; the caller waits for it with that deadline, and the worker itself stops reading once the
+deadline has passed (each of its socket operations is bounded by the same timeout), so an abandoned call
+ends shortly after the caller has moved on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx
+
+from powercontext.inference.errors import InferenceError, InferenceTimeout, InferenceUnavailable
+
+MAX_RESPONSE_BYTES = 1 << 20  # a chat answer larger than this is not an answer to our Prompts
+SettingValue = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: str  # "system" | "user"
+    content: str
+
+
+class InvalidOutput(Exception):
+    """The model answered, but not within its contract (not JSON, wrong shape, out-of-range values).
+
+    Content-free like every inference error: the message never quotes the answer.
+    """
+
+    reason = "invalid_output"
+
+
+class GenerationProvider(Protocol):
+    """Answers chat messages with text. Raises only ``InferenceError`` subclasses from ``complete``."""
+
+    name: str  # "none" | "openai-compatible"
+    configured: bool
+
+    def complete(
+        self, model: str, messages: Sequence[ChatMessage], settings: Mapping[str, SettingValue], timeout_s: float
+    ) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class NoGeneration:
+    """Generation switched off: ``configured`` is False and every call is unavailable."""
+
+    name = "none"
+    configured = False
+
+    def complete(
+        self, model: str, messages: Sequence[ChatMessage], settings: Mapping[str, SettingValue], timeout_s: float
+    ) -> str:
+        raise InferenceUnavailable("no generation provider is configured")
+
+    def close(self) -> None:
+        return None
+
+
+# Safe settings as the chat-completions API names them (``max_output_tokens`` is ours, ``max_tokens`` theirs).
+_WIRE_NAMES = {"temperature": "temperature", "top_p": "top_p", "max_output_tokens": "max_tokens", "seed": "seed"}
+
+
+class OpenAICompatibleGeneration:
+    """A thread-safe client for one chat-completions server; one connection pool shared by every caller."""
+
+    name = "openai-compatible"
+    configured = True
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, max_workers: int = 16) -> None:
+        headers = {"accept": "application/json"}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._client = httpx.Client(headers=headers, follow_redirects=False)
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="generation")
+
+    def complete(
+        self, model: str, messages: Sequence[ChatMessage], settings: Mapping[str, SettingValue], timeout_s: float
+    ) -> str:
+        body: dict[str, object] = {
+            "model": model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "stream": False,
+        }
+        body.update({_WIRE_NAMES[k]: v for k, v in settings.items() if k in _WIRE_NAMES})
+        deadline = time.monotonic() + timeout_s
+        future: Future[bytes] = self._pool.submit(self._exchange, body, deadline, timeout_s)
+        try:
+            raw = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            future.cancel()
+            raise InferenceTimeout("the generation server did not answer within the timeout") from None
+        return _message_text(raw)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._client.close()
+
+    def _exchange(self, body: Mapping[str, object], deadline: float, timeout_s: float) -> bytes:
+        if time.monotonic() >= deadline:  # waited in the pool past the caller's deadline: the caller has gone
+            raise InferenceTimeout("the generation server did not answer within the timeout")
+        # Exceptions are re-raised ``from None``: httpx messages and causes may carry the URL or the body.
+        try:
+            with self._client.stream("POST", self._url, json=body, timeout=httpx.Timeout(timeout_s)) as response:
+                if not response.is_success:
+                    raise InferenceUnavailable(f"the generation server answered HTTP {response.status_code}")
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    if time.monotonic() > deadline:
+                        raise InferenceTimeout("the generation server did not answer within the timeout")
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise InferenceUnavailable("the generation server answered more than 1 MiB")
+                    chunks.append(chunk)
+                return b"".join(chunks)
+        except InferenceError:
+            raise
+        except httpx.TimeoutException:
+            raise InferenceTimeout("the generation server did not answer within the timeout") from None
+        except httpx.HTTPError as exc:
+            raise InferenceUnavailable(f"the generation server could not be reached ({type(exc).__name__})") from None
+
+
+def _message_text(raw: bytes) -> str:
+    """The first choice's message content. A body that is not a chat completion is the server's failure
+    (``inference_unavailable``); what the model wrote inside it is judged by the caller (``invalid_output``)."""
+    try:
+        payload = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise InferenceUnavailable("the generation server answered with a body that is not JSON") from None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        raise InferenceUnavailable("the generation server answered without choices[0].message.content")
+    return content

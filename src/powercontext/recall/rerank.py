@@ -1,0 +1,238 @@
+"""Rerank of each Scope's coarse Atomic Memory pool, and the evidence each invocation leaves on the trace.
+
+A reranker sees one Scope's pool (up to its ``candidate_limit``, coarse order) and answers which candidates
+to keep, best first. Outcomes: ``selected`` (``none``); ``fallback`` (``empty_selection``: a valid answer that
+chose nothing usable); ``failed`` (``inference_unavailable``, ``inference_timeout``, ``invalid_output``). On a
+fallback or a failure the coarse order is kept, so the prepare always answers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from powercontext.domain.candidates import Candidate
+from powercontext.inference.errors import InferenceError
+from powercontext.inference.generation import ChatMessage, GenerationProvider, InvalidOutput, SettingValue
+from powercontext.inference.generation_config import SAFE_SETTINGS, ModelCallConfig
+from powercontext.prompts.definitions import MEMORY_RERANK, ResolvedPrompt
+from powercontext.prompts.errors import PromptUnavailable
+from powercontext.recall.trace import RecallTrace
+
+log = logging.getLogger("powercontext.recall")
+
+RerankOutcome = Literal["selected", "fallback", "failed"]
+RerankReason = Literal["none", "empty_selection", "inference_unavailable", "inference_timeout", "invalid_output"]
+PromptResolver = Callable[[str, str], ResolvedPrompt]
+LISTWISE_POLICY_ID = "powercontext.memory.rerank.listwise.v1"
+MAX_CANDIDATE_CHARS = 2000  # per candidate in the rerank message; memories are short, this only bounds outliers
+
+
+@dataclass(frozen=True)
+class RerankConfigRecord:
+    """What one rerank invocation ran with: the content-free record a Receipt's ``rerank_configs`` entry and
+    its digest are made of. ``prompt`` is the ResolvedPrompt bound to the invocation (only its identity leaves
+    the process)."""
+
+    policy_id: str
+    model: str | None  # credential-free provider:model; None only for a declared deterministic reranker
+    effective_settings: Mapping[str, SettingValue]
+    timeout_seconds: float
+    max_requests: int
+    prompt: ResolvedPrompt | None
+    model_backed: bool
+
+    def is_complete(self) -> bool:
+        """Evidence a Receipt can state without inventing anything."""
+        if not self.policy_id or self.max_requests < 0 or self.timeout_seconds < 0:
+            return False
+        if any(name not in SAFE_SETTINGS for name in self.effective_settings):
+            return False
+        if self.model_backed:
+            return self.model is not None
+        return self.model is None and self.prompt is None
+
+
+@dataclass(frozen=True)
+class RerankResult:
+    order: tuple[int, ...] | None  # indexes into the pool, best first; None: keep the coarse order
+    outcome: RerankOutcome
+    reason: RerankReason
+
+
+class RerankSession:
+    """One prepare's rerank budget: at most ``max_requests`` model calls, and no further call after the
+    provider failed (the rest of the prepare reuses that failure class instead of paying another timeout)."""
+
+    def __init__(self, max_requests: int) -> None:
+        self.remaining = max_requests
+        self.failure: RerankReason | None = None
+
+    def take(self) -> bool:
+        if self.remaining <= 0:
+            return False
+        self.remaining -= 1
+        return True
+
+
+class MemoryReranker(Protocol):
+    """The rerank seam. An injected reranker declares ``model_backed`` and supplies its evidence; evidence that
+    is missing or incomplete drops the Receipt (never the rerank, never the answer)."""
+
+    model_backed: bool
+    prompt_key: str | None  # the Prompt it is invoked with, resolved per Scope; None: it takes no Prompt
+    candidate_limit: int
+    max_requests: int
+
+    def evidence(self, prompt: ResolvedPrompt | None) -> RerankConfigRecord | None: ...
+
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[Candidate],
+        limit: int,
+        prompt: ResolvedPrompt | None,
+        session: RerankSession,
+    ) -> RerankResult: ...
+
+
+class ListwiseReranker:
+    """Asks the rerank model to rank a Scope's pool, with that Scope's resolved ``memory.rerank`` Prompt."""
+
+    model_backed = True
+    prompt_key: str | None = MEMORY_RERANK
+
+    def __init__(self, provider: GenerationProvider, call: ModelCallConfig) -> None:
+        self._provider = provider
+        self._call = call
+        self.candidate_limit = int(call.settings.get("candidate_limit", 30))
+        self.max_requests = call.max_requests
+
+    def evidence(self, prompt: ResolvedPrompt | None) -> RerankConfigRecord | None:
+        call = self._call
+        return RerankConfigRecord(
+            LISTWISE_POLICY_ID, call.model_id, call.settings, call.timeout_s, call.max_requests, prompt, True
+        )
+
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[Candidate],
+        limit: int,
+        prompt: ResolvedPrompt | None,
+        session: RerankSession,
+    ) -> RerankResult:
+        if session.failure is not None:
+            return RerankResult(None, "failed", session.failure)
+        if prompt is None or not session.take():
+            return RerankResult(None, "failed", "inference_unavailable")
+        messages = [ChatMessage("system", prompt.compiled_text), ChatMessage("user", rerank_message(query, candidates))]
+        try:
+            answer = self._provider.complete(self._call.model, messages, self._call.settings, self._call.timeout_s)
+            order = parse_ranks(answer, len(candidates), limit)
+        except InferenceError as exc:
+            session.failure = exc.reason
+            log.warning("event=rerank.failed reason=%s", exc.reason)
+            return RerankResult(None, "failed", exc.reason)
+        except InvalidOutput:
+            log.warning("event=rerank.failed reason=invalid_output")
+            return RerankResult(None, "failed", "invalid_output")
+        if not order:
+            return RerankResult(None, "fallback", "empty_selection")
+        return RerankResult(tuple(order), "selected", "none")
+
+
+def rerank_message(query: str, candidates: Sequence[Candidate]) -> str:
+    """The request and the numbered candidates; one line each, so the numbering cannot be forged by a body."""
+    lines = [f"Request:\n{' '.join(query.split())}", "", "Candidates:"]
+    for number, candidate in enumerate(candidates, start=1):
+        text = " ".join(candidate.text.split())[:MAX_CANDIDATE_CHARS]
+        lines.append(f"[{number}] {text}")
+    return "\n".join(lines)
+
+
+def parse_ranks(answer: str, count: int, limit: int) -> list[int]:
+    """0-based indexes from ``{"ranks": [n, ...]}`` (1-based numbers): the first in-range occurrence of
+    each, duplicates and out-of-range numbers dropped, at most ``limit``. ``InvalidOutput`` when the
+    answer is not that object of whole numbers."""
+    text = answer.strip()
+    if text.startswith("```"):  # a fenced block is still the object the Prompt asked for
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        raise InvalidOutput("the rerank answer is not JSON") from None
+    ranks = payload.get("ranks") if isinstance(payload, dict) else None
+    if not isinstance(ranks, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
+        raise InvalidOutput("the rerank answer has no list of whole numbers in 'ranks'")
+    order: list[int] = []
+    for rank in ranks:
+        if 1 <= rank <= count and rank - 1 not in order:
+            order.append(rank - 1)
+            if len(order) == limit:
+                break
+    return order
+
+
+def rerank_scopes(
+    reranker: MemoryReranker,
+    resolve_prompt: PromptResolver,
+    query: str,
+    pools: Sequence[tuple[str, list[Candidate]]],
+    limit: int,
+    round: int,
+    trace: RecallTrace,
+) -> list[list[Candidate]]:
+    """Each Scope's pool reranked (or kept in coarse order), cut to ``limit``, with the evidence recorded.
+
+    Candidates the reranker left out are ``rerank_not_selected``; on a fallback or failure the coarse tail
+    beyond ``limit`` is ``family_limit``, as it would be without a reranker. An empty pool invokes nothing.
+    """
+    session = RerankSession(reranker.max_requests)
+    kept_pools: list[list[Candidate]] = []
+    for scope_id, pool in pools:
+        if not pool:
+            kept_pools.append([])
+            continue
+        if reranker.model_backed:  # even if it fails: a model was asked (or meant to be)
+            trace.non_deterministic = True
+        prompt: ResolvedPrompt | None = None
+        if reranker.prompt_key is not None:
+            try:  # once per Scope, before the model call, frozen for the invocation
+                prompt = resolve_prompt(scope_id, reranker.prompt_key)
+            except Exception as exc:  # PromptUnavailable, or a resolver that broke: the same for this rerank
+                # The Scope's own Prompt cannot be honoured: no rerank with another one. No config can be
+                # stated for an invocation that never got its Prompt, so the Receipt is dropped.
+                error_type = "PromptUnavailable" if isinstance(exc, PromptUnavailable) else type(exc).__name__
+                key = reranker.prompt_key
+                log.warning("event=rerank.failed reason=prompt_unavailable key=%s error_type=%s", key, error_type)
+                trace.evidence_gap = "prompt_unavailable"
+                kept_pools.append(_coarse(pool, limit, trace))
+                continue
+        try:
+            result = reranker.rerank(query, pool, limit, prompt, session)
+            record = reranker.evidence(prompt)
+        except Exception as exc:  # an injected reranker's bug: the coarse order, and no evidence to state
+            log.warning("event=rerank.failed reason=reranker_error error_type=%s", type(exc).__name__)
+            trace.evidence_gap = "missing_evidence"
+            kept_pools.append(_coarse(pool, limit, trace))
+            continue
+        if record is None or not record.is_complete() or record.model_backed != reranker.model_backed:
+            trace.evidence_gap = "missing_evidence"
+        else:
+            trace.record_rerank(round, record, result.outcome, result.reason)
+        if result.order is None:
+            kept_pools.append(_coarse(pool, limit, trace))
+            continue
+        chosen = [pool[i] for i in result.order[:limit]]
+        trace.omit("atomic-memory", "rerank_not_selected", len(pool) - len(chosen))
+        kept_pools.append(chosen)
+    return kept_pools
+
+
+def _coarse(pool: list[Candidate], limit: int, trace: RecallTrace) -> list[Candidate]:
+    trace.omit("atomic-memory", "family_limit", max(0, len(pool) - limit))
+    return pool[:limit]

@@ -1,0 +1,200 @@
+"""A fake OpenAI-compatible chat-completions server for the test suite, scripted at run time over HTTP.
+
+    python -m tests.chat_server --port P
+
+``POST <any prefix>/chat/completions`` answers ``{"choices": [{"message": {"role": "assistant", "content": C}}]}``
+where C depends on the step taken for that request: the next entry of the ``script`` queue, else the default.
+
+A step is an object ``{"mode": ..., ...}``:
+
+* ``answer``: C is ``content`` verbatim.
+* ``rank``: C is ``{"ranks": [...]}``, the numbers of the candidates (lines ``[n] text`` of the last message)
+  whose text contains ``keyword`` (case-insensitive), in candidate order; every candidate when ``keyword`` is
+  empty; in reverse order when ``reverse`` is true.
+* ``error`` (HTTP 500); ``garbage`` (200, not JSON); ``stall`` (sleep ``delay_s``, then answer as ``then``, a
+  nested step, default ``rank``); ``trickle`` (headers at once, then the body one byte every ``delay_s``).
+* any step may carry ``delay_s`` (sleep before answering; a fixed latency for benchmarks).
+
+Control (not part of any real server):
+
+* ``POST /control`` ``{"default": step, "script": [step, ...]}``.
+* ``GET /control/stats``: ``{"requests": n, "bodies": [each request body, in order]}``.
+* ``POST /control/reset``: everything back to the start-up state (default ``rank`` with no keyword).
+* ``GET /health``: 200 once listening.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODES = ("answer", "rank", "error", "garbage", "stall", "trickle")
+CANDIDATE_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
+
+
+def _default_step() -> dict[str, Any]:
+    return {"mode": "rank", "keyword": ""}
+
+
+@dataclass
+class _State:
+    default: dict[str, Any] = field(default_factory=_default_step)
+    script: deque[dict[str, Any]] = field(default_factory=deque)
+    bodies: list[Any] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.default = _default_step()
+            self.script.clear()
+            self.bodies = []
+
+
+def ranks_for(last_message: str, keyword: str, reverse: bool = False) -> list[int]:
+    """The candidate numbers a ``rank`` step answers for a user message."""
+    numbers = [
+        int(n) for n, text in CANDIDATE_LINE.findall(last_message) if not keyword or keyword.lower() in text.lower()
+    ]
+    return numbers[::-1] if reverse else numbers
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        state = self.server.state
+        if self.path == "/health":
+            self._send_json(200, {"status": "ok"})
+        elif self.path == "/control/stats":
+            with state.lock:
+                stats = {"requests": len(state.bodies), "bodies": list(state.bodies)}
+            self._send_json(200, stats)
+        else:
+            self._send_json(404, {"error": "not found"})
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        state = self.server.state
+        if self.path == "/control/reset":
+            state.reset()
+            self._send_json(200, {"status": "reset"})
+        elif self.path == "/control":
+            update = json.loads(body)
+            steps = [update.get("default", state.default), *update.get("script", [])]
+            if any(not isinstance(s, dict) or s.get("mode") not in MODES for s in steps):
+                self._send_json(400, {"error": "unknown mode"})
+                return
+            with state.lock:
+                state.default = steps[0]
+                if "script" in update:
+                    state.script = deque(steps[1:])
+            self._send_json(200, {"status": "ok"})
+        elif self.path.endswith("/chat/completions"):
+            self._chat(body)
+        else:
+            self._send_json(404, {"error": "not found"})
+
+    def _chat(self, raw: bytes) -> None:
+        state = self.server.state
+        try:
+            request = json.loads(raw)
+            last = request["messages"][-1]["content"]
+        except (ValueError, KeyError, TypeError, IndexError):
+            self._send_json(400, {"error": {"message": "bad request"}})
+            return
+        with state.lock:
+            step = state.script.popleft() if state.script else state.default
+            state.bodies.append(request)
+        self._answer(step, last)
+
+    def _answer(self, step: dict[str, Any], last: str) -> None:
+        mode = step["mode"]
+        if step.get("delay_s") and mode not in ("stall", "trickle"):
+            time.sleep(float(step["delay_s"]))
+        if mode == "error":
+            self._send_json(500, {"error": {"message": "internal error"}})
+        elif mode == "garbage":
+            self._send(200, b"<html>upstream sent something else</html>", "text/html")
+        elif mode == "stall":
+            time.sleep(float(step.get("delay_s", 5.0)))
+            self._answer(step.get("then", _default_step()), last)
+        elif mode == "trickle":
+            self._trickle(self._completion("trickled"), float(step.get("delay_s", 0.5)))
+        else:
+            if mode == "rank":
+                content = json.dumps(ranks_for(last, step.get("keyword", ""), bool(step.get("reverse"))))
+                content = '{"ranks": ' + content + "}"
+            else:
+                content = str(step.get("content", ""))
+            self._send(200, self._completion(content), "application/json")
+
+    @staticmethod
+    def _completion(content: str) -> bytes:
+        payload = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        }
+        return json.dumps(payload).encode("utf-8")
+
+    def _trickle(self, data: bytes, delay_s: float) -> None:
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            for i in range(len(data)):
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+                time.sleep(delay_s)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _send_json(self, status: int, payload: object) -> None:
+        self._send(status, json.dumps(payload).encode("utf-8"), "application/json")
+
+    def _send(self, status: int, data: bytes, content_type: str) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            # Headers and body in one write: two small writes would meet Nagle's algorithm and the client's
+            # delayed ACK, adding ~40 ms to every answer.
+            self._headers_buffer.append(b"\r\n")
+            self._headers_buffer.append(data)
+            self.flush_headers()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: _State
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="fake OpenAI-compatible chat server for tests")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    server = _Server((args.host, args.port), _Handler)
+    server.state = _State()
+    server.serve_forever(poll_interval=0.1)
+
+
+if __name__ == "__main__":
+    main()
