@@ -63,10 +63,7 @@ def bar_chart(title: str, labels: Sequence[str], series: Mapping[str, Sequence[f
 def histogram(title: str, values: Sequence[float], bins: int = 20) -> str:
     """Latency distribution: counts per equal-width bin, with the p50 marked."""
     width, height, left, bottom = 520, 160, 40, 30
-    parts = [
-        f'<svg width="{width + left + 20}" height="{height + bottom + 10}" '
-        f'role="img"><title>{_e(title)}</title>'
-    ]
+    parts = [f'<svg width="{width + left + 20}" height="{height + bottom + 10}" role="img"><title>{_e(title)}</title>']
     if values:
         low, high = min(values), max(values)
         span = (high - low) or 1.0
@@ -136,8 +133,10 @@ def _help_table(report: Mapping[str, Any]) -> str:
 def _worst(report: Mapping[str, Any], limit: int = 25) -> str:
     scored = [q for q in report["queries"] if "reciprocal_rank" in q]
     worst = sorted(scored, key=lambda q: (q["reciprocal_rank"], q["recall_at_k"], q["id"]))[:limit]
-    rows = ["<table><tr><th>query</th><th>category</th><th>RR</th><th>text</th><th>misses (reason, pool rank, "
-            "deep rank)</th><th>search</th></tr>"]
+    rows = [
+        "<table><tr><th>query</th><th>category</th><th>RR</th><th>text</th><th>misses (reason, pool rank, "
+        "deep rank)</th><th>search</th></tr>"
+    ]
     for q in worst:
         misses = "; ".join(
             f"{m['id']}: {m['reason']} (pool {m['pool_rank'] or '–'}, deep {m['deep_rank'] or '–'})"

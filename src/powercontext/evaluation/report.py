@@ -105,4 +105,3 @@ def read_report(path: Path) -> dict[str, Any]:
     if not isinstance(value, dict) or value.get("schema") != REPORT_SCHEMA:
         raise ValueError(f"{path} is not a {REPORT_SCHEMA} report")
     return value
-

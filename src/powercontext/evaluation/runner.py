@@ -290,4 +290,3 @@ def gather_modes(results: Sequence[QueryResult]) -> dict[str, int]:
     for r in results:
         counts[r.search_mode] = counts.get(r.search_mode, 0) + 1
     return counts
-
