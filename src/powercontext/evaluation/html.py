@@ -186,6 +186,7 @@ def render_html(report: Mapping[str, Any]) -> str:
             **settings["target"],
             **settings["environment"],
             "search modes that ran": report["search_modes"],
+            "search fallbacks": report.get("search_fallbacks") or "none",
             "embedding model": report["server"].get("embedding_model"),
             "server version": report["server"].get("version"),
         }.items()

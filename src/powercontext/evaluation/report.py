@@ -69,6 +69,12 @@ def build_report(
     categories = {c: aggregate([q for q in queries if q["category"] == c]) for c in suite.categories}
     overall = aggregate(queries)
     modes = gather_modes(output.results)
+    fallbacks: dict[str, int] = {}
+    for q in queries:
+        for group in q["receipt"]["searches"] if q["receipt"] else []:
+            if group["fallback_reason"] != "none":
+                key = f"{group['family']}:{group['fallback_reason']}"
+                fallbacks[key] = fallbacks.get(key, 0) + group["count"]
     return {
         "schema": REPORT_SCHEMA,
         "started_at": started_at,
@@ -88,6 +94,7 @@ def build_report(
             "per_second": round(output.memories / output.ingest_seconds, 1) if output.ingest_seconds else None,
         },
         "search_modes": modes,
+        "search_fallbacks": fallbacks,
         "join_exact": sum(1 for q in queries if q["join_exact"]),
         "overall": overall,
         "categories": categories,
