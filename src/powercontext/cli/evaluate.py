@@ -39,6 +39,7 @@ def recorded_environment() -> dict[str, str]:
 
 class _RichProgress:
     def __init__(self) -> None:
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.bar = Progress(
@@ -46,6 +47,7 @@ class _RichProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeRemainingColumn(),
+            console=Console(stderr=True),  # stdout carries only the scores
             transient=False,
         )
         self.task: Any = None

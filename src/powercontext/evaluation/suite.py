@@ -11,9 +11,13 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-MEMORY_KINDS = frozenset({"decision", "constraint", "fact", "state", "next-step", "outcome", "note"})
+from powercontext.contract.common import MemoryKind
+from powercontext.contract.memory import MAX_BODY_BYTES
+from powercontext.contract.prepare import MAX_QUERY_CHARS
+
+MEMORY_KINDS = frozenset(get_args(MemoryKind))
 ABSTAIN = "abstain"
 
 
@@ -107,6 +111,8 @@ def load_suite(directory: Path) -> Suite:
         )
         if memory.kind not in MEMORY_KINDS:
             raise SuiteError(f"{where}: kind must be one of {', '.join(sorted(MEMORY_KINDS))}")
+        if len(memory.text.encode("utf-8")) > MAX_BODY_BYTES:
+            raise SuiteError(f"{where}: text is longer than {MAX_BODY_BYTES} UTF-8 bytes")
         if memory.id in scope_of:
             raise SuiteError(f"{where}: duplicate memory id {memory.id!r}")
         scope_of[memory.id] = memory.scope_id
@@ -125,6 +131,8 @@ def load_suite(directory: Path) -> Suite:
         )
         if query.id in seen:
             raise SuiteError(f"{where}: duplicate query id {query.id!r}")
+        if len(query.query) > MAX_QUERY_CHARS:
+            raise SuiteError(f"{where}: query is longer than {MAX_QUERY_CHARS} characters")
         seen.add(query.id)
         for memory_id in (*query.expected, *query.outdated):
             if scope_of.get(memory_id) != query.scope_id:
