@@ -198,7 +198,13 @@ def test_a_tiny_budget_is_a_byte_budget_miss_and_compare_lists_the_flip(
     assert re.search(r"lost\s+q-bytes \(keyword\) RR 0\.500 → 0\.000", result.stdout), result.stdout
     comparison = json.loads(out.read_text("utf-8"))
     assert [f["id"] for f in comparison["flipped"]["lost"]] == ["q-bytes"]
+    assert comparison["flipped"]["gained"] == []
     assert comparison["categories"]["keyword"]["hit_at_k"] == {"before": 1.0, "after": 0.5, "delta": -0.5}
+    assert comparison["categories"]["keyword"]["miss_reasons"]["byte_budget"] == {"before": 0, "after": 1}
+    # Without --out the comparison is written beside the second report.
+    again = run_cli("eval", "compare", str(before), str(tmp_path / "small" / "report.json"))
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "small" / "compare.json").read_text("utf-8")) == comparison
 
 
 def test_html_report_is_self_contained_and_escapes_content(suite: Path, tmp_path: Path) -> None:

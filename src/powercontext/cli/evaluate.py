@@ -176,9 +176,11 @@ def eval_run(
 def eval_compare(
     before: Annotated[Path, typer.Argument(help="The baseline report.json.")],
     after: Annotated[Path, typer.Argument(help="The report.json to compare with it.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Also write the comparison as JSON here.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="The JSON to write (default: compare.json beside AFTER).")
+    ] = None,
 ) -> None:
-    """Per-category differences (after − before) and the queries whose hit@k flipped."""
+    """Per-category differences (after − before) and the queries whose hit@k flipped; printed and written."""
     import json
 
     from powercontext.evaluation.compare import compare_reports, format_comparison
@@ -190,6 +192,9 @@ def eval_compare(
         raise fail(f"invalid-report: {exc}") from None
     comparison = compare_reports(a, b)
     typer.echo(format_comparison(comparison))
-    if out is not None:
-        out.write_text(json.dumps(comparison, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        typer.echo(f"wrote {out}")
+    target = out or after.parent / "compare.json"
+    try:
+        target.write_text(json.dumps(comparison, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"cannot write {target}: {exc.strerror}") from None
+    typer.echo(f"wrote {target}")

@@ -33,6 +33,11 @@ def compare_reports(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict
             metric: {"before": a[metric], "after": b[metric], "delta": round(b[metric] - a[metric], 4)}
             for metric in COMPARED
         }
+        groups[name]["miss_reasons"] = {
+            reason: {"before": a["miss_reasons"].get(reason, 0), "after": count}
+            for reason, count in b["miss_reasons"].items()
+            if count or a["miss_reasons"].get(reason, 0)
+        }
         groups[name]["latency_p50_ms"] = {
             "before": a["latency_ms"]["p50"],
             "after": b["latency_ms"]["p50"],
