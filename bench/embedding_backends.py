@@ -47,7 +47,7 @@ def graph(encoder: BertEncoder) -> bytes:
         return name
 
     def op(kind: str, inputs: list[str], out: str, **attrs: Any) -> str:
-        nodes.append(helper.make_node(kind, inputs, [out], **attrs))
+        nodes.append(helper.make_node(kind, inputs, [out], name=out, **attrs))
         return out
 
     def dense(x: str, w: Any, b: Any, name: str) -> str:
