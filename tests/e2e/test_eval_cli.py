@@ -170,6 +170,9 @@ def test_report_records_what_reproduces_the_run(default_run: dict[str, Any], sui
     settings = default_run["settings"]
     assert (settings["mode"], settings["max_bytes"], settings["sections"], settings["k"]) == ("fts", 8000, [], 8)
     assert default_run["search_modes"] == {"fts": 8}
+    command = default_run["settings"]["target"]["command"]
+    assert command[:4] == ["powercontext", "eval", "run", str(suite)]
+    assert command[6:] == ["--mode", "fts", "--max-bytes", "8000", "--k", "8"]
     assert default_run["ingest"]["memories"] == 2 + 11 + 21 + 2 + 2 + 2 + 30
 
 
@@ -240,7 +243,7 @@ def test_eval_against_a_running_server_uses_fresh_scopes(server: LiveServer, sui
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     a = json.loads((tmp_path / "a" / "report.json").read_text("utf-8"))
     b = json.loads((tmp_path / "b" / "report.json").read_text("utf-8"))
-    assert a["settings"]["target"] == {"kind": "url", "url": server.base_url}
+    assert (a["settings"]["target"]["kind"], a["settings"]["target"]["url"]) == ("url", server.base_url)
     assert a["settings"]["scope_prefix"] != b["settings"]["scope_prefix"]
     # A second run into fresh Scopes sees exactly the same store contents, so the same scores.
     for report in (a, b):

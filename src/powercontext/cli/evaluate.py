@@ -145,6 +145,7 @@ def eval_run(
     except PowerContextError as exc:
         raise fail(f"{exc.code}: {exc.message}") from None
     target: dict[str, Any] = {"kind": "url", "url": url} if url else {"kind": "in-process", "store": "temporary sqlite"}
+    target["command"] = settings.command(str(suite_dir), url)
     report = build_report(
         suite,
         settings,

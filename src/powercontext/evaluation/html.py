@@ -183,7 +183,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         f"<tr><td>{_e(k)}</td><td class='q'>{_e(v)}</td></tr>"
         for k, v in {
             **{k: v for k, v in settings.items() if k not in ("environment", "target")},
-            **settings["target"],
+            **{k: " ".join(v) if k == "command" else v for k, v in settings["target"].items()},
             **settings["environment"],
             "search modes that ran": report["search_modes"],
             "search fallbacks": report.get("search_fallbacks") or "none",

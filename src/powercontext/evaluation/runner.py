@@ -62,6 +62,16 @@ class RunSettings:
     deep_depth: int = DEEP_DEPTH
     scope_prefix: str = ""  # prepended to each suite Scope id (fresh Scopes on a shared Server)
 
+    def command(self, suite_dir: str, url: str | None) -> list[str]:
+        """The ``powercontext eval run`` arguments that repeat this run (add the recorded environment)."""
+        args = ["powercontext", "eval", "run", suite_dir, "--out", "OUT", "--mode", self.mode]
+        args += ["--max-bytes", str(self.max_bytes), "--k", str(self.k)]
+        for family, limit in self.sections:
+            args += ["--section", f"{family}={limit}"]
+        if url is not None:
+            args += ["--url", url]
+        return args
+
     def to_json(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
