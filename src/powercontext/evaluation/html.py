@@ -50,7 +50,8 @@ def bar_chart(title: str, labels: Sequence[str], series: Mapping[str, Sequence[f
             y = y0 + j * bar_h
             color = _COLORS[j % len(_COLORS)]
             parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{color}"/>')
-            parts.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 3}">{value:.3f}</text>')
+            label_text = f"{value:.0f}" if maximum > 1.0 else f"{value:.3f}"
+            parts.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 3}">{label_text}</text>')
     legend_y = 30 + group_h * len(labels)
     for j, name in enumerate(names):
         y = legend_y + j * 18
@@ -104,10 +105,19 @@ def _category_table(report: Mapping[str, Any]) -> str:
     )
     rows = ["<table><tr><th>category</th>" + "".join(f"<th>{_e(c)}</th>" for c, _ in columns) + "</tr>"]
     groups = [*report["categories"].items(), ("all", report["overall"])]
+    ranked = {"hit_at_1", "hit_at_k", "recall_at_k", "all_at_k", "mrr", "ndcg_at_k"}
+    outdated = {"outdated_instead", "outdated_over_current"}
     for name, group in groups:
         cells = []
         for _, key in columns:
-            cells.append(_fmt(group["latency_ms"]["p50"]) if key is None else _fmt(group[key]))
+            if key is None:
+                cells.append(_fmt(group["latency_ms"]["p50"]))
+            elif (key in ranked and not group["scored"]) or (key in outdated and not group["with_outdated"]):
+                cells.append("–")  # nothing to score: an abstain-only group, or no outdated ids
+            elif key == "abstain_mean_bytes" and not group["abstain"]:
+                cells.append("–")
+            else:
+                cells.append(_fmt(group[key]))
         rows.append(f"<tr><td>{_e(name)}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     rows.append("</table>")
     return "".join(rows)
