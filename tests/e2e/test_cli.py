@@ -168,6 +168,7 @@ def test_prepare_with_explicit_sections(server: LiveServer, scope: str) -> None:
         ("POWERCONTEXT_EMBEDDINGS", "openai-compatible", "POWERCONTEXT_EMBEDDINGS_BASE_URL"),
         ("POWERCONTEXT_DISABLED_FAMILIES", "bogus", "POWERCONTEXT_DISABLED_FAMILIES"),
         ("POWERCONTEXT_EMBEDDINGS_COOLDOWN", "soon", "POWERCONTEXT_EMBEDDINGS_COOLDOWN"),
+        ("POWERCONTEXT_HYBRID_FUSION", "borda", "POWERCONTEXT_HYBRID_FUSION"),
     ],
 )
 def test_a_bad_setting_stops_the_server_with_one_line(tmp_path: Path, setting: str, value: str, named: str) -> None:

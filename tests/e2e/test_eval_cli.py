@@ -262,7 +262,44 @@ def test_a_broken_suite_is_one_line_naming_file_and_line(tmp_path: Path) -> None
     assert not (tmp_path / "out").exists()
 
 
+def test_a_bad_server_setting_is_one_line(suite: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    env["POWERCONTEXT_HYBRID_FUSION"] = "borda"
+    result = subprocess.run(
+        [*CLI, "eval", "run", str(suite), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "POWERCONTEXT_HYBRID_FUSION must be one of score, rrf" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_hybrid_mode_without_a_provider_is_refused(suite: Path, tmp_path: Path) -> None:
     result = run_cli("eval", "run", str(suite), "--out", str(tmp_path / "out"), "--mode", "hybrid")
     assert result.returncode == 1
     assert "POWERCONTEXT_EMBEDDINGS" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_hybrid_with_the_local_model_rereads_the_same_pool(suite: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    env["POWERCONTEXT_EMBEDDINGS"] = "local"
+    result = subprocess.run(
+        [*CLI, "eval", "run", str(suite), "--out", str(tmp_path), "--mode", "hybrid"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    assert report["search_modes"] == {"hybrid": 8}
+    assert report["server"]["embedding_model"] == "local:all-MiniLM-L6-v2:int8-v1"
+    assert report["settings"]["environment"]["POWERCONTEXT_EMBEDDINGS"] == "local"
+    # The pool re-read with the mode the Receipt names is the prepare's own pool: every join is exact.
+    assert report["join_exact"] == 8
+    assert by_id(report)["q-hit"]["selected"][0] == "h1"

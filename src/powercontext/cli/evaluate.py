@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
     from powercontext.evaluation.runner import Mode, RunOutput, RunSettings
     from powercontext.evaluation.suite import Suite
+    from powercontext.settings import Settings
 
 eval_app = typer.Typer(no_args_is_help=True, help="Measure recall quality on a suite (docs/evaluation.md).")
 # Never recorded in a report: anything that can hold a secret.
@@ -59,7 +60,9 @@ class _RichProgress:
         self.bar.advance(self.task)
 
 
-async def _run_in_process(suite: Suite, settings: RunSettings, mode: str, progress: _RichProgress) -> RunOutput:
+async def _run_in_process(
+    suite: Suite, settings: RunSettings, server_settings: Settings, progress: _RichProgress
+) -> RunOutput:
     import dataclasses
     import tempfile
 
@@ -70,11 +73,10 @@ async def _run_in_process(suite: Suite, settings: RunSettings, mode: str, progre
     from powercontext.inference.config import EmbeddingConfig
     from powercontext.runtime import Runtime
     from powercontext.server.app import create_app
-    from powercontext.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="powercontext-eval-") as tmp:
-        server_settings = Settings.from_env(db=str(Path(tmp) / "eval.db"))
-        if mode == "fts":
+        server_settings = dataclasses.replace(server_settings, db_path=Path(tmp) / "eval.db")
+        if settings.mode == "fts":
             server_settings = dataclasses.replace(server_settings, embeddings=EmbeddingConfig())
         runtime = Runtime.from_settings(server_settings)
         try:
@@ -121,6 +123,7 @@ def eval_run(
     from powercontext.evaluation.report import build_report, write_json
     from powercontext.evaluation.runner import EvalRunError, RunSettings
     from powercontext.evaluation.suite import SuiteError, load_suite
+    from powercontext.inference.errors import InferenceError
 
     if mode not in ("auto", "fts", "hybrid"):
         raise fail("--mode must be auto, fts or hybrid")
@@ -131,16 +134,26 @@ def eval_run(
     sections = tuple((str(s["family"]), int(str(s["limit"]))) for s in map(_section, section or []))
     prefix = "" if url is None else f"eval-{secrets.token_hex(4)}:"
     settings = RunSettings(cast("Mode", mode), max_bytes, sections, k, scope_prefix=prefix)
+    server_settings = None
+    if url is None:
+        from powercontext.settings import Settings
+
+        try:  # the in-process Server reads POWERCONTEXT_* like `server run`: a bad value is one line
+            server_settings = Settings.from_env(db="unused")
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
     progress = _RichProgress()
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     start = time.perf_counter()
     try:
         with progress.bar:
-            if url is None:
-                output = asyncio.run(_run_in_process(suite, settings, mode, progress))
-            else:
+            if url is not None:
                 output = asyncio.run(_run_remote(url, suite, settings, progress))
-    except EvalRunError as exc:
+            else:
+                assert server_settings is not None  # read above whenever there is no --url
+                output = asyncio.run(_run_in_process(suite, settings, server_settings, progress))
+    except (EvalRunError, InferenceError) as exc:
         raise fail(str(exc)) from None
     except PowerContextError as exc:
         raise fail(f"{exc.code}: {exc.message}") from None
