@@ -125,7 +125,10 @@ class Runtime:
             store,
             embedder=GuardedEmbedder(provider, settings.embeddings_cooldown_s),
             hybrid_weights=HybridWeights(
-                settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k
+                settings.hybrid_fts_weight,
+                settings.hybrid_vector_weight,
+                settings.hybrid_rrf_k,
+                "rrf" if settings.hybrid_fusion == "rrf" else "score",
             ),
             disabled_families=settings.disabled_families,
             code_roots=settings.code_roots,

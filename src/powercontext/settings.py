@@ -39,6 +39,7 @@ class Settings:
     hybrid_fts_weight: float = 1.0
     hybrid_vector_weight: float = 1.0
     hybrid_rrf_k: int = 60
+    hybrid_fusion: str = "score"  # "score" (relative-score fusion) or "rrf" (reciprocal rank)
     # Families an operator turned off: prepare never reads them and capabilities does not list them.
     disabled_families: frozenset[str] = frozenset()
     # JSON file of principals (token SHA-256 and Scope grants); None: a single-user Server, no tokens.
@@ -65,6 +66,7 @@ class Settings:
             hybrid_fts_weight=_number(env, "POWERCONTEXT_HYBRID_FTS_WEIGHT", 1.0, minimum=0.0),
             hybrid_vector_weight=_number(env, "POWERCONTEXT_HYBRID_VECTOR_WEIGHT", 1.0, minimum=0.0),
             hybrid_rrf_k=int(_number(env, "POWERCONTEXT_HYBRID_RRF_K", 60, minimum=1)),
+            hybrid_fusion=_choice(env, "POWERCONTEXT_HYBRID_FUSION", ("score", "rrf")),
             disabled_families=_families(env.get("POWERCONTEXT_DISABLED_FAMILIES", "")),
             access_file=Path(env["POWERCONTEXT_ACCESS_FILE"]).expanduser()
             if env.get("POWERCONTEXT_ACCESS_FILE")
@@ -114,6 +116,14 @@ def _code_roots(raw: str) -> tuple[Path, ...]:
             raise SettingsError("POWERCONTEXT_CODE_ROOTS lists a path that is not an existing directory")
         roots.append(root)
     return tuple(roots)
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (the first is the default when unset or blank)."""
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return choices[0]
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}")
+    return raw
 
 
 def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float) -> float:

@@ -174,6 +174,7 @@ def test_prepare_with_explicit_sections(server: LiveServer, scope: str) -> None:
         ("POWERCONTEXT_RERANK", "listwise", "POWERCONTEXT_RERANK"),
         ("POWERCONTEXT_GENERATION_SETTINGS", '{"url": "http://x"}', "POWERCONTEXT_GENERATION_SETTINGS"),
         ("POWERCONTEXT_EXPANSION", "always", "POWERCONTEXT_EXPANSION"),
+        ("POWERCONTEXT_HYBRID_FUSION", "borda", "POWERCONTEXT_HYBRID_FUSION"),
     ],
 )
 def test_a_bad_setting_stops_the_server_with_one_line(tmp_path: Path, setting: str, value: str, named: str) -> None:

@@ -18,6 +18,7 @@ from powercontext.cli.code import code_app
 from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
+from powercontext.cli.evaluate import eval_app
 from powercontext.cli.families import experience_app, profile_app, topic_app
 from powercontext.cli.prompts import prompt_app
 
@@ -42,6 +43,7 @@ app.add_typer(experience_app, name="experience")
 app.add_typer(profile_app, name="profile")
 app.add_typer(code_app, name="code")
 app.add_typer(prompt_app, name="prompt")
+app.add_typer(eval_app, name="eval")
 
 
 def _print_memory(memory: AtomicMemory, as_json: bool) -> None:

@@ -62,13 +62,26 @@ class SearchInferenceFailed(RequestRefused):
         super().__init__(f"the embedding provider {what}; retry, or search with mode 'fts' or 'auto'")
 
 
+Fusion = Literal["score", "rrf"]
+FUSIONS: tuple[Fusion, ...] = ("score", "rrf")
+# Distinct query terms handed to a family's full-text reader. The reader keeps the rarest it can afford
+# (the Atomic Memory store ranks them by document frequency under a posting budget), so a long query,
+# an agent's whole prompt, keeps its distinctive terms wherever they occur instead of its first 32.
+SEARCH_QUERY_TERMS = 256
+
+
 @dataclass(frozen=True)
 class HybridWeights:
-    """Reciprocal-rank fusion: score = Σ weight / (k + rank), rank from 1 in each channel."""
+    """How the full-text and vector rankings of one hybrid search are fused.
+
+    ``score`` (default): each channel's scores are min-max normalised over the list it returned, then
+    summed with the channel weights (relative-score fusion). ``rrf``: Σ weight / (k + rank).
+    """
 
     fts: float = 1.0
     vector: float = 1.0
     k: int = 60
+    fusion: Fusion = "score"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +112,33 @@ def fuse(
         for rank, hit in enumerate(hits, start=1):
             key = key_of(hit)
             scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+            first.setdefault(key, hit)
+    ordered = sorted(scores, key=lambda key: -scores[key])[:limit]
+    return [dataclasses.replace(first[key], score=scores[key]) for key in ordered]  # type: ignore[type-var]
+
+
+def fuse_scores(
+    channels: Sequence[tuple[Sequence[T], float]], limit: int, key_of: Callable[[T], Hashable] = _record_key
+) -> list[T]:
+    """Relative-score fusion of ranked lists (of frozen dataclasses with a higher-is-better ``score``).
+
+    Each list's scores are mapped onto 0..1 by its own minimum and maximum (a list whose scores are all
+    equal maps to 1), so a channel's confident top hit keeps its lead instead of being flattened to a rank;
+    an item missing from a list gets 0 from it. The fused score is the weighted sum; ties keep first-seen
+    order (fts before vector).
+    """
+    scores: dict[Hashable, float] = {}
+    first: dict[Hashable, T] = {}
+    for hits, weight in channels:
+        if not hits:
+            continue
+        raw = [float(hit.score) for hit in hits]  # type: ignore[attr-defined]
+        low, high = min(raw), max(raw)
+        span = high - low
+        for hit, value in zip(hits, raw, strict=True):
+            key = key_of(hit)
+            normalised = (value - low) / span if span > 0 else 1.0
+            scores[key] = scores.get(key, 0.0) + weight * normalised
             first.setdefault(key, hit)
     ordered = sorted(scores, key=lambda key: -scores[key])[:limit]
     return [dataclasses.replace(first[key], score=scores[key]) for key in ordered]  # type: ignore[type-var]
@@ -163,7 +203,7 @@ class ChannelSearch(Generic[H]):
         return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit), "hybrid", "none")
 
     def _fts(self, scope_id: str, normalized: str, limit: int) -> list[H]:
-        return self._text(scope_id, query_terms(normalized), limit)
+        return self._text(scope_id, query_terms(normalized, SEARCH_QUERY_TERMS), limit)
 
     def _vectors(self, scope_id: str, vector: Vector, limit: int) -> list[H]:
         assert self._vector is not None
@@ -175,4 +215,6 @@ class ChannelSearch(Generic[H]):
         depth = max(2 * limit, 32)
         w = self.weights
         fts, vec = self._fts(scope_id, normalized, depth), self._vectors(scope_id, vector, depth)
-        return fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
+        if w.fusion == "rrf":
+            return fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
+        return fuse_scores([(fts, w.fts), (vec, w.vector)], limit)

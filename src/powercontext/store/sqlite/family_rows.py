@@ -17,6 +17,7 @@ from typing import Any, cast
 from powercontext.contract.common import ArtifactFamily, LifecycleState
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.errors import ArtifactNotFound, IdempotencyConflict, RevisionNotFound, ScopeNotFound
+from powercontext.text.tokenize import MAX_QUERY_TERMS
 from powercontext.text.tokenize import terms as index_terms
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -242,7 +243,8 @@ class FtsIndex:
 
     def search(self, conn: Any, scope_id: str, terms: Sequence[str], limit: int) -> list[tuple[float, ArtifactRow]]:
         """Active heads of one Scope matching any term, best BM25 first, as (higher-is-better score, row)."""
-        distinct = [t for t in dict.fromkeys(terms) if t]
+        # These families are small and rank without a posting budget: a query's first terms are enough.
+        distinct = [t for t in dict.fromkeys(terms) if t][:MAX_QUERY_TERMS]
         if not distinct or limit < 1:
             return []
         # Most Scopes have few or none of these families: an index probe (~8 µs) spares an FTS5

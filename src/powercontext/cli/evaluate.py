@@ -1,0 +1,214 @@
+"""``powercontext eval run`` and ``eval compare``.
+
+``eval run`` without ``--url`` starts a Server in this process on a fresh temporary store (the same
+Runtime and HTTP routes as ``server run``, over an in-process transport) and configures it from the
+``POWERCONTEXT_*`` environment, so rerank, expansion and embedding settings pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+import typer
+
+from powercontext.cli.common import fail
+
+if TYPE_CHECKING:
+    from powercontext.client import PowerContextClient
+    from powercontext.evaluation.runner import Mode, RunOutput, RunSettings
+    from powercontext.evaluation.suite import Suite
+    from powercontext.settings import Settings
+
+eval_app = typer.Typer(no_args_is_help=True, help="Measure recall quality on a suite (docs/evaluation.md).")
+# Never recorded in a report: anything that can hold a secret.
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "ACCESS_FILE")
+
+
+def recorded_environment() -> dict[str, str]:
+    """The ``POWERCONTEXT_*`` settings that shape a run, without secrets."""
+    return {
+        k: v
+        for k, v in sorted(os.environ.items())
+        if k.startswith("POWERCONTEXT_") and not any(m in k for m in _SECRET_MARKERS) and k != "POWERCONTEXT_URL"
+    }
+
+
+class _RichProgress:
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(
+            TextColumn("{task.description:<8}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),  # stdout carries only the scores
+            transient=False,
+        )
+        self.task: Any = None
+
+    def start(self, phase: str, total: int) -> None:
+        self.task = self.bar.add_task(phase, total=total)
+
+    def advance(self) -> None:
+        self.bar.advance(self.task)
+
+
+async def _run_in_process(
+    suite: Suite, settings: RunSettings, server_settings: Settings, progress: _RichProgress
+) -> RunOutput:
+    import dataclasses
+    import tempfile
+
+    import httpx
+
+    from powercontext.client import PowerContextClient
+    from powercontext.evaluation.runner import run_suite
+    from powercontext.inference.config import EmbeddingConfig
+    from powercontext.runtime import Runtime
+    from powercontext.server.app import create_app
+
+    with tempfile.TemporaryDirectory(prefix="powercontext-eval-") as tmp:
+        server_settings = dataclasses.replace(server_settings, db_path=Path(tmp) / "eval.db")
+        if settings.mode == "fts":
+            server_settings = dataclasses.replace(server_settings, embeddings=EmbeddingConfig())
+        runtime = Runtime.from_settings(server_settings)
+        try:
+            transport = httpx.ASGITransport(app=create_app(runtime, close_runtime=False))
+            async with PowerContextClient("http://eval.invalid", transport=transport, timeout=120.0) as client:
+                return await run_suite(client, suite, settings, progress)
+        finally:
+            runtime.close()
+
+
+async def _run_remote(url: str, suite: Suite, settings: RunSettings, progress: _RichProgress) -> RunOutput:
+    from powercontext.client import PowerContextClient
+    from powercontext.evaluation.runner import run_suite
+
+    client: PowerContextClient
+    async with PowerContextClient(url, token=os.environ.get("POWERCONTEXT_TOKEN") or None, timeout=120.0) as client:
+        return await run_suite(client, suite, settings, progress)
+
+
+@eval_app.command("run")
+def eval_run(
+    suite_dir: Annotated[Path, typer.Argument(help="Directory with memories.jsonl and queries.jsonl.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for report.json and report.html.")],
+    mode: Annotated[
+        str, typer.Option(help="auto (the Server's default policy), fts (no vectors) or hybrid (needs a provider).")
+    ] = "auto",
+    max_bytes: Annotated[int, typer.Option(min=512, max=32768, help="Byte budget of every prepare.")] = 8000,
+    section: Annotated[
+        list[str] | None,
+        typer.Option("--section", help="An explicit assembly section FAMILY=LIMIT (repeatable), as in prepare."),
+    ] = None,
+    k: Annotated[int, typer.Option(min=1, max=32, help="Rank cut-off of hit@k, recall@k and nDCG@k.")] = 8,
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="Evaluate a running Server (into fresh Scopes) instead of a temporary store."),
+    ] = None,
+) -> None:
+    """Ingest a suite, prepare once per query with a Receipt, score it and explain every miss."""
+    import asyncio
+
+    from powercontext.cli.main import _section
+    from powercontext.client import PowerContextError
+    from powercontext.evaluation.html import render_html
+    from powercontext.evaluation.report import build_report, write_json
+    from powercontext.evaluation.runner import EvalRunError, RunSettings
+    from powercontext.evaluation.suite import SuiteError, load_suite
+    from powercontext.inference.errors import InferenceError
+
+    if mode not in ("auto", "fts", "hybrid"):
+        raise fail("--mode must be auto, fts or hybrid")
+    try:
+        suite = load_suite(suite_dir)
+    except (SuiteError, OSError) as exc:
+        raise fail(f"invalid-suite: {exc}") from None
+    sections = tuple((str(s["family"]), int(str(s["limit"]))) for s in map(_section, section or []))
+    prefix = "" if url is None else f"eval-{secrets.token_hex(4)}:"
+    settings = RunSettings(cast("Mode", mode), max_bytes, sections, k, scope_prefix=prefix)
+    server_settings = None
+    if url is None:
+        from powercontext.settings import Settings
+
+        try:  # the in-process Server reads POWERCONTEXT_* like `server run`: a bad value is one line
+            server_settings = Settings.from_env(db="unused")
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+    progress = _RichProgress()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    start = time.perf_counter()
+    try:
+        with progress.bar:
+            if url is not None:
+                output = asyncio.run(_run_remote(url, suite, settings, progress))
+            else:
+                assert server_settings is not None  # read above whenever there is no --url
+                output = asyncio.run(_run_in_process(suite, settings, server_settings, progress))
+    except (EvalRunError, InferenceError) as exc:
+        raise fail(str(exc)) from None
+    except PowerContextError as exc:
+        raise fail(f"{exc.code}: {exc.message}") from None
+    target: dict[str, Any] = {"kind": "url", "url": url} if url else {"kind": "in-process", "store": "temporary sqlite"}
+    target["command"] = settings.command(str(suite_dir), url)
+    report = build_report(
+        suite,
+        settings,
+        output,
+        target=target,
+        environment=recorded_environment(),
+        started_at=started_at,
+        duration_s=time.perf_counter() - start,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(report, out / "report.json")
+    (out / "report.html").write_text(render_html(report), encoding="utf-8")
+    overall = report["overall"]
+    typer.echo(
+        f"{suite.name}: hit@{k} {overall['hit_at_k']:.3f}  MRR {overall['mrr']:.3f}  recall@{k} "
+        f"{overall['recall_at_k']:.3f}  outdated instead {overall['outdated_instead']:.3f}  "
+        f"abstain bytes {overall['abstain_mean_bytes']:.0f}  p50 {overall['latency_ms']['p50']:.1f} ms"
+    )
+    for name, group in report["categories"].items():
+        if group["scored"]:
+            figures = f"hit@{k} {group['hit_at_k']:.3f}  MRR {group['mrr']:.3f}"
+        else:
+            figures = f"mean bytes injected {group['abstain_mean_bytes']:.0f}"
+        typer.echo(f"  {name:<12} {figures}  n={group['queries']}")
+    typer.echo(f"wrote {out / 'report.json'} and {out / 'report.html'}")
+
+
+@eval_app.command("compare")
+def eval_compare(
+    before: Annotated[Path, typer.Argument(help="The baseline report.json.")],
+    after: Annotated[Path, typer.Argument(help="The report.json to compare with it.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="The JSON to write (default: compare.json beside AFTER).")
+    ] = None,
+) -> None:
+    """Per-category differences (after − before) and the queries whose hit@k flipped; printed and written."""
+    import json
+
+    from powercontext.evaluation.compare import compare_reports, format_comparison
+    from powercontext.evaluation.report import read_report
+
+    try:
+        a, b = read_report(before), read_report(after)
+    except (OSError, ValueError) as exc:
+        raise fail(f"invalid-report: {exc}") from None
+    comparison = compare_reports(a, b)
+    typer.echo(format_comparison(comparison))
+    target = out or after.parent / "compare.json"
+    try:
+        target.write_text(json.dumps(comparison, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"cannot write {target}: {exc.strerror}") from None
+    typer.echo(f"wrote {target}")

@@ -1,0 +1,148 @@
+"""Evaluation suites: ``memories.jsonl`` + ``queries.jsonl`` (format: docs/evaluation.md).
+
+A suite is read whole and checked before anything is ingested, so a broken line is reported with its
+file and line number instead of surfacing as a half-finished run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from powercontext.contract.common import MemoryKind
+from powercontext.contract.memory import MAX_BODY_BYTES
+from powercontext.contract.prepare import MAX_QUERY_CHARS
+
+MEMORY_KINDS = frozenset(get_args(MemoryKind))
+ABSTAIN = "abstain"
+
+
+class SuiteError(ValueError):
+    """A suite a person must fix; the message names the file, the line and the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteMemory:
+    id: str
+    scope_id: str
+    kind: str
+    created: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteQuery:
+    id: str
+    scope_id: str
+    query: str
+    category: str
+    expected: tuple[str, ...]
+    outdated: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    digest: str  # sha256 over both files' bytes: two runs of the same digest read the same suite
+    memories: tuple[SuiteMemory, ...]
+    queries: tuple[SuiteQuery, ...]
+
+    @property
+    def scope_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m.scope_id for m in self.memories))
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return tuple(sorted({q.category for q in self.queries}))
+
+    def memories_in_ingest_order(self, scope_id: str) -> list[SuiteMemory]:
+        """Oldest first (``created``, then file order), so store order follows the suite's history."""
+        indexed = [(m.created, i, m) for i, m in enumerate(self.memories) if m.scope_id == scope_id]
+        return [m for _, _, m in sorted(indexed, key=lambda t: (t[0], t[1]))]
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SuiteError(f"{path.name}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(value, dict):
+            raise SuiteError(f"{path.name}:{number}: expected a JSON object")
+        yield number, value
+
+
+def _text(where: str, value: dict[str, Any], key: str) -> str:
+    field = value.get(key)
+    if not isinstance(field, str) or not field.strip():
+        raise SuiteError(f"{where}: '{key}' must be a non-empty string")
+    return field
+
+
+def _ids(where: str, value: dict[str, Any], key: str) -> tuple[str, ...]:
+    field = value.get(key, [])
+    if not isinstance(field, list) or not all(isinstance(i, str) for i in field):
+        raise SuiteError(f"{where}: '{key}' must be a list of memory ids")
+    return tuple(field)
+
+
+def load_suite(directory: Path) -> Suite:
+    """Read and check a suite directory; raises ``SuiteError`` with the first problem found."""
+    memories_path, queries_path = directory / "memories.jsonl", directory / "queries.jsonl"
+    for path in (memories_path, queries_path):
+        if not path.is_file():
+            raise SuiteError(f"{path} is missing: a suite directory holds memories.jsonl and queries.jsonl")
+    memories: list[SuiteMemory] = []
+    scope_of: dict[str, str] = {}
+    for number, value in _lines(memories_path):
+        where = f"memories.jsonl:{number}"
+        memory = SuiteMemory(
+            _text(where, value, "id"),
+            _text(where, value, "scope_id"),
+            _text(where, value, "kind"),
+            str(value.get("created", "")),
+            _text(where, value, "text"),
+        )
+        if memory.kind not in MEMORY_KINDS:
+            raise SuiteError(f"{where}: kind must be one of {', '.join(sorted(MEMORY_KINDS))}")
+        if len(memory.text.encode("utf-8")) > MAX_BODY_BYTES:
+            raise SuiteError(f"{where}: text is longer than {MAX_BODY_BYTES} UTF-8 bytes")
+        if memory.id in scope_of:
+            raise SuiteError(f"{where}: duplicate memory id {memory.id!r}")
+        scope_of[memory.id] = memory.scope_id
+        memories.append(memory)
+    queries: list[SuiteQuery] = []
+    seen: set[str] = set()
+    for number, value in _lines(queries_path):
+        where = f"queries.jsonl:{number}"
+        query = SuiteQuery(
+            _text(where, value, "id"),
+            _text(where, value, "scope_id"),
+            _text(where, value, "query"),
+            _text(where, value, "category"),
+            _ids(where, value, "expected"),
+            _ids(where, value, "outdated"),
+        )
+        if query.id in seen:
+            raise SuiteError(f"{where}: duplicate query id {query.id!r}")
+        if len(query.query) > MAX_QUERY_CHARS:
+            raise SuiteError(f"{where}: query is longer than {MAX_QUERY_CHARS} characters")
+        seen.add(query.id)
+        for memory_id in (*query.expected, *query.outdated):
+            if scope_of.get(memory_id) != query.scope_id:
+                raise SuiteError(f"{where}: memory {memory_id!r} is not a memory of Scope {query.scope_id!r}")
+        queries.append(query)
+    if not memories or not queries:
+        raise SuiteError(f"{directory}: the suite needs at least one memory and one query")
+    digest = hashlib.sha256()
+    for path in (memories_path, queries_path):
+        data = path.read_bytes()
+        digest.update(f"{path.name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return Suite(directory.resolve().name, "sha256:" + digest.hexdigest(), tuple(memories), tuple(queries))

@@ -1,0 +1,67 @@
+"""Hybrid fusion rules and the query-term selection of full-text search (real SQLite store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
+from powercontext.search.channels import ChannelSearch, fuse, fuse_scores
+from powercontext.search.embedding import GuardedEmbedder
+from powercontext.store.base import NewMemory
+from powercontext.store.sqlite import SqliteStore
+
+
+@dataclass(frozen=True)
+class Hit:
+    name: str
+    score: float
+
+
+def names(hits: list[Hit]) -> list[str]:
+    return [h.name for h in hits]
+
+
+def by_name(hit: Hit) -> str:
+    return hit.name
+
+
+def test_score_fusion_keeps_a_confident_top_hit_that_rank_fusion_ties() -> None:
+    # Full text is sure of "a" (10 vs 1); the vector channel barely prefers "b" (0.50 vs 0.49).
+    fts = [Hit("a", 10.0), Hit("b", 1.0), Hit("c", 0.9)]
+    vec = [Hit("b", 0.50), Hit("a", 0.49), Hit("c", 0.48)]
+    rrf = fuse([(fts, 1.0), (vec, 1.0)], 60, 3, key_of=by_name)
+    assert rrf[0].score == rrf[1].score  # 1/61 + 1/62 both: rank fusion cannot tell them apart
+    fused = fuse_scores([(fts, 1.0), (vec, 1.0)], 3, key_of=by_name)
+    assert names(fused) == ["a", "b", "c"]
+    # a: 1 + (0.49 - 0.48) / 0.02; b: (1 - 0.9) / 9.1 + 1; c: 0 + 0
+    assert [round(h.score, 6) for h in fused] == [1.5, round(0.1 / 9.1 + 1.0, 6), 0.0]
+
+
+def test_score_fusion_weights_missing_items_and_flat_lists() -> None:
+    fts = [Hit("a", 3.0), Hit("b", 3.0)]  # all equal: both are this channel's best
+    vec = [Hit("c", 0.9), Hit("a", 0.1)]
+    fused = fuse_scores([(fts, 1.0), (vec, 2.0)], 10, key_of=by_name)
+    # a: 1 + 2 * 0; b: 1 (absent from vector); c: 2 * 1 (absent from fts)
+    assert [(h.name, h.score) for h in fused] == [("c", 2.0), ("a", 1.0), ("b", 1.0)]
+    assert fuse_scores([([], 1.0), (vec, 1.0)], 1, key_of=by_name) == [Hit("c", 1.0)]
+    assert fuse_scores([([], 1.0), ([], 1.0)], 5, key_of=by_name) == []
+
+
+def test_a_long_query_keeps_a_distinctive_term_beyond_its_first_32(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "t.db")
+    store.create_scope("s", "s", ())
+    store.create_memories(
+        "s",
+        [
+            NewMemory("The zanzibar gateway signs every payout request.", "fact", ()),
+            *(NewMemory(f"Routine note {i} about the weekly sync.", "fact", ()) for i in range(5)),
+        ],
+    )
+    search = ChannelSearch(store.search_text, None, GuardedEmbedder(build_embedding_provider(EmbeddingConfig())))
+    # 40 distinct words first (an agent's prompt preamble), the one word that matters last.
+    preamble = " ".join(f"word{i}x" for i in range(40))
+    outcome = search.search("s", f"{preamble} routine zanzibar", "fts", 3)
+    assert outcome.mode == "fts"
+    assert "zanzibar" in outcome.hits[0].record.text
+    store.close()
