@@ -19,6 +19,7 @@ from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOpt
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.families import experience_app, profile_app, topic_app
+from powercontext.cli.hosts import hosts_app, mcp_command
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -40,6 +41,8 @@ app.add_typer(topic_app, name="topic")
 app.add_typer(experience_app, name="experience")
 app.add_typer(profile_app, name="profile")
 app.add_typer(code_app, name="code")
+app.add_typer(hosts_app, name="hosts")
+app.command("mcp")(mcp_command)
 
 
 def _print_memory(memory: AtomicMemory, as_json: bool) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
@@ -12,6 +12,7 @@ from powercontext import __version__
 from powercontext.runtime import Runtime
 from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
+from powercontext.server.mcp_route import mount_mcp_if_available
 from powercontext.server.middleware import RequestIdMiddleware
 from powercontext.server.routes import artifacts, code, context, experiences, health, memory, profile, scopes, topics
 from powercontext.server.routes.deps import errors
@@ -25,7 +26,10 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with AsyncExitStack() as stack:
+            if app.state.mcp_run is not None:
+                await stack.enter_async_context(app.state.mcp_run())
+            yield
         if runtime is not None and close_runtime:
             runtime.close()
 
@@ -59,5 +63,7 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
         for route in router.routes
         if isinstance(route, APIRoute)
     ]
+    # Streamable-HTTP MCP at /mcp when the `mcp` extra is installed (not part of the OpenAPI document).
+    app.state.mcp_run = mount_mcp_if_available(app) if runtime is not None else None
     app.add_middleware(RequestIdMiddleware)
     return app
