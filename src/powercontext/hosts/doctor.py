@@ -60,27 +60,27 @@ def run_checks(cwd: Path, settings: HookSettings, home: Path) -> list[Check]:
         status, code = _get(settings, f"/v1/scopes/{quote(scope_id, safe=':@+=~.-_')}")
         if status == 200:
             checks.append(Check("token", "ok", "accepted" if settings.token else "not needed (no access file)"))
-            checks.append(Check("scope exists", "ok", "readable with this token"))
+            checks.append(Check("scope-exists", "ok", "readable with this token"))
         elif status == 401:
             checks.append(Check("token", "fail", "rejected: set POWERCONTEXT_TOKEN to a token in the access file"))
         elif status == 403:
             checks.append(Check("token", "ok", "accepted"))
-            checks.append(Check("scope exists", "fail", "this token may not read the Scope; ask for a grant"))
+            checks.append(Check("scope-exists", "fail", "this token may not read the Scope; ask for a grant"))
         else:
             checks.append(Check("token", "ok", "accepted" if settings.token else "not needed"))
             hint = f"create it: powercontext scope create {scope_id} --title ..."
-            checks.append(Check("scope exists", "fail", f"{code or status}: {hint}"))
+            checks.append(Check("scope-exists", "fail", f"{code or status}: {hint}"))
     project = find_repo_root(cwd) or cwd
     for host, path in registered_hooks(project, home).items():
         if path is None:
-            checks.append(Check(f"{host} hook", "warn", f"not registered; run `powercontext hosts install {host}`"))
+            checks.append(Check(f"{host}-hook", "warn", f"not registered; run `powercontext hosts install {host}`"))
         else:
-            checks.append(Check(f"{host} hook", "ok", f"registered in {path}"))
+            checks.append(Check(f"{host}-hook", "ok", f"registered in {path}"))
     last = read_state(settings)
     if last is None:
-        checks.append(Check("last hook run", "warn", "none recorded yet"))
+        checks.append(Check("last-hook-run", "warn", "none recorded yet"))
     else:
         outcome = str(last.get("outcome"))
         detail = f"{last.get('host')}: {outcome} ({last.get('reason')}, {last.get('duration_ms')} ms)"
-        checks.append(Check("last hook run", "ok" if outcome in ("injected", "empty") else "warn", detail))
+        checks.append(Check("last-hook-run", "ok" if outcome in ("injected", "empty") else "warn", detail))
     return checks
