@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
-from powercontext import __version__
+from powercontext import __version__, observe
 from powercontext.assembly.builder import (
     Candidate,
     CodeCandidate,
@@ -289,9 +289,13 @@ class Runtime:
         trace.record_round(0, "completed", retained=True)
         with trace.stage("context.build"):
             build = self.builder.build(pools, request.max_bytes, sections=plan.sections, code=code)
+            selected = len(build.items) + len(build.code_items)
+            omitted = sum(build.omissions.values())
+            observe.note_build(build.context.status, build.context.content_bytes, selected, omitted)
         receipt_json = None
         if request.include_receipt:
-            receipt_json = self._receipt(request, request_id, trace, build)
+            with trace.span("receipt"):
+                receipt_json = self._receipt(request, request_id, trace, build)
         return PrepareResult(build.context, receipt_json)
 
     def plan(self, request: PrepareContextRequest) -> RecallPlan:
@@ -336,4 +340,5 @@ class Runtime:
         log.warning(
             "event=context.receipt.omitted reason=%s error_type=%s receipt_id=%s", reason, error_type, request_id
         )
+        observe.note_receipt_omitted(reason)
         return None

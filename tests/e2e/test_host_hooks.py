@@ -80,9 +80,7 @@ def fake_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 
 
 @pytest.mark.parametrize("host", ["claude-code", "codex"])
-def test_hook_injects_the_servers_content_on_ready(
-    host: str, server: LiveServer, api: Api, tmp_path: Path
-) -> None:
+def test_hook_injects_the_servers_content_on_ready(host: str, server: LiveServer, api: Api, tmp_path: Path) -> None:
     scope_id = api.new_scope(prefix="hook")
     api.add(scope_id, "The settlement batch runs nightly at 02:00 UTC", kind="fact")
     repo = make_repo(tmp_path, scope_id)
@@ -236,9 +234,12 @@ def test_hook_never_sends_include_receipt_even_in_diagnostics_mode(
 
 def test_hook_ignores_garbage_input(tmp_path: Path) -> None:
     done = subprocess.run(
-        [*HOOK, "claude-code"], input="not json", capture_output=True, text=True, timeout=30,
+        [*HOOK, "claude-code"],
+        input="not json",
+        capture_output=True,
+        text=True,
+        timeout=30,
         env={**os.environ, "POWERCONTEXT_HOOK_STATE_DIR": str(tmp_path)},
     )
     assert done.returncode == 0 and done.stdout == ""
     assert json.loads(done.stderr)["outcome"] == "skipped"
-

@@ -41,12 +41,13 @@ class HttpBridge:
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._headers = {"Authorization": authorization} if authorization else {}
+        if transport is not None:
+            # In-process calls are traced as children of the /mcp request, not counted as traffic.
+            self._headers["X-PowerContext-Internal"] = "mcp"
         self._transport = transport
         self._timeout = timeout
 
-    async def call(
-        self, method: str, path: str, body: Any = None, params: dict[str, str | int] | None = None
-    ) -> Any:
+    async def call(self, method: str, path: str, body: Any = None, params: dict[str, str | int] | None = None) -> Any:
         try:
             async with httpx.AsyncClient(
                 base_url=self._base_url, headers=self._headers, transport=self._transport, timeout=self._timeout

@@ -11,8 +11,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from opentelemetry import trace as trace_api
+from opentelemetry.trace import Span
+
+from powercontext import observe
 from powercontext.contract.common import Family
 from powercontext.contract.receipt import SearchFallback, SearchMode, SearchOutcome
+
+# Stages that a ``record_search`` follows: their span stays open until the search is recorded on it.
+_SEARCH_STAGES = frozenset({"memory.search", "topic_memory.search", "experience.search", "code.query", "profile.read"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,20 +51,49 @@ class RecallTrace:
     rounds: list[RoundRecord] = field(default_factory=list)
     stages: list[StageSample] = field(default_factory=list)
     non_deterministic: bool = False
+    # A search stage's span, ended (at the stage's own end time) once its search is recorded.
+    _pending: tuple[Span, int] | None = field(default=None, repr=False, compare=False)
 
     def record_search(
         self, round: int, family: Family, mode: SearchMode, outcome: SearchOutcome, fallback_reason: SearchFallback
     ) -> None:
         self.searches.append(SearchCall(round, family, mode, outcome, fallback_reason))
+        pending, self._pending = self._pending, None
+        observe.note_search(round, family, mode, outcome, fallback_reason, pending[0] if pending else None)
+        if pending is not None:
+            pending[0].end(end_time=pending[1])
+
+    def _end_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending[0].end(end_time=pending[1])
 
     def record_round(self, round: int, outcome: str, retained: bool) -> None:
         self.rounds.append(RoundRecord(round, outcome, retained))
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Time one instance of a runtime stage (recorded even when the stage raises)."""
+        """Time one instance of a runtime stage (recorded even when the stage raises), as a span too."""
+        self._end_pending()
+        span = observe.tracer().start_span(name, attributes={observe.UNIT_ATTRIBUTE: "stage"})
         start = time.perf_counter()
+        failed = False
         try:
-            yield
+            with trace_api.use_span(span, end_on_exit=False, record_exception=True, set_status_on_exception=True):
+                yield
+        except BaseException:
+            failed = True
+            raise
         finally:
             self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
+            if name in _SEARCH_STAGES and not failed and span.is_recording():
+                self._pending = (span, time.time_ns())
+            else:
+                span.end()
+
+    @contextmanager
+    def span(self, name: str) -> Iterator[None]:
+        """A span for work that is not a timed Receipt stage (e.g. assembling the Receipt)."""
+        self._end_pending()
+        with observe.stage_span(name):
+            yield

@@ -12,6 +12,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from powercontext import observe
 from powercontext.inference.base import EmbeddingProvider
 from powercontext.inference.errors import InferenceError
 from powercontext.store.base import Embedding
@@ -63,10 +64,12 @@ class GuardedEmbedder:
         try:
             vectors = self.provider.embed(texts)
         except InferenceError as exc:
+            observe.note_provider_call(exc.reason)
             with self._lock:
                 self._open = (self._clock() + self.cooldown_s, exc.reason)
             log.warning("event=inference.embed.failed reason=%s provider=%s", exc.reason, self.provider.name)
             raise
+        observe.note_provider_call("ok")
         with self._lock:
             self._open = None
         return vectors

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
@@ -16,6 +18,16 @@ from powercontext.server.mcp_route import mount_mcp_if_available
 from powercontext.server.middleware import RequestIdMiddleware
 from powercontext.server.routes import artifacts, code, context, experiences, health, memory, profile, scopes, topics
 from powercontext.server.routes.deps import errors
+from powercontext.server.telemetry import ServerMetrics, TelemetryMiddleware
+
+
+def _no_native_telemetry() -> dict[str, Any]:
+    """Newer FastAPI traces requests natively with the raw URL path (it holds Scope and Artifact ids) and
+    records exception messages; PowerContext's own middleware traces content-free, so that is turned off."""
+    if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    off = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
+    return {"telemetry": off}
 
 
 def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: AccessTable | None = None) -> FastAPI:
@@ -38,6 +50,7 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
         version=__version__,
         summary="Bounded, cited, injection-ready context for AI agents, with content-free Receipts.",
         lifespan=lifespan,
+        **_no_native_telemetry(),
     )
     app.state.runtime = runtime
     app.state.access = access
@@ -65,5 +78,7 @@ def create_app(runtime: Runtime | None, *, close_runtime: bool = True, access: A
     ]
     # Streamable-HTTP MCP at /mcp when the `mcp` extra is installed (not part of the OpenAPI document).
     app.state.mcp_run = mount_mcp_if_available(app) if runtime is not None else None
+    app.state.metrics = ServerMetrics()
+    app.add_middleware(TelemetryMiddleware, metrics=app.state.metrics)  # inside the request id
     app.add_middleware(RequestIdMiddleware)
     return app
