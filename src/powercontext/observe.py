@@ -13,6 +13,7 @@ Scope id, identity or path.
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,8 +39,16 @@ class Observation:
 current: contextvars.ContextVar[Observation | None] = contextvars.ContextVar("powercontext_observation", default=None)
 
 
+@functools.cache
 def tracer() -> trace.Tracer:
+    """PowerContext's tracer. Cached: before an SDK is installed it is a proxy that starts delegating to
+    the real provider as soon as one is set, so caching never pins the no-op tracer."""
     return trace.get_tracer(TRACER_NAME)
+
+
+def tracing_active() -> bool:
+    """Whether a real tracer provider is installed (without one, every span is a no-op)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 @contextmanager

@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(json.dumps({"component": "powercontext.hook", "outcome": "skipped", "reason": "bad_host"}))
             sys.stderr.write("\n")
             return 0
+        # The context is UTF-8 whatever the locale says; hosts read the hook's stdout as UTF-8 JSON.
+        if hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(encoding="utf-8")
         run_hook(host, sys.stdin.buffer, sys.stdout, sys.stderr, HookSettings.from_env())
     except BaseException as exc:  # fail open whatever happens, including an interrupt
         line = {"component": "powercontext.hook", "outcome": "skipped", "reason": "internal_error"}

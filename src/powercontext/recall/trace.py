@@ -77,6 +77,12 @@ class RecallTrace:
         self._end_pending()
         span = observe.tracer().start_span(name, attributes={observe.UNIT_ATTRIBUTE: "stage"})
         start = time.perf_counter()
+        if not span.is_recording():  # no SDK, or sampled out: only the timing (the common, cheap path)
+            try:
+                yield
+            finally:
+                self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
+            return
         failed = False
         try:
             with trace_api.use_span(span, end_on_exit=False, record_exception=True, set_status_on_exception=True):
@@ -86,7 +92,7 @@ class RecallTrace:
             raise
         finally:
             self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
-            if name in _SEARCH_STAGES and not failed and span.is_recording():
+            if name in _SEARCH_STAGES and not failed:
                 self._pending = (span, time.time_ns())
             else:
                 span.end()

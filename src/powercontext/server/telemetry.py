@@ -110,9 +110,11 @@ class TelemetryMiddleware:
             await send({"type": "http.response.body", "body": body})
             return
         raw_headers = scope.get("headers") or []
-        carrier = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
-        internal = INTERNAL_HEADER.decode() in carrier
-        parent = propagate.extract(carrier)
+        internal = any(name == INTERNAL_HEADER for name, _ in raw_headers)
+        parent = None
+        if observe.tracing_active():
+            carrier = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
+            parent = propagate.extract(carrier)
         method = scope["method"]
         span = observe.tracer().start_span(
             f"{method}", context=parent, kind=SpanKind.SERVER, attributes={"http.request.method": method}
