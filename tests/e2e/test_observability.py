@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from mcp import Client
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -69,6 +71,7 @@ def test_spans_carry_no_content_and_prepare_stages_are_parented_in_order(
 ) -> None:
     live = inprocess_server(sqlite_store)
     prepared = workload(live.base_url)
+    mcp_search(live.base_url, f"project:{MARKERS[1]}", MARKERS[0])
     finished = spans.get_finished_spans()
     assert len(finished) > 10
     for span in finished:
@@ -109,6 +112,45 @@ def test_spans_carry_no_content_and_prepare_stages_are_parented_in_order(
     # The Receipt's own stage list names the same stages, in the same order (receipt excepted).
     receipt_stages = [s["stage"] for s in prepared.json()["receipt"]["stages"]]
     assert [n for n in names if n != "receipt"] == list(dict.fromkeys(receipt_stages))
+
+
+def mcp_search(base_url: str, scope_id: str, query: str) -> None:
+    """One MCP tool call over /mcp, whose arguments carry the markers."""
+
+    async def go() -> None:
+        async with Client(base_url + "/mcp") as client:
+            result = await client.call_tool("memory_search", {"scope_id": scope_id, "query": query})
+            assert not result.is_error and result.structured_content is not None
+            assert result.structured_content["hits"]
+
+    anyio.run(go)
+
+
+def test_mcp_bridge_calls_are_children_of_the_mcp_request(
+    spans: InMemorySpanExporter, inprocess_server: StartInProcess, sqlite_store: Any
+) -> None:
+    live = inprocess_server(sqlite_store)
+    workload(live.base_url)
+    spans.clear()
+    mcp_search(live.base_url, f"project:{MARKERS[1]}", MARKERS[0])
+    finished = spans.get_finished_spans()
+    assert any(s.name == "POST /mcp" and (s.attributes or {})["http.route"] == "/mcp" for s in finished)
+    [inner] = [s for s in finished if s.name == "POST /v1/scopes/{scope_id}/atomic-memory/search"]
+    # The in-process API call is a child of the MCP SDK's span for the tool call that made it.
+    by_id = {s.context.span_id: s for s in finished if s.context is not None}
+    parent = inner.parent
+    chain = []
+    while parent is not None and parent.span_id in by_id:
+        chain.append(by_id[parent.span_id])
+        parent = by_id[parent.span_id].parent
+    assert [s.name for s in chain][:1] == ["tools/call memory_search"]
+    assert all(s.context is not None and inner.context is not None for s in chain)
+    assert {s.context.trace_id for s in chain if s.context} == {inner.context.trace_id if inner.context else 0}
+    text = httpx.get(live.base_url + "/metrics", timeout=10).text
+    assert 'route="/mcp"' in text
+    search = {"route": "/v1/scopes/{scope_id}/atomic-memory/search", "method": "POST", "status": "200"}
+    # One search from the workload; the bridge's in-process search is traced but not counted.
+    assert metric(text, "powercontext_http_request_duration_seconds_count", **search) == 1
 
 
 def test_inbound_trace_context_is_continued(

@@ -18,7 +18,7 @@ def test_every_async_method_has_a_sync_twin_with_the_same_signature() -> None:
     assert {"prepare_context", "add_memory", "search_memory", "create_topic", "get_profile", "query_code"} <= set(
         methods
     )
-    for name, method in methods.items():
+    for name in methods:
         twin = getattr(SyncPowerContextClient, name)
         assert not inspect.iscoroutinefunction(twin), name
         assert inspect.signature(twin) == inspect.signature(getattr(PowerContextClient, name)), name

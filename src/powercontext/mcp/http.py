@@ -36,8 +36,12 @@ class _BearerGuard:
     def __init__(self, app: Any, inner: Any) -> None:
         self._app = app
         self._inner = inner
+        self.route: Any = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # Name the route template for the access log, the request span and the metrics (Starlette sets it
+        # only for FastAPI routes).
+        scope["route"] = self.route
         table = self._app.state.access
         if table is not None:
             headers = dict(scope.get("headers") or [])
@@ -95,5 +99,7 @@ def mount_mcp(app: Any) -> Callable[[], AbstractAsyncContextManager[None]]:
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, transport_security=security
     )
     manager = server.session_manager
-    app.router.routes.append(Route(MCP_PATH, endpoint=_BearerGuard(app, StreamableHTTPASGIApp(manager))))
+    guard = _BearerGuard(app, StreamableHTTPASGIApp(manager))
+    guard.route = Route(MCP_PATH, endpoint=guard)
+    app.router.routes.append(guard.route)
     return manager.run

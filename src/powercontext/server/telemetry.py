@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -114,7 +115,9 @@ class TelemetryMiddleware:
         parent = None
         if observe.tracing_active():
             carrier = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
-            parent = propagate.extract(carrier)
+            # Without a traceparent header the current context stays the parent: the in-process MCP
+            # bridge's requests then nest under the tool call that made them.
+            parent = propagate.extract(carrier, context=otel_context.get_current())
         method = scope["method"]
         span = observe.tracer().start_span(
             f"{method}", context=parent, kind=SpanKind.SERVER, attributes={"http.request.method": method}
