@@ -138,8 +138,8 @@ def recall(request: RecallRequest, settings: HookSettings, timeout_s: float | No
             timeout_s=settings.timeout_s if timeout_s is None else timeout_s,
         )
     except TransportFailure as exc:
-        if exc.kind == "too_large":
-            return RecallOutcome("invalid_response", "too_large")
+        if exc.kind in ("too_large", "bad_http"):
+            return RecallOutcome("invalid_response", exc.kind)
         return RecallOutcome("server_unavailable", exc.kind)
     return classify(answer, request.max_bytes)
 
