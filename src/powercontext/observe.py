@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from opentelemetry import trace
-from opentelemetry.trace import Span
+from opentelemetry import context, trace
+from opentelemetry.trace import Span, StatusCode
 
 TRACER_NAME = "powercontext"
 UNIT_ATTRIBUTE = "powercontext.operation.unit"
@@ -54,8 +54,18 @@ def tracing_active() -> bool:
 @contextmanager
 def stage_span(name: str) -> Iterator[Span]:
     """A span for one runtime stage, a child of whatever span is current (the request's, in the Server)."""
-    with tracer().start_as_current_span(name, attributes={UNIT_ATTRIBUTE: "stage"}) as span:
+    span = tracer().start_span(name, attributes={UNIT_ATTRIBUTE: "stage"})
+    token = context.attach(trace.set_span_in_context(span))
+    try:
         yield span
+    except BaseException as exc:
+        # Only the type: an exception message can carry request content.
+        span.set_attribute("error.type", type(exc).__name__)
+        span.set_status(StatusCode.ERROR)
+        raise
+    finally:
+        context.detach(token)
+        span.end()
 
 
 def note_search(round: int, family: str, mode: str, outcome: str, fallback_reason: str, span: Span | None) -> None:

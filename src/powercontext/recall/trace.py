@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, StatusCode
 
 from powercontext import observe
 from powercontext.contract.common import Family
@@ -83,14 +84,19 @@ class RecallTrace:
             finally:
                 self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
             return
+        # Attach directly (cheaper than use_span); on failure record only the exception *type*: messages
+        # can carry request content.
+        token = otel_context.attach(trace_api.set_span_in_context(span))
         failed = False
         try:
-            with trace_api.use_span(span, end_on_exit=False, record_exception=True, set_status_on_exception=True):
-                yield
-        except BaseException:
+            yield
+        except BaseException as exc:
             failed = True
+            span.set_attribute("error.type", type(exc).__name__)
+            span.set_status(StatusCode.ERROR)
             raise
         finally:
+            otel_context.detach(token)
             self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
             if name in _SEARCH_STAGES and not failed:
                 self._pending = (span, time.time_ns())

@@ -26,6 +26,8 @@ PREPARE_ROUTE = "/v1/context/prepare"
 METRICS_PATH = "/metrics"
 # Requests the in-process MCP bridge makes: traced, but not counted as external traffic.
 INTERNAL_HEADER = b"x-powercontext-internal"
+# W3C trace context and baggage: the only request headers the propagator reads.
+_TRACE_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
 
 
 class ServerMetrics:
@@ -114,7 +116,7 @@ class TelemetryMiddleware:
         internal = any(name == INTERNAL_HEADER for name, _ in raw_headers)
         parent = None
         if observe.tracing_active():
-            carrier = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
+            carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers if k in _TRACE_HEADERS}
             # Without a traceparent header the current context stays the parent: the in-process MCP
             # bridge's requests then nest under the tool call that made them.
             parent = propagate.extract(carrier, context=otel_context.get_current())
@@ -133,10 +135,15 @@ class TelemetryMiddleware:
                 status = int(message["status"])
             await send(message)
 
+        attached = otel_context.attach(trace.set_span_in_context(span))
         try:
-            with trace.use_span(span, end_on_exit=False):
-                await self.app(scope, receive, tracked_send)
+            await self.app(scope, receive, tracked_send)
+        except BaseException as exc:
+            # Only the type: exception messages can carry request content.
+            span.set_attribute("error.type", type(exc).__name__)
+            raise
         finally:
+            otel_context.detach(attached)
             elapsed = time.perf_counter() - start
             observe.current.reset(token)
             route = getattr(scope.get("route"), "path", None) or "unmatched"
