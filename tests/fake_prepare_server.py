@@ -48,6 +48,7 @@ def _body(mode: str) -> tuple[int, bytes, dict[str, str]]:
 
 
 class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
     record_file: Path
 
     def log_message(self, format: str, *args: object) -> None:
@@ -63,6 +64,20 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "slow":
             time.sleep(5)
             mode = "valid"
+        if mode == "chunked":
+            # A valid answer in two chunks, then the connection is held open for a while.
+            body = json.dumps(VALID).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            half = len(body) // 2
+            for part in (body[:half], body[half:]):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            time.sleep(3)
+            return
         status, body, headers = _body(mode)
         self.send_response(status)
         for name, value in headers.items():

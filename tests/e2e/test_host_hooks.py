@@ -143,6 +143,16 @@ def test_hook_fails_open_on_a_bad_answer(
     assert elapsed < BUDGET_MS / 1000 + 3.0  # + interpreter start-up on a loaded machine
 
 
+def test_hook_reads_a_chunked_answer_without_waiting_for_the_connection_to_close(
+    fake_server: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, _ = fake_server
+    done, elapsed = run_hook("claude-code", "q", make_repo(tmp_path, "p"), f"{url}/chunked", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"] == "fake prepared context"
+    assert elapsed < 2.5  # the server holds the connection open for 3 s after the last chunk
+
+
 def test_hook_fails_open_when_the_server_is_down(tmp_path: Path) -> None:
     done, elapsed = run_hook("codex", "question", make_repo(tmp_path, "p"), f"http://127.0.0.1:{free_port()}", tmp_path)
     assert done.returncode == 0 and done.stdout == ""

@@ -130,6 +130,8 @@ def _post(
         # Read to the declared length, else to EOF (Connection: close), never past the cap.
         cap = max_body + 1 if not chunked else max_body + MAX_HEADER_BYTES
         while (length is None or len(body) < length) and len(body) <= cap:
+            if chunked and (body == b"0\r\n\r\n" or body.endswith(b"\r\n0\r\n\r\n")):
+                break  # the last chunk arrived (even if the server keeps the connection open)
             chunk = _recv(sock, deadline)
             if not chunk:
                 break
