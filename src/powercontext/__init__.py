@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "PowerContextClient": "powercontext.client",
     "PowerContextError": "powercontext.client",
+    "SyncPowerContextClient": "powercontext.client.sync",
     "PrepareContextRequest": "powercontext.contract.prepare",
     "PreparedContext": "powercontext.contract.prepare",
 }

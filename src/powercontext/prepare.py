@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from powercontext import observe
 from powercontext.assembly.builder import PreparedContextBuild, PreparedContextBuilder, Section
 from powercontext.contract.common import Family
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
@@ -162,9 +163,14 @@ class PreparePipeline:
         pools = recall.for_builder(plan.families)
         with trace.stage("context.build"):
             build = self.builder.build(pools, request.max_bytes, sections=plan.sections, code=recall.code)
+            selected = len(build.items) + len(build.code_items)
+            observe.note_build(
+                build.context.status, build.context.content_bytes, selected, sum(build.omissions.values())
+            )
         receipt_json = None
         if request.include_receipt:
-            receipt_json = self._receipt(request, request_id, trace, build)
+            with trace.span("receipt"):
+                receipt_json = self._receipt(request, request_id, trace, build)
         return PrepareResult(build.context, receipt_json)
 
     def plan(self, request: PrepareContextRequest) -> RecallPlan:
@@ -293,4 +299,5 @@ class PreparePipeline:
         log.warning(
             "event=context.receipt.omitted reason=%s error_type=%s receipt_id=%s", reason, error_type, request_id
         )
+        observe.note_receipt_omitted(reason)
         return None

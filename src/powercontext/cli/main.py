@@ -20,6 +20,7 @@ from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.evaluate import eval_app
 from powercontext.cli.families import experience_app, profile_app, topic_app
+from powercontext.cli.hosts import hosts_app, mcp_command
 from powercontext.cli.prompts import prompt_app
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ app.add_typer(profile_app, name="profile")
 app.add_typer(code_app, name="code")
 app.add_typer(prompt_app, name="prompt")
 app.add_typer(eval_app, name="eval")
+app.add_typer(hosts_app, name="hosts")
+app.command("mcp")(mcp_command)
 
 
 def _print_memory(memory: AtomicMemory, as_json: bool) -> None:

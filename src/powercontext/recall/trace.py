@@ -13,11 +13,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace as trace_api
+from opentelemetry.trace import Span, StatusCode
+
+from powercontext import observe
 from powercontext.contract.common import Family
 from powercontext.contract.receipt import OmissionReason, SearchFallback, SearchMode, SearchOutcome
 
 if TYPE_CHECKING:  # the rerank module records onto the trace; the trace only holds its records
     from powercontext.recall.rerank import RerankConfigRecord
+
+# Stages that a ``record_search`` follows: their span stays open until the search is recorded on it.
+_SEARCH_STAGES = frozenset({"memory.search", "topic_memory.search", "experience.search", "code.query", "profile.read"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +72,22 @@ class RecallTrace:
     evidence_gap: str | None = None
     # The model expander's alternative queries for this prepare: request-local, never reported anywhere.
     expansion_queries: list[str] | None = field(default=None, repr=False)
+    # A search stage's span, ended (at the stage's own end time) once its search is recorded.
+    _pending: tuple[Span, int] | None = field(default=None, repr=False, compare=False)
 
     def record_search(
         self, round: int, family: Family, mode: SearchMode, outcome: SearchOutcome, fallback_reason: SearchFallback
     ) -> None:
         self.searches.append(SearchCall(round, family, mode, outcome, fallback_reason))
+        pending, self._pending = self._pending, None
+        observe.note_search(round, family, mode, outcome, fallback_reason, pending[0] if pending else None)
+        if pending is not None:
+            pending[0].end(end_time=pending[1])
+
+    def _end_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending[0].end(end_time=pending[1])
 
     def record_round(self, round: int, outcome: str, retained: bool) -> None:
         self.rounds.append(RoundRecord(round, outcome, retained))
@@ -84,9 +103,38 @@ class RecallTrace:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Time one instance of a runtime stage (recorded even when the stage raises)."""
+        """Time one instance of a runtime stage (recorded even when the stage raises), as a span too."""
+        self._end_pending()
+        span = observe.tracer().start_span(name, attributes={observe.UNIT_ATTRIBUTE: "stage"})
         start = time.perf_counter()
+        if not span.is_recording():  # no SDK, or sampled out: only the timing (the common, cheap path)
+            try:
+                yield
+            finally:
+                self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
+            return
+        # Attach directly (cheaper than use_span); on failure record only the exception *type*: messages
+        # can carry request content.
+        token = otel_context.attach(trace_api.set_span_in_context(span))
+        failed = False
         try:
             yield
+        except BaseException as exc:
+            failed = True
+            span.set_attribute("error.type", type(exc).__name__)
+            span.set_status(StatusCode.ERROR)
+            raise
         finally:
+            otel_context.detach(token)
             self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
+            if name in _SEARCH_STAGES and not failed:
+                self._pending = (span, time.time_ns())
+            else:
+                span.end()
+
+    @contextmanager
+    def span(self, name: str) -> Iterator[None]:
+        """A span for work that is not a timed Receipt stage (e.g. assembling the Receipt)."""
+        self._end_pending()
+        with observe.stage_span(name):
+            yield

@@ -13,6 +13,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from powercontext import observe
 from powercontext.inference.base import EmbeddingProvider
 from powercontext.inference.deadline import abandon_when
 from powercontext.inference.errors import InferenceError
@@ -96,6 +97,7 @@ class GuardedEmbedder:
             with abandon_when(stalled_elsewhere):
                 vectors = self.provider.embed(texts)
         except InferenceError as exc:
+            observe.note_provider_call(exc.reason)
             with self._lock:
                 self._open = (self._clock() + self.cooldown_s, exc.reason)
                 if exc.reason == "inference_timeout":
@@ -103,6 +105,7 @@ class GuardedEmbedder:
             log.warning("event=inference.embed.failed reason=%s provider=%s", exc.reason, self.provider.name)
             raise
         else:
+            observe.note_provider_call("ok")
             with self._lock:
                 self._open = None
             return vectors

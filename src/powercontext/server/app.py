@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
@@ -15,6 +17,7 @@ from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.gate import RequestGate
 from powercontext.server.inspector import INSPECTOR_PATHS, inspector_router
+from powercontext.server.mcp_route import mount_mcp_if_available
 from powercontext.server.middleware import RequestIdMiddleware
 from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes import (
@@ -30,6 +33,16 @@ from powercontext.server.routes import (
     topics,
 )
 from powercontext.server.routes.deps import errors
+from powercontext.server.telemetry import ServerMetrics, TelemetryMiddleware
+
+
+def _no_native_telemetry() -> dict[str, Any]:
+    """Newer FastAPI traces requests natively with the raw URL path (it holds Scope and Artifact ids) and
+    records exception messages; PowerContext's own middleware traces content-free, so that is turned off."""
+    if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    off = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
+    return {"telemetry": off}
 
 
 def create_app(
@@ -49,7 +62,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with AsyncExitStack() as stack:
+            if app.state.mcp_run is not None:
+                await stack.enter_async_context(app.state.mcp_run())
+            yield
         readiness.close()
         if runtime is not None and close_runtime:
             runtime.close()
@@ -59,6 +75,7 @@ def create_app(
         version=__version__,
         summary="Bounded, cited, injection-ready context for AI agents, with content-free Receipts.",
         lifespan=lifespan,
+        **_no_native_telemetry(),
     )
     app.state.runtime = runtime
     readiness = ReadinessProbe(runtime.store.ready if runtime is not None else lambda: False)
@@ -91,15 +108,20 @@ def create_app(
         for route in router.routes
         if isinstance(route, APIRoute)
     ]
+    # Streamable-HTTP MCP at /mcp when the `mcp` extra is installed (not part of the OpenAPI document).
+    app.state.mcp_run = mount_mcp_if_available(app) if runtime is not None else None
     public_paths = {route.path for route in health.router.routes if isinstance(route, APIRoute)}
     public_paths.update(
         url for url in (app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url) if url
     )
     if inspector:  # the page holds no data: it asks for a token and sends it with each API call
         public_paths.update(INSPECTOR_PATHS)
-    # Added first, so it runs inside RequestIdMiddleware: its refusals carry the request id too.
+    # Innermost first: the gate runs inside telemetry (its refusals are counted) and inside RequestIdMiddleware
+    # (its refusals carry the request id too).
     app.add_middleware(
         RequestGate, access=access, max_body_bytes=MAX_REQUEST_BODY_BYTES, public_paths=frozenset(public_paths)
     )
+    app.state.metrics = ServerMetrics()
+    app.add_middleware(TelemetryMiddleware, metrics=app.state.metrics)
     app.add_middleware(RequestIdMiddleware)
     return app

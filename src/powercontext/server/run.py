@@ -32,6 +32,9 @@ def serve(settings: Settings) -> None:
     from powercontext.server.auth import AccessTable
 
     configure_logging(settings.log_level)
+    from powercontext.server.telemetry import configure_tracing
+
+    configure_tracing()
     access = AccessTable.load(settings.access_file) if settings.access_file else None
     runtime = Runtime.from_settings(settings)
     app = create_app(runtime, access=access, inspector=settings.inspector)

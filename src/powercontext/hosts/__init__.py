@@ -1,0 +1,14 @@
+"""The small library agent-host hooks share (Claude Code, Codex).
+
+Automatic recall for a host, per RFC 1435 and RFC 0028: resolve the Scope for the working directory
+(``scope``), derive a bounded query from the user's prompt (``query``), send the plain prepare request
+with a total deadline (``transport``, ``recall``), accept the answer only if it has exactly the four
+PreparedContext keys (``validate``), and print the host's documented hook output or nothing at all
+(``hook``). Every failure fails open: no injection, exit 0, one content-free line on stderr.
+
+The modules here import only the standard library so a hook process starts fast.
+"""
+
+from __future__ import annotations
+
+HOSTS = ("claude-code", "codex")

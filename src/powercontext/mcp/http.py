@@ -1,0 +1,105 @@
+"""Streamable HTTP at ``/mcp`` on the Server, behind the same bearer-token rules as ``/v1``.
+
+The endpoint itself requires a valid token when the Server has an access file; each tool call then
+goes through the Server's own ASGI app in-process with the caller's ``Authorization`` header, so the
+per-Scope grants, validation and error codes are exactly the HTTP API's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import httpx
+from mcp.server.mcpserver import Context
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+
+from powercontext.mcp.bridge import INTERNAL_BASE_URL, HttpBridge
+from powercontext.mcp.tools import build_server
+
+MCP_PATH = "/mcp"
+
+
+def _authorization(ctx: Context) -> str | None:
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    value = headers.get("authorization") if headers is not None else None
+    return str(value) if value else None
+
+
+class _BearerGuard:
+    """401 with the API's error envelope unless the token is known (when the Server has an access file)."""
+
+    def __init__(self, app: Any, inner: Any) -> None:
+        self._app = app
+        self._inner = inner
+        self.route: Any = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # Name the route template for the access log, the request span and the metrics (Starlette sets it
+        # only for FastAPI routes).
+        scope["route"] = self.route
+        table = self._app.state.access
+        if table is not None:
+            headers = dict(scope.get("headers") or [])
+            authorization = headers.get(b"authorization", b"").decode("latin-1")
+            if table.principal_for(authorization) is None:
+                request_id = str(scope.get("state", {}).get("request_id", ""))
+                body = json.dumps(
+                    {
+                        "error": {
+                            "code": "unauthenticated",
+                            "message": "send 'Authorization: Bearer <token>' with a token listed in the Server's "
+                            "access file",
+                            "request_id": request_id,
+                        }
+                    }
+                ).encode("utf-8")
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode("ascii")),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self._inner(scope, receive, send)
+
+
+def mount_mcp(app: Any) -> Callable[[], AbstractAsyncContextManager[None]]:
+    """Add ``/mcp`` to the FastAPI ``app``; returns what the app's lifespan must run while serving."""
+    from starlette.routing import Route
+
+    internal = httpx.ASGITransport(app=app)
+
+    def bridge_for(ctx: Context) -> HttpBridge:
+        return HttpBridge(INTERNAL_BASE_URL, _authorization(ctx), transport=internal)
+
+    server = build_server(bridge_for)
+    # Without an access file the Server is a local single-user service: keep the SDK's protection
+    # against DNS rebinding (Host/Origin must be loopback). With tokens, the token is the protection.
+    security = (
+        TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        if app.state.access is not None
+        else TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    )
+    server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, transport_security=security
+    )
+    manager = server.session_manager
+    guard = _BearerGuard(app, StreamableHTTPASGIApp(manager))
+    guard.route = Route(MCP_PATH, endpoint=guard)
+    app.router.routes.append(guard.route)
+    return manager.run

@@ -1,0 +1,232 @@
+"""The MCP server driven by the SDK's own client: over stdio (``powercontext mcp``) and over streamable
+HTTP at ``/mcp`` on a real Server with bearer tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.code_support import make_git_repo
+from tests.conftest import REPO_ROOT, LiveServer, live_server
+from tests.support import Api, unique
+
+EXPECTED_TOOLS = {
+    "capabilities",
+    "memory_add",
+    "memory_search",
+    "memory_get",
+    "memory_get_revision",
+    "memory_forget",
+    "memory_retire",
+    "topic_create",
+    "topic_search",
+    "topic_get",
+    "experience_candidate_add",
+    "profile_get",
+    "code_query",
+}
+WRITER, READER = "mcp-writer-token-1", "mcp-reader-token-2"
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@asynccontextmanager
+async def stdio_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    if token:
+        env["POWERCONTEXT_TOKEN"] = token
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "powercontext", "mcp", "--url", url], env=env, cwd=str(REPO_ROOT)
+    )
+    async with Client(params) as client:
+        yield client
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(url + "/mcp", http_client=http)) as client,
+    ):
+        yield client
+
+
+async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def tool_error(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    error: dict[str, Any] = json.loads(text[text.index("{") :])["error"]
+    return error
+
+
+async def round_trip(client: Client, api: Api, scope_id: str, work_tree: Path) -> None:
+    """One call per tool, each checked against what the HTTP API says."""
+    caps = await call(client, "capabilities", {})
+    assert caps == api.get("/v1/capabilities").json()
+
+    added = await call(client, "memory_add", {"scope_id": scope_id, "text": "Payouts retry 3 times", "kind": "fact"})
+    ref = added["artifact_address"]["artifact"]
+    assert api.head(scope_id, ref["artifact_id"]).json()["text"] == "Payouts retry 3 times"
+    hits = await call(client, "memory_search", {"scope_id": scope_id, "query": "payouts retry"})
+    assert [h["artifact_address"]["artifact"]["artifact_id"] for h in hits["hits"]] == [ref["artifact_id"]]
+    head = await call(client, "memory_get", {"scope_id": scope_id, "artifact_id": ref["artifact_id"]})
+    assert head["text"] == "Payouts retry 3 times"
+    exact = {"scope_id": scope_id, "artifact_id": ref["artifact_id"], "revision": 1}
+    assert (await call(client, "memory_get_revision", exact))["artifact_address"]["artifact"]["revision"] == 1
+    forgotten = await call(client, "memory_forget", {"scope_id": scope_id, "artifact_id": ref["artifact_id"]})
+    assert forgotten["state"] == "forgotten"
+    assert api.hit_ids(scope_id, "payouts retry") == []
+    assert (await call(client, "memory_get_revision", exact))["text"] == "Payouts retry 3 times"  # still readable
+    other = await call(client, "memory_add", {"scope_id": scope_id, "text": "Old cron host", "kind": "state"})
+    other_id = other["artifact_address"]["artifact"]["artifact_id"]
+    retired = await call(client, "memory_retire", {"scope_id": scope_id, "artifact_id": other_id})
+    assert retired["state"] == "retired"
+
+    topic = await call(client, "topic_create", {"scope_id": scope_id, "title": "Settlement", "body": "Nightly batch"})
+    topic_id = topic["artifact_address"]["artifact"]["artifact_id"]
+    found = await call(client, "topic_search", {"scope_id": scope_id, "query": "settlement"})
+    assert topic_id in json.dumps(found)
+    assert (await call(client, "topic_get", {"scope_id": scope_id, "artifact_id": topic_id}))["title"] == "Settlement"
+
+    candidate = await call(
+        client,
+        "experience_candidate_add",
+        {"scope_id": scope_id, "situation": "flaky CI", "what_worked": "retry once", "what_to_avoid": "sleeping"},
+    )
+    assert candidate["status"] == "pending"
+    shown = api.get(f"/v1/scopes/{scope_id}/experience/candidates/{candidate['candidate_id']}").json()
+    assert shown["situation"] == "flaky CI"
+
+    entries = [{"key": "language", "value": "Python 3.11"}]
+    assert api.put(f"/v1/scopes/{scope_id}/profile", {"entries": entries}).status_code == 200
+    profile = await call(client, "profile_get", {"scope_id": scope_id})
+    assert profile == api.get(f"/v1/scopes/{scope_id}/profile").json()
+
+    assert api.post(f"/v1/scopes/{scope_id}/code/index", {"path": str(work_tree)}).status_code == 200
+    code = await call(client, "code_query", {"scope_id": scope_id, "query": "parse_webhook_payload"})
+    assert code == api.post(f"/v1/scopes/{scope_id}/code/query", {"query": "parse_webhook_payload"}).json()
+    assert code["hits"], "the indexed function is found"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = tmp_path_factory.mktemp("mcp-access")
+    grants = {
+        "principals": [
+            {"name": "writer", "token_sha256": digest(WRITER), "read": ["*"], "write": ["mcp:*"]},
+            {"name": "reader", "token_sha256": digest(READER), "read": ["mcp:public"], "write": []},
+        ]
+    }
+    (base / "access.json").write_text(json.dumps(grants), encoding="utf-8")
+    with live_server(base, {"POWERCONTEXT_ACCESS_FILE": str(base / "access.json")}) as live:
+        with httpx.Client(base_url=live.base_url, headers={"Authorization": f"Bearer {WRITER}"}) as http:
+            for sid in ("mcp:public", "mcp:private"):
+                assert http.post("/v1/scopes", json={"scope_id": sid, "title": sid}).status_code == 201
+        yield live
+
+
+def test_tool_list_over_stdio_has_no_prepare(server: LiveServer) -> None:
+    async def go() -> set[str]:
+        async with stdio_client(server.base_url) as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    names = anyio.run(go)
+    assert names == EXPECTED_TOOLS
+    assert not any("prepare" in name for name in names)
+
+
+def test_every_tool_round_trips_over_stdio(server: LiveServer, api: Api, tmp_path: Path) -> None:
+    scope_id = api.new_scope(prefix="mcp-stdio")
+    work_tree = make_git_repo(tmp_path / "repo")
+
+    async def go() -> None:
+        async with stdio_client(server.base_url) as client:
+            await round_trip(client, api, scope_id, work_tree)
+            error = await tool_error(client, "memory_add", {"scope_id": scope_id, "text": "x", "kind": "bogus"})
+            assert (error["code"], error["status"]) == ("invalid-request", 422)
+            error = await tool_error(client, "memory_get", {"scope_id": unique("none"), "artifact_id": "am_x"})
+            assert error["code"] == "scope-not-found"
+
+    anyio.run(go)
+
+
+def test_every_tool_round_trips_over_http_with_a_token(guarded: LiveServer, tmp_path: Path) -> None:
+    scope_id = "mcp:" + unique("rt")
+    admin = Api(guarded.base_url)
+    admin.http.headers["Authorization"] = f"Bearer {WRITER}"
+    assert admin.post("/v1/scopes", {"scope_id": scope_id, "title": "rt"}).status_code == 201
+    work_tree = make_git_repo(tmp_path / "repo")
+
+    async def go() -> None:
+        async with http_client(guarded.base_url, WRITER) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == EXPECTED_TOOLS
+            await round_trip(client, admin, scope_id, work_tree)
+
+    try:
+        anyio.run(go)
+    finally:
+        admin.close()
+
+
+def test_a_token_that_may_not_read_a_scope_is_refused(guarded: LiveServer) -> None:
+    async def go() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with http_client(guarded.base_url, READER) as client:
+            allowed = await call(client, "memory_search", {"scope_id": "mcp:public", "query": "anything"})
+            denied = await tool_error(client, "memory_search", {"scope_id": "mcp:private", "query": "anything"})
+            write = await tool_error(client, "memory_add", {"scope_id": "mcp:public", "text": "x", "kind": "fact"})
+            return allowed, denied, write
+
+    allowed, denied, write = anyio.run(go)
+    assert allowed["hits"] == []
+    assert (denied["code"], denied["status"]) == ("scope-forbidden", 403)
+    assert (write["code"], write["status"]) == ("scope-forbidden", 403)
+
+    async def over_stdio() -> dict[str, Any]:
+        async with stdio_client(guarded.base_url, READER) as client:
+            return await tool_error(client, "memory_get", {"scope_id": "mcp:private", "artifact_id": "am_x"})
+
+    assert anyio.run(over_stdio)["code"] == "scope-forbidden"
+
+
+def test_mcp_endpoint_needs_a_known_token(guarded: LiveServer) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    for token in (None, "not-a-known-token"):
+        sent = {**headers, **({"Authorization": f"Bearer {token}"} if token else {})}
+        r = httpx.post(guarded.base_url + "/mcp", json=initialize, headers=sent, timeout=30)
+        assert r.status_code == 401
+        assert r.json()["error"]["code"] == "unauthenticated"
+        assert r.headers["X-PowerContext-Request-ID"] == r.json()["error"]["request_id"]
+    ok = httpx.post(
+        guarded.base_url + "/mcp", json=initialize, headers={**headers, "Authorization": f"Bearer {READER}"}, timeout=30
+    )
+    assert ok.status_code == 200, ok.text
