@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.code_support import make_git_repo
-from tests.conftest import REPO_ROOT, LiveServer, live_server
+from tests.conftest import REPO_ROOT, LiveServer, code_roots_for_tests, live_server
 from tests.support import Api, unique
 
 EXPECTED_TOOLS = {
@@ -137,12 +137,13 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     base = tmp_path_factory.mktemp("mcp-access")
     grants = {
         "principals": [
-            {"name": "writer", "token_sha256": digest(WRITER), "read": ["*"], "write": ["mcp:*"]},
+            {"name": "writer", "token_sha256": digest(WRITER), "read": ["*"], "write": ["mcp:*"], "index": ["mcp:*"]},
             {"name": "reader", "token_sha256": digest(READER), "read": ["mcp:public"], "write": []},
         ]
     }
     (base / "access.json").write_text(json.dumps(grants), encoding="utf-8")
-    with live_server(base, {"POWERCONTEXT_ACCESS_FILE": str(base / "access.json")}) as live:
+    settings = {"POWERCONTEXT_ACCESS_FILE": str(base / "access.json"), **code_roots_for_tests(tmp_path_factory)}
+    with live_server(base, settings) as live:
         with httpx.Client(base_url=live.base_url, headers={"Authorization": f"Bearer {WRITER}"}) as http:
             for sid in ("mcp:public", "mcp:private"):
                 assert http.post("/v1/scopes", json={"scope_id": sid, "title": sid}).status_code == 201
