@@ -1,0 +1,192 @@
+"""Full-text postings and BM25 ranking identical to SQLite FTS5's ``bm25()``.
+
+Receipts must select the same memories, in the same order, on every backend, so the ranking cannot
+be the database's own relevance function: OceanBase's FULLTEXT parsers also drop one-character terms
+(measured: ``a``, ``1`` and single CJK characters are never found) and split differently from the
+Python tokenizer that produced the terms. Instead each indexed document keeps its exact term
+postings (term frequency per column) and token count, and ranking recomputes FTS5's formula:
+
+    idf(t)   = ln((N - n(t) + 0.5) / (n(t) + 0.5)), clamped to 1e-6 when ≤ 0
+    score(d) = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 - b + b·|d| / avgdl)),  k1 = 1.2, b = 0.75
+
+with ``N``, ``n(t)`` and ``avgdl`` over the whole index (every Scope, as FTS5 computes them),
+``f`` the column-weighted frequency and ``|d|`` the document's tokens including its scope tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+if TYPE_CHECKING:
+    from powercontext.store.oceanbase.dialect import Connection
+
+K1: Final = 1.2
+B: Final = 0.75
+MAX_TERM_CHARS: Final = 200
+
+Window = Literal["rank", "newest", "first"]
+
+
+@dataclass(frozen=True, slots=True)
+class FtsTable:
+    """One FTS5 table of the SQLite schema: its text columns (after ``scope_tag``) and BM25 weights."""
+
+    name: str
+    columns: tuple[str, ...]
+    weights: tuple[float, ...]
+
+
+TABLES: Final = {
+    t.name: t
+    for t in (
+        FtsTable("atomic_memory_fts", ("terms",), (1.0,)),
+        FtsTable("topic_memory_fts", ("title", "body"), (2.0, 1.0)),
+        FtsTable("experience_fts", ("terms",), (1.0,)),
+        FtsTable("code_fts", ("path_terms", "terms"), (2.0, 1.0)),
+    )
+}
+
+
+def posting_term(token: str) -> str:
+    """The stored form of a term: case-folded like FTS5's unicode61; a very long one is shortened losslessly
+    enough (prefix + digest) to fit the key column."""
+    folded = token.lower()
+    if len(folded) <= MAX_TERM_CHARS:
+        return folded
+    return folded[: MAX_TERM_CHARS - 41] + "#" + hashlib.sha1(folded.encode("utf-8")).hexdigest()
+
+
+class FtsWriter:
+    """Keeps ``fts_docs``, ``fts_postings`` and ``fts_totals`` in step with the FTS writes of the shared code."""
+
+    def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None:
+        spec = TABLES[table]
+        per_column = [Counter(posting_term(t) for t in text.split()) for text in texts]
+        tokens = 1 + sum(sum(c.values()) for c in per_column)  # the scope tag is one token
+        conn.query(
+            "INSERT INTO fts_docs (fts_table, doc_id, scope_tag, ntokens) VALUES (%s, %s, %s, %s)",
+            (table, doc_id, scope_tag, tokens),
+        )
+        terms = set().union(*per_column)
+        rows = []
+        for term in terms:
+            tf = [c.get(term, 0) for c in per_column] + [0] * (2 - len(spec.columns))
+            rows.append((table, term, doc_id, tf[0], tf[1]))
+        if rows:
+            with conn.raw.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO fts_postings (fts_table, term, doc_id, tf1, tf2) VALUES (%s, %s, %s, %s, %s)", rows
+                )
+        conn.query(
+            "INSERT INTO fts_totals (fts_table, docs, tokens) VALUES (%s, 1, %s)"
+            " ON DUPLICATE KEY UPDATE docs = docs + 1, tokens = tokens + VALUES(tokens)",
+            (table, tokens),
+        )
+
+    def remove(self, conn: Connection, table: str, doc_id: int) -> None:
+        row = conn.query(
+            "SELECT ntokens FROM fts_docs WHERE fts_table = %s AND doc_id = %s", (table, doc_id)
+        ).fetchone()
+        if row is None:
+            return  # like FTS5's contentless delete of an absent rowid: nothing to do
+        conn.query("DELETE FROM fts_postings WHERE fts_table = %s AND doc_id = %s", (table, doc_id))
+        conn.query("DELETE FROM fts_docs WHERE fts_table = %s AND doc_id = %s", (table, doc_id))
+        conn.query(
+            "UPDATE fts_totals SET docs = docs - 1, tokens = tokens - %s WHERE fts_table = %s", (row[0], table)
+        )
+
+
+def search(
+    conn: Connection,
+    table: str,
+    scope_tag: str,
+    terms: Sequence[str],
+    limit: int,
+    window: Window = "rank",
+    window_size: int = 0,
+) -> list[tuple[float, int]]:
+    """(score, doc_id) of the Scope's documents matching any term, best first (ties: lower doc_id first).
+
+    ``window`` mirrors the SQLite adapter's cut when ranking every match is unaffordable: ``newest``
+    ranks only the ``limit`` highest doc ids, ``first`` only the ``window_size`` lowest.
+    """
+    spec = TABLES[table]
+    query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+    if not query or limit < 1:
+        return []
+    totals = conn.query("SELECT docs, tokens FROM fts_totals WHERE fts_table = %s", (table,)).fetchone()
+    if totals is None or not totals[0]:
+        return []
+    n_rows, n_tokens = int(totals[0]), int(totals[1])
+    marks = ", ".join(["%s"] * len(query))
+    hits: dict[int, dict[str, tuple[int, int]]] = {}
+    sizes: dict[int, int] = {}
+    found = conn.query(
+        "SELECT p.doc_id, p.term, p.tf1, p.tf2, d.ntokens FROM fts_postings p"
+        " JOIN fts_docs d ON d.fts_table = p.fts_table AND d.doc_id = p.doc_id"
+        f" WHERE p.fts_table = %s AND p.term IN ({marks}) AND d.scope_tag = %s",
+        (table, *query, scope_tag),
+    ).fetchall()
+    for doc_id, term, tf1, tf2, ntokens in found:
+        hits.setdefault(doc_id, {})[term] = (tf1, tf2)
+        sizes[doc_id] = ntokens
+    if not hits:
+        return []
+    docs = sorted(hits)
+    if window == "newest":
+        docs = docs[-limit:]
+    elif window == "first":
+        docs = docs[:window_size]
+    counts = dict(
+        conn.query(
+            f"SELECT term, COUNT(*) FROM fts_postings WHERE fts_table = %s AND term IN ({marks}) GROUP BY term",
+            (table, *query),
+        ).fetchall()
+    )
+    idf = [_idf(n_rows, int(counts.get(term, 0))) for term in query]
+    avgdl = n_tokens / n_rows
+    scored = []
+    for doc_id in docs:
+        score = 0.0
+        postings = hits[doc_id]
+        size = float(sizes[doc_id])
+        for i, term in enumerate(query):
+            tf = postings.get(term)
+            freq = 0.0 if tf is None else _weighted(spec.weights, tf)
+            # The grouping is FTS5's own (fts5_aux.c), so scores agree to the last bit.
+            score += idf[i] * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * size / avgdl)))
+        scored.append((score, doc_id))
+    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    return scored[:limit]
+
+
+def _weighted(weights: tuple[float, ...], tf: tuple[int, int]) -> float:
+    freq = 0.0
+    for weight, count in zip(weights, tf, strict=False):
+        # FTS5 adds the column weight once per phrase instance.
+        for _ in range(count):
+            freq += weight
+    return freq
+
+
+def _idf(n_rows: int, n_hits: int) -> float:
+    idf = math.log((0.5 + n_rows - n_hits) / (0.5 + n_hits))
+    return 1e-6 if idf <= 0.0 else idf
+
+
+def term_documents(conn: Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
+    """Documents per term over the whole index (every Scope), like ``fts5vocab``'s ``doc``."""
+    query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+    if not query:
+        return {}
+    marks = ", ".join(["%s"] * len(query))
+    rows: Any = conn.query(
+        f"SELECT term, COUNT(*) FROM fts_postings WHERE fts_table = %s AND term IN ({marks}) GROUP BY term",
+        (table, *query),
+    ).fetchall()
+    return {str(term): int(count) for term, count in rows}
