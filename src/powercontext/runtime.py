@@ -144,14 +144,14 @@ class Runtime:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:
-        from powercontext.store.sqlite import SqliteStore
+        from powercontext.store.open import open_store
 
         provider = build_embedding_provider(settings.embeddings)
         preload = getattr(provider, "load", None)
         if callable(preload):  # the local model: load it now, not inside the first prepare (~0.4 s)
             preload()
         runtime = cls(
-            SqliteStore(settings.db_path),
+            open_store(settings.store_location()),
             embedder=GuardedEmbedder(provider, settings.embeddings_cooldown_s),
             hybrid_weights=HybridWeights(
                 settings.hybrid_fts_weight, settings.hybrid_vector_weight, settings.hybrid_rrf_k

@@ -33,10 +33,10 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             f"""CREATE TABLE artifacts (
               id BIGINT PRIMARY KEY AUTO_INCREMENT,
               scope_id {KEY} NOT NULL,
-              family VARCHAR(32) NOT NULL,
+              family {KEY} NOT NULL,
               artifact_id {KEY} NOT NULL,
-              head_revision BIGINT NOT NULL,
-              state VARCHAR(16) NOT NULL,
+              head_revision BIGINT NOT NULL CHECK (head_revision >= 1),
+              state {KEY} NOT NULL CHECK (state IN ('active', 'forgotten', 'retired', 'merged')),
               merged_into {KEY},
               created_at VARCHAR(32) NOT NULL,
               updated_at VARCHAR(32) NOT NULL,
@@ -45,7 +45,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             ) {_T}""",
             f"""CREATE TABLE revisions (
               artifact BIGINT NOT NULL,
-              revision BIGINT NOT NULL,
+              revision BIGINT NOT NULL CHECK (revision >= 1),
               kind {KEY} NOT NULL,
               body LONGTEXT NOT NULL,
               tags LONGTEXT NOT NULL,
@@ -96,7 +96,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             f"""CREATE TABLE fts_term_docs (
               scope_id {KEY} NOT NULL,
               term {KEY} NOT NULL,
-              docs BIGINT NOT NULL,
+              docs BIGINT NOT NULL CHECK (docs > 0),
               PRIMARY KEY (scope_id, term)
             ) {_T}""",
         ],
@@ -113,7 +113,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             ) {_T}""",
             f"""CREATE TABLE vector_generations (
               scope_id {KEY} NOT NULL,
-              family VARCHAR(32) NOT NULL,
+              family {KEY} NOT NULL,
               generation BIGINT NOT NULL,
               PRIMARY KEY (scope_id, family)
             ) {_T}""",
@@ -126,10 +126,10 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             f"""CREATE TABLE artifact_candidates (
               id BIGINT PRIMARY KEY AUTO_INCREMENT,
               scope_id {KEY} NOT NULL,
-              family VARCHAR(32) NOT NULL,
+              family {KEY} NOT NULL,
               candidate_id {KEY} NOT NULL,
-              candidate_revision BIGINT NOT NULL,
-              status VARCHAR(16) NOT NULL,
+              candidate_revision BIGINT NOT NULL CHECK (candidate_revision >= 1),
+              status {KEY} NOT NULL CHECK (status IN ('pending', 'approved', 'rejected')),
               fields LONGTEXT NOT NULL,
               tags LONGTEXT NOT NULL,
               target_artifact_id {KEY},
@@ -139,7 +139,8 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
               result_revision BIGINT,
               created_at VARCHAR(32) NOT NULL,
               updated_at VARCHAR(32) NOT NULL,
-              UNIQUE KEY candidates_key (scope_id, family, candidate_id)
+              UNIQUE KEY candidates_key (scope_id, family, candidate_id),
+              CHECK ((target_artifact_id IS NULL) = (expected_revision IS NULL))
             ) {_T}""",
         ],
     ),
@@ -150,9 +151,9 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
               id BIGINT PRIMARY KEY AUTO_INCREMENT,
               scope_id {KEY} NOT NULL,
               fingerprint {KEY} NOT NULL,
-              kind VARCHAR(8) NOT NULL,
+              kind {KEY} NOT NULL CHECK (kind IN ('git', 'dir')),
               root_path LONGTEXT NOT NULL,
-              max_file_bytes BIGINT NOT NULL,
+              max_file_bytes BIGINT NOT NULL CHECK (max_file_bytes >= 1),
               chunk_count BIGINT NOT NULL DEFAULT 0,
               created_at VARCHAR(32) NOT NULL,
               indexed_at VARCHAR(32) NOT NULL,
@@ -162,20 +163,21 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
               id BIGINT PRIMARY KEY AUTO_INCREMENT,
               tree BIGINT NOT NULL,
               path VARCHAR(1024) NOT NULL,
-              file_sha256 VARCHAR(64) NOT NULL,
-              language VARCHAR(64) NOT NULL,
-              size_bytes BIGINT NOT NULL,
-              line_count BIGINT NOT NULL,
+              file_sha256 {KEY} NOT NULL,
+              language {KEY} NOT NULL,
+              size_bytes BIGINT NOT NULL CHECK (size_bytes >= 0),
+              line_count BIGINT NOT NULL CHECK (line_count >= 0),
               UNIQUE KEY code_files_key (tree, path)
             ) {_T}""",
             f"""CREATE TABLE code_chunks (
               id BIGINT PRIMARY KEY AUTO_INCREMENT,
               file BIGINT NOT NULL,
-              start_line BIGINT NOT NULL,
+              start_line BIGINT NOT NULL CHECK (start_line >= 1),
               end_line BIGINT NOT NULL,
-              snippet_sha256 VARCHAR(64) NOT NULL,
+              snippet_sha256 {KEY} NOT NULL,
               text LONGTEXT NOT NULL,
-              KEY code_chunks_by_file (file)
+              KEY code_chunks_by_file (file),
+              CHECK (end_line >= start_line)
             ) {_T}""",
         ],
     ),

@@ -72,7 +72,8 @@ class _Changes(VectorChanges):
 class OceanBaseStore(SqliteStore):
     """``Store``, ``FamilyStore`` and ``CodeStore`` over seekdb (embedded or server) or OceanBase. Thread-safe."""
 
-    def __init__(self, location: StoreLocation) -> None:  # noqa: D107 - the base initializer opens SQLite
+    def __init__(self, location: StoreLocation) -> None:
+        # Not the base initializer: it opens a SQLite file. Same attributes, MySQL-protocol sessions.
         self.location = location
         self.path = location.path or location.display()  # type: ignore[assignment]
         self._write_lock = threading.Lock()
@@ -239,7 +240,8 @@ class OceanBaseStore(SqliteStore):
         tag = sqlite_code.code_scope_tag(scope_id)
         kept: list[str] = []
         total = 0
-        for term in sorted((t for t in terms if fulltext.posting_term(t) in docs), key=lambda t: docs[fulltext.posting_term(t)]):
+        present = [t for t in terms if fulltext.posting_term(t) in docs]
+        for term in sorted(present, key=lambda t: docs[fulltext.posting_term(t)]):
             n = docs[fulltext.posting_term(term)]
             count = min(n, scope_chunks)
             if kept and (2 * n >= all_chunks or total + count > budget):
