@@ -9,7 +9,8 @@ postings (term frequency per column) and token count, and ranking recomputes FTS
     idf(t)   = ln((N - n(t) + 0.5) / (n(t) + 0.5)), clamped to 1e-6 when ≤ 0
     score(d) = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 - b + b·|d| / avgdl)),  k1 = 1.2, b = 0.75
 
-with ``N``, ``n(t)`` and ``avgdl`` over the whole index (every Scope, as FTS5 computes them),
+with ``N``, ``n(t)`` and ``avgdl`` over the whole index (every Scope, as FTS5 computes them; ``N`` and
+the token total count every document ever added, as a contentless-delete FTS5 table does),
 ``f`` the column-weighted frequency and ``|d|`` the document's tokens including its scope tag.
 """
 
@@ -89,16 +90,11 @@ class FtsWriter:
         )
 
     def remove(self, conn: Connection, table: str, doc_id: int) -> None:
-        row = conn.query(
-            "SELECT ntokens FROM fts_docs WHERE fts_table = %s AND doc_id = %s", (table, doc_id)
-        ).fetchone()
-        if row is None:
-            return  # like FTS5's contentless delete of an absent rowid: nothing to do
         conn.query("DELETE FROM fts_postings WHERE fts_table = %s AND doc_id = %s", (table, doc_id))
         conn.query("DELETE FROM fts_docs WHERE fts_table = %s AND doc_id = %s", (table, doc_id))
-        conn.query(
-            "UPDATE fts_totals SET docs = docs - 1, tokens = tokens - %s WHERE fts_table = %s", (row[0], table)
-        )
+        # fts_totals is left alone on purpose: an FTS5 table with contentless_delete=1 never lowers its
+        # row count or token totals on DELETE (measured: 3 rows, delete one, the averages record still
+        # says 3), and BM25 must divide by the same numbers here.
 
 
 def search(
