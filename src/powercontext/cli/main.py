@@ -19,6 +19,7 @@ from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreO
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.families import experience_app, profile_app, topic_app
+from powercontext.cli.store import store_app
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -36,6 +37,7 @@ app.add_typer(server_app, name="server")
 app.add_typer(scope_app, name="scope")
 app.add_typer(memory_app, name="memory")
 app.add_typer(context_app, name="context")
+app.add_typer(store_app, name="store")
 app.add_typer(topic_app, name="topic")
 app.add_typer(experience_app, name="experience")
 app.add_typer(profile_app, name="profile")
