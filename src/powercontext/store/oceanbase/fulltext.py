@@ -63,38 +63,74 @@ def posting_term(token: str) -> str:
 
 
 class FtsWriter:
-    """Keeps ``fts_docs``, ``fts_postings`` and ``fts_totals`` in step with the FTS writes of the shared code."""
+    """Keeps ``fts_docs``, ``fts_postings`` and ``fts_totals`` in step with the FTS writes of the shared code.
+
+    Additions are buffered and written by ``flush`` just before the transaction commits: three multi-row
+    statements instead of three statements per document (measured on seekdb: re-updating the one
+    ``fts_totals`` row 500 times in a transaction cost 4.5 ms each). Only the store's single writer
+    session calls it, under the write lock.
+    """
+
+    def __init__(self) -> None:
+        self._docs: dict[tuple[str, int], tuple[str, int]] = {}  # (table, doc) -> (scope tag, tokens)
+        self._postings: dict[tuple[str, int], list[tuple[str, int, int]]] = {}  # -> (term, tf1, tf2)
+        self._totals: Counter[tuple[str, str]] = Counter()  # (table, "docs" | "tokens")
 
     def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None:
         spec = TABLES[table]
         per_column = [Counter(posting_term(t) for t in text.split()) for text in texts]
         tokens = 1 + sum(sum(c.values()) for c in per_column)  # the scope tag is one token
-        conn.query(
-            "INSERT INTO fts_docs (fts_table, doc_id, scope_tag, ntokens) VALUES (%s, %s, %s, %s)",
-            (table, doc_id, scope_tag, tokens),
-        )
-        terms = set().union(*per_column)
-        rows = []
-        for term in terms:
+        postings = []
+        for term in set().union(*per_column):
             tf = [c.get(term, 0) for c in per_column] + [0] * (2 - len(spec.columns))
-            rows.append((table, term, doc_id, tf[0], tf[1]))
-        if rows:
-            with conn.raw.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO fts_postings (fts_table, term, doc_id, tf1, tf2) VALUES (%s, %s, %s, %s, %s)", rows
-                )
-        conn.query(
-            "INSERT INTO fts_totals (fts_table, docs, tokens) VALUES (%s, 1, %s)"
-            " ON DUPLICATE KEY UPDATE docs = docs + 1, tokens = tokens + VALUES(tokens)",
-            (table, tokens),
-        )
+            postings.append((term, tf[0], tf[1]))
+        self._docs[(table, doc_id)] = (scope_tag, tokens)
+        self._postings[(table, doc_id)] = postings
+        self._totals[(table, "docs")] += 1
+        self._totals[(table, "tokens")] += tokens
 
     def remove(self, conn: Connection, table: str, doc_id: int) -> None:
+        if self._docs.pop((table, doc_id), None) is not None:
+            # Added earlier in this transaction (after any stored row was deleted): never written.
+            del self._postings[(table, doc_id)]
+            return
         conn.query("DELETE FROM fts_postings WHERE fts_table = %s AND doc_id = %s", (table, doc_id))
         conn.query("DELETE FROM fts_docs WHERE fts_table = %s AND doc_id = %s", (table, doc_id))
         # fts_totals is left alone on purpose: an FTS5 table with contentless_delete=1 never lowers its
         # row count or token totals on DELETE (measured: 3 rows, delete one, the averages record still
         # says 3), and BM25 must divide by the same numbers here.
+
+    def flush(self, conn: Connection) -> None:
+        """Write the buffered additions (inside the transaction, before COMMIT)."""
+        if self._docs:
+            docs = [(table, doc, tag, tokens) for (table, doc), (tag, tokens) in self._docs.items()]
+            postings = [
+                (table, term, doc, tf1, tf2)
+                for (table, doc), rows in self._postings.items()
+                for term, tf1, tf2 in rows
+            ]
+            with conn.raw.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO fts_docs (fts_table, doc_id, scope_tag, ntokens) VALUES (%s, %s, %s, %s)", docs
+                )
+                if postings:
+                    cur.executemany(
+                        "INSERT INTO fts_postings (fts_table, term, doc_id, tf1, tf2) VALUES (%s, %s, %s, %s, %s)",
+                        postings,
+                    )
+        for table in sorted({table for table, _ in self._totals}):
+            conn.query(
+                "INSERT INTO fts_totals (fts_table, docs, tokens) VALUES (%s, %s, %s)"
+                " ON DUPLICATE KEY UPDATE docs = docs + VALUES(docs), tokens = tokens + VALUES(tokens)",
+                (table, self._totals[(table, "docs")], self._totals[(table, "tokens")]),
+            )
+        self.discard()
+
+    def discard(self) -> None:
+        """Forget the buffered additions (the transaction rolled back, or they were flushed)."""
+        self._docs.clear()
+        self._postings.clear()
+        self._totals.clear()
 
 
 def search(
