@@ -15,11 +15,14 @@ import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from powercontext.store.location import StoreLocation
-from powercontext.store.oceanbase import OceanBaseStore
+
+if TYPE_CHECKING:
+    from powercontext.store.oceanbase import OceanBaseStore
 
 _TABLES_KEPT = {"schema_migrations", "store_locks"}
 _current_dir: list[Path] = []
@@ -36,15 +39,12 @@ def location(database: str = "contract") -> StoreLocation:
     return StoreLocation("seekdb", path=engine_dir() / "engine", database=database)
 
 
-def store_url(database: str) -> str:
-    """The ``seekdb:///`` URL of a database in the session's engine directory."""
-    return f"seekdb://{engine_dir() / 'engine'}?database={database}"
-
-
 @cache
 def seekdb_unavailable() -> str | None:
     """None when the engine opens and serves the schema; else the exact reason it does not."""
     try:
+        from powercontext.store.oceanbase import OceanBaseStore  # pymysql may be missing: that is a reason too
+
         OceanBaseStore(location()).close()
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
@@ -66,6 +66,8 @@ def require_seekdb() -> None:
 def seekdb_store(directory: Path) -> OceanBaseStore:
     """A store on the session's contract database; emptied the first time ``directory`` is seen."""
     require_seekdb()
+    from powercontext.store.oceanbase import OceanBaseStore
+
     store = OceanBaseStore(location())
     if not _current_dir or _current_dir[0] != directory:
         _current_dir[:] = [directory]
