@@ -21,7 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 K1: Final = 1.2
 B: Final = 0.75
 MAX_TERM_CHARS: Final = 200
+# Extra SQL-ranked candidates re-scored exactly, so rounding in the database never changes the top ``limit``.
+CANDIDATE_MARGIN: Final = 32
 
 Window = Literal["rank", "newest", "first"]
 
@@ -156,13 +158,30 @@ def search(
         return []
     n_rows, n_tokens = int(totals[0]), int(totals[1])
     marks = ", ".join(["%s"] * len(query))
+    counts = dict(
+        conn.query(
+            f"SELECT term, COUNT(*) FROM fts_postings WHERE fts_table = %s AND term IN ({marks}) GROUP BY term",
+            (table, *query),
+        ).fetchall()
+    )
+    idf = [_idf(n_rows, int(counts.get(term, 0))) for term in query]
+    avgdl = n_tokens / n_rows
+    restrict, extra = "", cast(tuple[int, ...], ())
+    if window == "rank":
+        # The database ranks (in DOUBLE arithmetic, summed in its own order) and returns a few more
+        # than asked; those are re-scored exactly below. Shipping every posting of a common term to
+        # Python instead cost ~28 ms of a 50 ms search at 10,000 memories.
+        top = _top_candidates(conn, spec, scope_tag, query, idf, avgdl, limit + CANDIDATE_MARGIN)
+        if not top:
+            return []
+        restrict, extra = f" AND p.doc_id IN ({', '.join(['%s'] * len(top))})", tuple(top)
     hits: dict[int, dict[str, tuple[int, int]]] = {}
     sizes: dict[int, int] = {}
     found = conn.query(
         "SELECT p.doc_id, p.term, p.tf1, p.tf2, d.ntokens FROM fts_postings p"
         " JOIN fts_docs d ON d.fts_table = p.fts_table AND d.doc_id = p.doc_id"
-        f" WHERE p.fts_table = %s AND p.term IN ({marks}) AND d.scope_tag = %s",
-        (table, *query, scope_tag),
+        f" WHERE p.fts_table = %s AND p.term IN ({marks}) AND d.scope_tag = %s{restrict}",
+        (table, *query, scope_tag, *extra),
     ).fetchall()
     for doc_id, term, tf1, tf2, ntokens in found:
         hits.setdefault(doc_id, {})[term] = (tf1, tf2)
@@ -174,14 +193,6 @@ def search(
         docs = docs[-limit:]
     elif window == "first":
         docs = docs[:window_size]
-    counts = dict(
-        conn.query(
-            f"SELECT term, COUNT(*) FROM fts_postings WHERE fts_table = %s AND term IN ({marks}) GROUP BY term",
-            (table, *query),
-        ).fetchall()
-    )
-    idf = [_idf(n_rows, int(counts.get(term, 0))) for term in query]
-    avgdl = n_tokens / n_rows
     scored = []
     for doc_id in docs:
         score = 0.0
@@ -195,6 +206,43 @@ def search(
         scored.append((score, doc_id))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     return scored[:limit]
+
+
+def _top_candidates(
+    conn: Connection,
+    spec: FtsTable,
+    scope_tag: str,
+    query: list[str],
+    idf: list[float],
+    avgdl: float,
+    limit: int,
+) -> list[int]:
+    """Doc ids of the best ``limit`` matches by BM25 computed in SQL (close to, not bit-equal with, FTS5's)."""
+    weights = (*spec.weights, 0.0)[:2]
+    cases = " ".join("WHEN %s THEN %s * 1E0" for _ in query)
+    freq = "(p.tf1 * %s * 1E0 + p.tf2 * %s * 1E0)"
+    rows = conn.query(
+        f"SELECT p.doc_id, SUM((CASE p.term {cases} END)"
+        f" * (({freq} * %s) / ({freq} + %s * (%s + %s * d.ntokens / %s)))) AS score"
+        " FROM fts_postings p JOIN fts_docs d ON d.fts_table = p.fts_table AND d.doc_id = p.doc_id"
+        f" WHERE p.fts_table = %s AND p.term IN ({', '.join(['%s'] * len(query))}) AND d.scope_tag = %s"
+        " GROUP BY p.doc_id ORDER BY score DESC, p.doc_id LIMIT %s",
+        (
+            *(v for pair in zip(query, idf, strict=True) for v in pair),
+            *weights,
+            K1 + 1.0,
+            *weights,
+            K1,
+            1 - B,
+            B,
+            avgdl,
+            spec.name,
+            *query,
+            scope_tag,
+            limit,
+        ),
+    ).fetchall()
+    return [int(row[0]) for row in rows]
 
 
 def _weighted(weights: tuple[float, ...], tf: tuple[int, int]) -> float:
