@@ -259,8 +259,19 @@ class OceanBaseStore(SqliteStore):
         by_id = {row[0]: _record(row) for row in rows}
         return [ScoredMemory(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
 
+    @staticmethod
+    def _has_active(conn: Connection, scope_id: str, family: str) -> bool:
+        # Most Scopes have no Topic Memory or Experience: one index probe spares the four statements of a
+        # full-text search on every prepare of such a Scope (the SQLite adapter probes for the same reason).
+        row = conn.execute(
+            "SELECT 1 FROM artifacts WHERE scope_id = ? AND family = ? AND state = 'active' LIMIT 1", (scope_id, family)
+        ).fetchone()
+        return row is not None
+
     def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
         conn = self._reader()
+        if not self._has_active(conn, scope_id, TOPIC_MEMORY):
+            return []
         hits = fulltext.search(conn, "topic_memory_fts", family_scope_tag(scope_id), terms, limit)
         rows = active_heads(conn, [doc_id for _, doc_id in hits])
         return [
@@ -271,6 +282,8 @@ class OceanBaseStore(SqliteStore):
 
     def search_experiences(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredExperience]:
         conn = self._reader()
+        if not self._has_active(conn, scope_id, EXPERIENCE):
+            return []
         hits = fulltext.search(conn, "experience_fts", family_scope_tag(scope_id), terms, limit)
         rows = active_heads(conn, [doc_id for _, doc_id in hits])
         return [
