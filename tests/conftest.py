@@ -30,13 +30,14 @@ from powercontext.runtime import Runtime
 from powercontext.server.app import create_app
 from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
+from tests.seekdb_support import require_seekdb
 from tests.support import REQUEST_ID_HEADER, Api, free_port, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 SERVE_CODE = (
     "from powercontext.server.run import serve; from powercontext.settings import Settings; "
-    "serve(Settings.from_env(db={db!r}, host='127.0.0.1', port={port}))"
+    "serve(Settings.from_env(db={db!r}, host='127.0.0.1', port={port}, store={store!r}))"
 )
 
 
@@ -64,14 +65,16 @@ class LiveServer:
         return self.log_path.read_text("utf-8", errors="replace")
 
 
-def _start_server(db_path: Path, log_path: Path, settings: dict[str, str] | None = None) -> LiveServer:
+def _start_server(
+    db_path: Path, log_path: Path, settings: dict[str, str] | None = None, store: str | None = None
+) -> LiveServer:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["POWERCONTEXT_LOG_LEVEL"] = "info"
     env.update(settings or {})
     log_file = open(log_path, "wb")  # noqa: SIM115 - closed when the process is stopped
     process = subprocess.Popen(
-        [sys.executable, "-c", SERVE_CODE.format(db=str(db_path), port=port)],
+        [sys.executable, "-c", SERVE_CODE.format(db=str(db_path), port=port, store=store)],
         stdout=subprocess.DEVNULL,
         stderr=log_file,
         cwd=str(REPO_ROOT),
@@ -88,7 +91,7 @@ def _start_server(db_path: Path, log_path: Path, settings: dict[str, str] | None
         except httpx.TransportError:
             return False
 
-    wait_until(ready, timeout=30, interval=0.05)
+    wait_until(ready, timeout=60 if store else 30, interval=0.05)
     if process.poll() is not None:
         raise RuntimeError(f"server exited with {process.returncode}:\n{log_path.read_text()}")
     return LiveServer(base_url, log_path, db_path, process)
@@ -106,10 +109,12 @@ def _stop_server(server: LiveServer) -> None:
 
 @contextmanager
 def live_server(
-    base: Path, settings: dict[str, str] | None = None, log_name: str = "server-stderr.log"
+    base: Path, settings: dict[str, str] | None = None, log_name: str = "server-stderr.log", store: str | None = None
 ) -> Iterator[LiveServer]:
-    """A server subprocess on the database in ``base`` (``POWERCONTEXT_*`` from ``settings``), stopped on exit."""
-    live = _start_server(base / "powercontext.db", base / log_name, settings)
+    """A server subprocess on the database in ``base`` (``POWERCONTEXT_*`` from ``settings``), stopped on exit.
+
+    ``store`` (a store URL) puts its data there instead of the SQLite file in ``base``."""
+    live = _start_server(base / "powercontext.db", base / log_name, settings, store)
     try:
         yield live
     finally:
@@ -127,6 +132,23 @@ def code_roots_for_tests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with live_server(tmp_path_factory.mktemp("server"), code_roots_for_tests(tmp_path_factory)) as live:
         yield live
+
+
+@pytest.fixture(scope="session")
+def seekdb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server subprocess on its own embedded seekdb directory (never the test process's engine)."""
+    require_seekdb()
+    base = tmp_path_factory.mktemp("seekdb-server")
+    with live_server(base, store=f"seekdb://{base / 'engine'}") as live:
+        yield live
+
+
+@pytest.fixture(params=["sqlite", "seekdb"])
+def backend_server(request: pytest.FixtureRequest) -> LiveServer:
+    """The shared server on each store backend in turn: a test using it runs once per backend."""
+    name = "server" if request.param == "sqlite" else "seekdb_server"
+    live: LiveServer = request.getfixturevalue(name)
+    return live
 
 
 @pytest.fixture

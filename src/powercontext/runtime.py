@@ -111,7 +111,7 @@ class Runtime:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:
-        from powercontext.store.sqlite import SqliteStore
+        from powercontext.store.open import open_store
 
         provider = build_embedding_provider(settings.embeddings)
         preload = getattr(provider, "load", None)
@@ -119,7 +119,7 @@ class Runtime:
             preload()
         inference = settings.inference
         generation = build_generation_provider(inference.generation)
-        store = SqliteStore(settings.db_path)
+        store = open_store(settings.store_location())
         resolve_prompt = prompt_resolver_for(store)
         runtime = cls(
             store,

@@ -10,6 +10,7 @@ from pathlib import Path
 from powercontext.code.confine import is_never_indexable
 from powercontext.inference.config import EmbeddingConfig
 from powercontext.inference.generation_config import InferenceSettings
+from powercontext.store.location import BadStoreUrl, StoreLocation, parse_store_url
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -50,14 +51,28 @@ class Settings:
     code_roots: tuple[Path, ...] = ()
     # Generation, rerank and expansion (POWERCONTEXT_GENERATION*, POWERCONTEXT_RERANK*, POWERCONTEXT_EXPANSION).
     inference: InferenceSettings = field(default_factory=InferenceSettings)
+    # POWERCONTEXT_STORE / --store; None: the SQLite file at db_path.
+    store: StoreLocation | None = None
+
+    def store_location(self) -> StoreLocation:
+        """Where the store lives: the configured URL, else SQLite at ``db_path``."""
+        return self.store or StoreLocation("sqlite", path=self.db_path)
 
     @classmethod
-    def from_env(cls, db: str | None = None, host: str | None = None, port: int | None = None) -> Settings:
-        """Explicit arguments win over ``POWERCONTEXT_*`` environment variables, which win over defaults."""
+    def from_env(
+        cls, db: str | None = None, host: str | None = None, port: int | None = None, store: str | None = None
+    ) -> Settings:
+        """Explicit arguments win over ``POWERCONTEXT_*`` environment variables, which win over defaults.
+
+        The store is ``store`` (a URL), else ``db`` (a SQLite file), else ``POWERCONTEXT_STORE``, else
+        ``POWERCONTEXT_DB``, else the SQLite file in the user data directory.
+        """
         env = os.environ
         db_value = db or env.get("POWERCONTEXT_DB")
+        store_value = store or (None if db else env.get("POWERCONTEXT_STORE"))
         return cls(
             db_path=Path(db_value).expanduser() if db_value else default_db_path(),
+            store=_store(store_value, "--store" if store else "POWERCONTEXT_STORE"),
             host=host or env.get("POWERCONTEXT_HOST", DEFAULT_HOST),
             port=port or int(env.get("POWERCONTEXT_PORT", DEFAULT_PORT)),
             log_level=env.get("POWERCONTEXT_LOG_LEVEL", "info"),
@@ -86,6 +101,14 @@ def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:
     if raw in ("off", "false", "0"):
         return False
     raise SettingsError(f"{name} must be on or off")
+def _store(raw: str | None, name: str) -> StoreLocation | None:
+    if raw is None or not raw.strip():
+        return None
+    try:
+        location = parse_store_url(raw)
+    except BadStoreUrl as exc:
+        raise SettingsError(f"{name}: {exc}") from None
+    return location
 
 
 DISABLEABLE_FAMILIES = ("topic-memory", "experience", "profile", "code")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from powercontext.contract.receipt import PreparedContextReceipt
+from tests.conftest import LiveServer
 from tests.support import (
     FOUR_KEYS,
     REQUEST_ID_HEADER,
@@ -24,6 +26,16 @@ from tests.support import (
 )
 
 RECEIPT_SCHEMA = "powercontext.prepared-context-receipt.v1"
+
+
+@pytest.fixture
+def api(backend_server: LiveServer) -> Iterator[Api]:
+    """Every test here runs against the SQLite server and the embedded-seekdb server."""
+    client = Api(backend_server.base_url)
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 def fts_search(family: str, count: int = 1) -> dict[str, Any]:

@@ -10,10 +10,13 @@ import pytest
 
 from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
+from tests.seekdb_support import seekdb_store
 
 # name -> factory(directory) returning an open Store that persists under that directory.
 BACKENDS: list[tuple[str, Callable[[Path], Store]]] = [
     ("sqlite", lambda d: SqliteStore(d / "contract.db")),
+    # Embedded seekdb: one engine per session, the contract database emptied per test.
+    ("seekdb", seekdb_store),
 ]
 
 

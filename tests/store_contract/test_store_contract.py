@@ -150,6 +150,13 @@ def test_idempotency_replay_and_conflict(store: Store) -> None:
     dup = NewMemory("batch idem", "note", (), idempotency_key="key-2", request_digest="d")
     r1, r2 = store.create_memories(sid, [dup, dup])
     assert r1.key == r2.key
+    # ...and a second use with another body conflicts, writing nothing of the batch.
+    clash = NewMemory("clashword other body", "note", (), idempotency_key="key-3", request_digest="e")
+    with pytest.raises(IdempotencyConflict):
+        store.create_memories(
+            sid, [NewMemory("clashword", "note", (), idempotency_key="key-3", request_digest="d"), clash]
+        )
+    assert hits(store, sid, "clashword") == []
 
 
 def test_revise_with_expected_revision(store: Store) -> None:

@@ -21,6 +21,15 @@ T = TypeVar("T")
 UrlOption = Annotated[str, typer.Option("--url", envvar="POWERCONTEXT_URL", help="Server base URL.")]
 ScopeOption = Annotated[str, typer.Option("--scope", "-s", help="Scope id, e.g. project:payments.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+# No envvar here: Settings reads POWERCONTEXT_STORE itself, so --db still wins over the variable.
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Store URL: sqlite:///file.db, seekdb:///dir or oceanbase://user@host:port/db"
+        " (default: POWERCONTEXT_STORE).",
+    ),
+]
 
 
 def fail(message: str) -> typer.Exit:

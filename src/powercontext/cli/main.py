@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from powercontext.cli.code import code_app
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreOption, UrlOption
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.evaluate import eval_app
 from powercontext.cli.families import experience_app, profile_app, topic_app
 from powercontext.cli.hosts import hosts_app, mcp_command
 from powercontext.cli.prompts import prompt_app
+from powercontext.cli.store import store_app
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -39,6 +40,7 @@ app.add_typer(server_app, name="server")
 app.add_typer(scope_app, name="scope")
 app.add_typer(memory_app, name="memory")
 app.add_typer(context_app, name="context")
+app.add_typer(store_app, name="store")
 app.add_typer(topic_app, name="topic")
 app.add_typer(experience_app, name="experience")
 app.add_typer(profile_app, name="profile")
@@ -72,17 +74,23 @@ def server_run(
     ] = None,
     host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
+    store: StoreOption = None,
 ) -> None:
-    """Run the Server on the embedded SQLite store until interrupted."""
+    """Run the Server on the configured store (SQLite by default) until interrupted."""
     from powercontext.server.auth import AccessFileError
     from powercontext.server.run import serve
+    from powercontext.store.oceanbase.engine import EngineUnavailable
 
-    settings = _settings(db, host, port)
-    typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {settings.db_path})", err=True)
+    settings = _settings(db, host, port, store)
+    where = settings.store_location().display()
+    typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {where})", err=True)
     try:
         serve(settings)
     except AccessFileError as exc:
         typer.echo(f"error: POWERCONTEXT_ACCESS_FILE: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except EngineUnavailable as exc:
+        typer.echo(f"error: POWERCONTEXT_STORE: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -139,6 +147,7 @@ def memory_reindex(
         Path | None, typer.Option(help="SQLite file. Default: the user data dir, or POWERCONTEXT_DB.")
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, max=2048, help="Memories per provider call.")] = 64,
+    store_url: StoreOption = None,
 ) -> None:
     """Embed memories that have no vector from the configured model (works beside a running Server)."""
     from rich.progress import Progress
@@ -147,14 +156,14 @@ def memory_reindex(
     from powercontext.inference.errors import InferenceError
     from powercontext.search.embedding import GuardedEmbedder
     from powercontext.search.reindex import reindex
-    from powercontext.store.sqlite import SqliteStore
+    from powercontext.store.open import open_store
 
-    settings = _settings(db)
+    settings = _settings(db, store=store_url)
     provider = build_embedding_provider(settings.embeddings)
     if not provider.configured:
         typer.echo("error: no embedding provider is configured; set POWERCONTEXT_EMBEDDINGS (see docs)", err=True)
         raise typer.Exit(2)
-    store = SqliteStore(settings.db_path)
+    store = open_store(settings.store_location())
     try:
         with Progress(transient=True) as bar:
             task = bar.add_task("embedding", total=None)
@@ -173,11 +182,13 @@ def memory_reindex(
     typer.echo(f"embedded {report.embedded} memories with {provider.model_id}; {report.remaining} still without one")
 
 
-def _settings(db: Path | None, host: str | None = None, port: int | None = None) -> Settings:
+def _settings(
+    db: Path | None, host: str | None = None, port: int | None = None, store: str | None = None
+) -> Settings:
     from powercontext.settings import Settings
 
     try:
-        return Settings.from_env(db=str(db) if db else None, host=host, port=port)
+        return Settings.from_env(db=str(db) if db else None, host=host, port=port, store=store)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

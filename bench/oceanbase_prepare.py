@@ -1,0 +1,128 @@
+"""Prepare latency and batch import on embedded seekdb next to SQLite, at N memories, in one run.
+
+Run: .venv/bin/python bench/oceanbase_prepare.py [--sizes 10000] [--calls 200] [--hybrid]
+
+For each size and backend: a fresh store, N memories batch-imported over HTTP (500 per call), then
+``--calls`` sequential prepares (the same queries on both backends, include_receipt=false). Targets
+from issue 10: seekdb prepare p50 ≤ 2× SQLite's, seekdb batch import ≥ 2,000 memories/s; with
+``--hybrid`` both Servers run the local embedding model (every import is embedded, every prepare is
+hybrid) and the target is a p50 ≤ 1.5× SQLite's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from _common import (
+    Server,
+    create_scope,
+    describe_target,
+    free_port,
+    http_client,
+    make_corpus,
+    make_queries,
+    median,
+    percentile,
+    seed_batches,
+    verdict,
+    wait_ready,
+)
+
+PREPARE_RATIO_TARGET = 2.0
+HYBRID_RATIO_TARGET = 1.5
+IMPORT_TARGET_PER_S = 2_000.0
+WARMUP = 20
+
+
+@contextmanager
+def server_on(store_url: str, log_dir: Path, settings: dict[str, str]) -> Iterator[Server]:
+    port = free_port()
+    code = (
+        "from powercontext.server.run import serve; from powercontext.settings import Settings; "
+        f"serve(Settings.from_env(store={store_url!r}, host='127.0.0.1', port={port}))"
+    )
+    log_path = log_dir / f"server-{port}.log"
+    with log_path.open("wb") as log:
+        spawned = time.perf_counter()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")} | settings
+        process = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=log, env=env)
+        try:
+            ready = wait_ready(process, f"http://127.0.0.1:{port}/health/ready", spawned, 120.0, log_path)
+            yield Server(process, f"http://127.0.0.1:{port}", ready)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def prepare_ms(client: httpx.Client, queries: list[str], calls: int) -> list[float]:
+    for i in range(WARMUP):
+        client.post("/v1/context/prepare", json={"scope_id": "bench-project", "query": queries[i % len(queries)]})
+    samples = []
+    for i in range(calls):
+        t0 = time.perf_counter()
+        r = client.post("/v1/context/prepare", json={"scope_id": "bench-project", "query": queries[i % len(queries)]})
+        samples.append((time.perf_counter() - t0) * 1000.0)
+        if r.status_code != 200:
+            raise RuntimeError(f"prepare failed: HTTP {r.status_code}")
+    return samples
+
+
+def run_size(size: int, calls: int, work: Path, hybrid: bool) -> bool:
+    print(f"\n== {size:,} active memories ==")
+    corpus = make_corpus(size)
+    queries = make_queries()
+    p50: dict[str, float] = {}
+    rate: dict[str, float] = {}
+    for backend, url in (
+        ("sqlite", f"sqlite://{work / f'{size}.db'}"),
+        ("seekdb", f"seekdb://{work / f'seekdb-{size}'}"),
+    ):
+        settings = {"POWERCONTEXT_EMBEDDINGS": "local" if hybrid else "none", "POWERCONTEXT_LOG_LEVEL": "warning"}
+        with server_on(url, work, settings) as server, http_client(server) as client:
+            create_scope(client)
+            seeded = seed_batches(client, corpus)
+            rate[backend] = seeded.per_second
+            samples = prepare_ms(client, queries, calls)
+            p50[backend] = median(samples)
+            print(
+                f"{backend}: ready in {server.ready_seconds:.1f} s; import {seeded.per_second:,.0f} memories/s;"
+                f" prepare p50={median(samples):.2f} ms p95={percentile(samples, 95):.2f} ms"
+            )
+    ok = verdict(
+        f"seekdb/sqlite {'hybrid ' if hybrid else ''}prepare p50 at {size:,}",
+        p50["seekdb"] / p50["sqlite"],
+        HYBRID_RATIO_TARGET if hybrid else PREPARE_RATIO_TARGET,
+        "x",
+        at_least=False,
+    )
+    ok &= verdict(f"seekdb batch import at {size:,}", rate["seekdb"], IMPORT_TARGET_PER_S, "memories/s", at_least=True)
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000", help="comma-separated memory counts")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--hybrid", action="store_true", help="run the local embedding model on both Servers")
+    args = parser.parse_args()
+    print(describe_target())
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="pc-bench-ob-") as tmp:
+        for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+            ok &= run_size(size, args.calls, Path(tmp), args.hybrid)
+    print("\nALL PASS" if ok else "\nSOME TARGETS FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Copy a whole store to another backend, table by table, in resumable batches.
+
+Every logical table is copied row for row, ids included, so Artifact addresses, revisions, lifecycle
+states, Candidates, Profiles, code registrations and embeddings (with their model ids) arrive unchanged.
+Each batch is one destination transaction, and batches follow the primary key: an interrupted copy is
+resumed by running it again (each table continues after the destination's highest key).
+
+The full-text indexes are rebuilt, not copied (SQLite's are contentless): a head revision is indexed in
+the same transaction that copies it, a code chunk likewise with terms from ``code_terms``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from powercontext.store.base import ExperienceContent
+from powercontext.text.tokenize import terms as index_terms
+
+# (table, primary key, columns) in an order that satisfies every reference.
+TABLES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
+    ("scopes", ("scope_id",), ("scope_id", "title", "context_references", "created_at", "updated_at")),
+    (
+        "artifacts",
+        ("id",),
+        (
+            "id",
+            "scope_id",
+            "family",
+            "artifact_id",
+            "head_revision",
+            "state",
+            "merged_into",
+            "created_at",
+            "updated_at",
+        ),
+    ),
+    (
+        "revisions",
+        ("artifact", "revision"),
+        ("artifact", "revision", "kind", "body", "tags", "merged_from", "created_at", "fields"),
+    ),
+    ("idempotency_keys", ("scope_id", "idem_key"), ("scope_id", "idem_key", "request_digest", "artifact")),
+    ("fts_term_docs", ("scope_id", "term"), ("scope_id", "term", "docs")),
+    ("artifact_embeddings", ("artifact", "revision"), ("artifact", "revision", "model_id", "vector")),
+    ("vector_generations", ("scope_id", "family"), ("scope_id", "family", "generation")),
+    (
+        "artifact_candidates",
+        ("id",),
+        (
+            "id",
+            "scope_id",
+            "family",
+            "candidate_id",
+            "candidate_revision",
+            "status",
+            "fields",
+            "tags",
+            "target_artifact_id",
+            "expected_revision",
+            "reject_reason",
+            "result_artifact_id",
+            "result_revision",
+            "created_at",
+            "updated_at",
+        ),
+    ),
+    (
+        "code_trees",
+        ("id",),
+        (
+            "id",
+            "scope_id",
+            "fingerprint",
+            "kind",
+            "root_path",
+            "max_file_bytes",
+            "chunk_count",
+            "created_at",
+            "indexed_at",
+        ),
+    ),
+    (
+        "code_files",
+        ("id",),
+        ("id", "tree", "path", "file_sha256", "language", "size_bytes", "line_count"),
+    ),
+    ("code_chunks", ("id",), ("id", "file", "start_line", "end_line", "snippet_sha256", "text")),
+    ("code_chunk_embeddings", ("chunk",), ("chunk", "model_id", "vector")),
+)
+
+# (path, chunk text) -> (path terms, chunk terms), both space-separated: the code indexer's tokenizer.
+CodeTerms = Callable[[str, str], tuple[str, str]]
+Progress = Callable[[str, int, int], None]  # (table, rows copied so far in all tables, total rows)
+
+
+@dataclass(frozen=True, slots=True)
+class TableCount:
+    table: str
+    source: int
+    destination: int
+
+    @property
+    def matches(self) -> bool:
+        return self.source == self.destination
+
+
+def count_rows(store: Any) -> dict[str, int]:
+    """Rows per logical table."""
+    conn = store._reader()
+    return {table: int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]) for table, _, _ in TABLES}
+
+
+def copy_store(
+    source: Any, destination: Any, code_terms: CodeTerms, batch_size: int = 500, progress: Progress | None = None
+) -> list[TableCount]:
+    """Copy every table of ``source`` into ``destination`` (both open stores); returns the per-table counts."""
+    totals = count_rows(source)
+    grand_total = sum(totals.values())
+    done = sum(count_rows(destination).values())
+    for table, key, columns in TABLES:
+        while True:
+            batch = _next_batch(source, destination, table, key, columns, batch_size)
+            if not batch:
+                break
+            with destination._write() as conn:
+                marks = ", ".join("?" * len(columns))
+                conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", batch)
+                if table == "revisions":
+                    _index_heads(conn, batch)
+                elif table == "code_chunks":
+                    _index_chunks(conn, batch, code_terms)
+            done += len(batch)
+            if progress is not None:
+                progress(table, done, grand_total)
+    after = count_rows(destination)
+    return [TableCount(table, totals[table], after[table]) for table, _, _ in TABLES]
+
+
+def _next_batch(
+    source: Any, destination: Any, table: str, key: tuple[str, ...], columns: tuple[str, ...], limit: int
+) -> list[tuple[Any, ...]]:
+    order = ", ".join(key)
+    last = (
+        destination._reader()
+        .execute(f"SELECT {order} FROM {table} ORDER BY {', '.join(k + ' DESC' for k in key)} LIMIT 1")
+        .fetchone()
+    )
+    after = ""
+    params: Sequence[Any] = ()
+    if last is not None:
+        after = f" WHERE ({order}) > ({', '.join('?' * len(key))})"
+        params = tuple(last)
+    rows = (
+        source._reader()
+        .execute(f"SELECT {', '.join(columns)} FROM {table}{after} ORDER BY {order} LIMIT ?", (*params, limit))
+        .fetchall()
+    )
+    return [tuple(row) for row in rows]
+
+
+def _scope_tag(scope_id: str) -> str:
+    from powercontext.store.sqlite.family_rows import scope_tag
+
+    return scope_tag(scope_id)
+
+
+def _index_heads(conn: Any, revisions: list[tuple[Any, ...]]) -> None:
+    """Index each copied revision that is its Artifact's active head, as the family's writes would."""
+    from powercontext.store.sqlite.experiences import EXPERIENCE_FTS, _searchable
+    from powercontext.store.sqlite.topics import TOPIC_FTS
+
+    for artifact, revision, _kind, body, _tags, _merged_from, _created, fields in revisions:
+        head = conn.execute(
+            "SELECT scope_id, family FROM artifacts WHERE id = ? AND head_revision = ? AND state = 'active'",
+            (artifact, revision),
+        ).fetchone()
+        if head is None:
+            continue
+        scope_id, family = head
+        if family == "atomic-memory":
+            conn.execute(
+                "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+                (artifact, _scope_tag(scope_id), " ".join(index_terms(body))),
+            )
+        elif family == "topic-memory":
+            parts = json.loads(fields)
+            TOPIC_FTS.add(conn, artifact, scope_id, (parts["title"], parts["body"]))
+        elif family == "experience":
+            parts = json.loads(fields)
+            content = ExperienceContent(parts["situation"], parts["what_worked"], parts["what_to_avoid"])
+            EXPERIENCE_FTS.add(conn, artifact, scope_id, (_searchable(content),))
+
+
+def _index_chunks(conn: Any, chunks: list[tuple[Any, ...]], code_terms: CodeTerms) -> None:
+    from powercontext.store.sqlite.code import code_scope_tag
+
+    for chunk_id, file_id, _start, _end, _sha, text in chunks:
+        scope_id, path = conn.execute(
+            "SELECT t.scope_id, f.path FROM code_files f JOIN code_trees t ON t.id = f.tree WHERE f.id = ?", (file_id,)
+        ).fetchone()
+        path_terms, terms = code_terms(path, text)
+        conn.execute(
+            "INSERT INTO code_fts (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
+            (chunk_id, code_scope_tag(scope_id), path_terms, terms),
+        )

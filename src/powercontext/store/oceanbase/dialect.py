@@ -1,0 +1,123 @@
+"""A SQLite-flavoured connection over the OceanBase MySQL-mode protocol.
+
+The store logic shared with the SQLite adapter speaks SQLite's SQL: ``?`` placeholders,
+``INSERT … ON CONFLICT … DO UPDATE SET x = excluded.x`` and writes to the FTS5 tables
+(``INSERT INTO x_fts (rowid, scope_tag, …)`` / ``DELETE FROM x_fts WHERE rowid = ?``). This module
+translates the first two into MySQL syntax and hands the FTS writes to ``fulltext.FtsWriter``, which
+keeps the exact postings the BM25 ranking needs. Driver errors surface as the SQLite driver's
+``IntegrityError``/``OperationalError``, so shared code catches one error family on every backend.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import pymysql
+
+from powercontext.store.oceanbase.fulltext import FtsWriter
+from powercontext.store.sqlite.driver import sqlite
+
+_ON_CONFLICT = re.compile(r"ON CONFLICT \([^)]*\) DO UPDATE SET", re.IGNORECASE)
+_EXCLUDED = re.compile(r"\bexcluded\.(\w+)")
+_FTS_INSERT = re.compile(r"^\s*INSERT INTO (\w+_fts) \(rowid, scope_tag, ([\w, ]+)\) VALUES", re.IGNORECASE)
+_FTS_DELETE = re.compile(r"^\s*DELETE FROM (\w+_fts) WHERE rowid = \?\s*$", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1024)
+def translate(sql: str) -> str:
+    """SQLite statement text → MySQL-mode text (placeholders, upserts)."""
+    out = sql.replace("%", "%%").replace("?", "%s")
+    out = _ON_CONFLICT.sub("ON DUPLICATE KEY UPDATE", out)
+    return _EXCLUDED.sub(r"VALUES(\1)", out)
+
+
+def _plain(value: Any) -> Any:
+    # SUM() and friends come back as Decimal in MySQL; SQLite code expects int (or float).
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
+
+
+def _row(raw: tuple[Any, ...]) -> tuple[Any, ...]:
+    for value in raw:
+        if isinstance(value, Decimal):
+            return tuple(_plain(v) for v in raw)
+    return raw
+
+
+class Result:
+    """The part of ``sqlite3.Cursor`` the shared store code uses."""
+
+    def __init__(self, rows: Sequence[tuple[Any, ...]], lastrowid: int | None) -> None:
+        self._rows = rows
+        self._next = 0
+        self.lastrowid = lastrowid
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self._next >= len(self._rows):
+            return None
+        row = self._rows[self._next]
+        self._next += 1
+        return _row(row)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows = [_row(r) for r in self._rows[self._next :]]
+        self._next = len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.fetchall())
+
+
+def driver_error(exc: pymysql.MySQLError) -> Exception:
+    """The SQLite driver's error class for a MySQL-protocol error, so shared ``except`` clauses apply."""
+    if isinstance(exc, pymysql.IntegrityError):
+        return sqlite.IntegrityError(str(exc))  # type: ignore[no-any-return]
+    return sqlite.OperationalError(str(exc))  # type: ignore[no-any-return]
+
+
+class Connection:
+    """One pymysql connection with SQLite-style ``execute``/``executemany``."""
+
+    def __init__(self, raw: Any, fts: FtsWriter) -> None:
+        self.raw = raw
+        self._fts = fts
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
+        insert = _FTS_INSERT.match(sql)
+        if insert is not None:
+            self._fts.add(self, insert.group(1), params[0], params[1], tuple(params[2:]))
+            return Result((), None)
+        delete = _FTS_DELETE.match(sql)
+        if delete is not None:
+            self._fts.remove(self, delete.group(1), params[0])
+            return Result((), None)
+        return self.query(translate(sql), params)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> Result:
+        """Run MySQL-mode text as is (no translation)."""
+        try:
+            with self.raw.cursor() as cur:
+                cur.execute(sql, tuple(params) if params else None)
+                rows = cur.fetchall() if cur.description is not None else ()
+                return Result(rows, cur.lastrowid)
+        except pymysql.MySQLError as exc:
+            raise driver_error(exc) from exc
+
+    def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
+        items = list(seq)
+        if not items:
+            return
+        if _FTS_INSERT.match(sql) or _FTS_DELETE.match(sql):
+            for params in items:
+                self.execute(sql, params)
+            return
+        try:
+            with self.raw.cursor() as cur:
+                cur.executemany(translate(sql), [tuple(p) for p in items])
+        except pymysql.MySQLError as exc:
+            raise driver_error(exc) from exc

@@ -1,0 +1,87 @@
+"""Connections to seekdb/OceanBase: the embedded engine (``pylibseekdb``) or a server, both over pymysql.
+
+An embedded instance serves its data directory through a private unix socket; this module opens each
+directory at most once per process and hands out pymysql connections to that socket, so every
+thread (and the store's writer) gets its own MySQL-protocol session.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from powercontext.store.location import StoreLocation
+
+_instances: dict[str, Any] = {}
+_lock = threading.Lock()
+# Every statement has a deadline: a stuck server surfaces as StoreUnavailable, not a hung request.
+READ_TIMEOUT_S = 30
+CONNECT_TIMEOUT_S = 10
+
+
+class EngineUnavailable(RuntimeError):
+    """The seekdb engine or server could not be reached; the message says why (never a password)."""
+
+
+def _embedded_options(location: StoreLocation) -> dict[str, Any]:
+    assert location.path is not None
+    directory = str(location.path.resolve())
+    with _lock:
+        instance = _instances.get(directory)
+        if instance is None or instance.closed:
+            try:
+                import pylibseekdb
+            except ImportError as exc:
+                raise EngineUnavailable(
+                    "the embedded seekdb engine is not installed; pip install 'powercontext[oceanbase]'"
+                ) from exc
+            location.path.mkdir(parents=True, exist_ok=True)
+            try:
+                instance = pylibseekdb.open(directory)
+            except Exception as exc:  # the binding raises RuntimeError/SeekdbError with the engine's reason
+                raise EngineUnavailable(f"seekdb could not open {directory}: {exc}") from exc
+            _instances[directory] = instance
+        return dict(instance.connection_options())
+
+
+def connect(location: StoreLocation, database: str | None = None) -> Any:
+    """A new pymysql connection (autocommit off) to the location's database, or to no database."""
+    try:
+        import pymysql
+    except ImportError as exc:
+        raise EngineUnavailable("pymysql is not installed; pip install 'powercontext[oceanbase]'") from exc
+    if location.backend == "seekdb":
+        options = _embedded_options(location)
+    else:
+        options = {
+            "host": location.host,
+            "port": location.port,
+            "user": location.user,
+            "password": os.environ.get("POWERCONTEXT_STORE_PASSWORD", ""),
+        }
+    try:
+        return pymysql.connect(
+            **options,
+            database=database,
+            autocommit=False,
+            charset="utf8mb4",
+            connect_timeout=CONNECT_TIMEOUT_S,
+            read_timeout=READ_TIMEOUT_S,
+            write_timeout=READ_TIMEOUT_S,
+        )
+    except pymysql.MySQLError as exc:
+        # exc.args[1] is the server's message; it never contains the password.
+        reason = exc.args[1] if len(exc.args) > 1 else type(exc).__name__
+        raise EngineUnavailable(f"cannot connect to {location.display()}: {reason}") from exc
+
+
+def ensure_database(location: StoreLocation) -> None:
+    """Create the location's database if it does not exist yet."""
+    conn = connect(location)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{location.database}`")
+        conn.commit()
+    finally:
+        conn.close()

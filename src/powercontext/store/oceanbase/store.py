@@ -1,0 +1,374 @@
+"""The OceanBase family store: ``Store``, ``FamilyStore`` and ``CodeStore`` on seekdb or an OceanBase cluster.
+
+The write and read logic is the SQLite adapter's, run through a dialect-translating connection
+(dialect.py), so both backends enforce exact revisions, lifecycle, merge, idempotency and
+compare-and-set the same way, statement for statement. What differs lives here:
+
+- transactions: a pymysql session per thread for reads (autocommit, read committed) and one writer
+  session per process; every write transaction first locks the ``store_locks`` row, so writers of
+  several Server processes on one database queue like SQLite's single writer (a second writer's
+  compare-and-set sees the first's commit and answers 409, never a lost update);
+- full text: exact postings and FTS5's BM25 recomputed (fulltext.py), so rankings and Receipts match;
+- vectors: the same exact in-memory matrix as SQLite, kept current by the ``vector_generations``
+  counter every write bumps, so a write is searchable by the next request (read-your-writes).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pymysql
+
+from powercontext.domain.families import EXPERIENCE, TOPIC_MEMORY
+from powercontext.domain.identity import ArtifactKey
+from powercontext.store.base import MemoryRecord, NewMemory, ScoredExperience, ScoredMemory, ScoredTopic
+from powercontext.store.code import CodeChunkRecord, ScoredCodeChunk
+from powercontext.store.errors import IdempotencyConflict, StoreUnavailable
+from powercontext.store.location import StoreLocation
+from powercontext.store.oceanbase import fulltext
+from powercontext.store.oceanbase.dialect import Connection
+from powercontext.store.oceanbase.engine import connect, ensure_database
+from powercontext.store.oceanbase.fulltext import FtsWriter
+from powercontext.store.oceanbase.migrations import apply_migrations
+from powercontext.store.sqlite import code as sqlite_code
+from powercontext.store.sqlite import experiences as sqlite_experiences
+from powercontext.store.sqlite import topics as sqlite_topics
+from powercontext.store.sqlite.driver import sqlite
+from powercontext.store.sqlite.family_rows import active_heads
+from powercontext.store.sqlite.family_rows import scope_tag as family_scope_tag
+from powercontext.store.sqlite.store import (
+    _ARTIFACT_VECTORS,
+    _CODE_VECTORS,
+    _SELECT_MEMORY,
+    FAMILY,
+    SqliteStore,
+    TermCounts,
+    _affordable_terms,
+    _generation,
+    _now,
+    _record,
+    new_artifact_id,
+    scope_tag,
+)
+from powercontext.store.sqlite.vectors import Vector, VectorCache, VectorChanges, load_matrix, to_blob
+
+
+class _Changes(VectorChanges):
+    """``VectorChanges`` without SQLite's ``RETURNING``: the bumped row is read back inside the transaction."""
+
+    def touch(self, conn: Any, scope_id: str, family: str) -> None:
+        if (scope_id, family) in self.generations:
+            return
+        conn.execute(
+            "INSERT INTO vector_generations (scope_id, family, generation) VALUES (?, ?, 1)"
+            " ON CONFLICT (scope_id, family) DO UPDATE SET generation = generation + 1",
+            (scope_id, family),
+        )
+        row = conn.execute(
+            "SELECT generation FROM vector_generations WHERE scope_id = ? AND family = ?", (scope_id, family)
+        ).fetchone()
+        self.generations[(scope_id, family)] = (int(row[0]) - 1, int(row[0]))
+
+
+class OceanBaseStore(SqliteStore):
+    """``Store``, ``FamilyStore`` and ``CodeStore`` over seekdb (embedded or server) or OceanBase. Thread-safe."""
+
+    def __init__(self, location: StoreLocation) -> None:
+        # Not the base initializer: it opens a SQLite file. Same attributes, MySQL-protocol sessions.
+        self.location = location
+        self.path = location.path or location.display()  # type: ignore[assignment]
+        self._write_lock = threading.Lock()
+        self._local = threading.local()
+        self._readers: list[Any] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+        self._vectors = VectorCache()
+        self._changes = _Changes()
+        self._fts = FtsWriter()
+        ensure_database(location)
+        self._writer = self._connect()
+        apply_migrations(self._writer, _now())
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _connect(self) -> Connection:
+        return Connection(connect(self.location, self.location.database), self._fts)
+
+    def _reader(self) -> Connection:
+        if self._closed:
+            raise StoreUnavailable()
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None or not conn.raw.open:
+            conn = self._connect()
+            conn.raw.autocommit(True)
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        with self._write_lock:
+            if self._closed:
+                raise StoreUnavailable()
+            conn: Connection = self._writer
+            try:
+                if not conn.raw.open:
+                    conn = self._writer = self._connect()
+                conn.raw.begin()
+                # The cross-process writer lock (see migrations): waits, up to the lock timeout, for another writer.
+                conn.query("SELECT name FROM store_locks WHERE name = 'writer' FOR UPDATE")
+            except (pymysql.MySQLError, sqlite.Error) as exc:
+                self._abandon(conn)
+                raise StoreUnavailable() from exc
+            self._changes = _Changes()
+            self._fts.discard()
+            try:
+                yield conn
+                self._fts.flush(conn)
+                conn.raw.commit()
+            except BaseException as exc:
+                self._fts.discard()
+                self._abandon(conn)
+                if isinstance(exc, pymysql.MySQLError | sqlite.OperationalError):
+                    raise StoreUnavailable() from exc
+                raise
+            self._vectors.apply(self._changes)
+
+    @staticmethod
+    def _abandon(conn: Connection) -> None:
+        try:
+            conn.raw.rollback()
+        except pymysql.MySQLError:
+            conn.raw.close()  # a broken session is replaced by the next write
+
+    def ready(self) -> bool:
+        try:
+            self._reader().execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchone()
+        except (sqlite.Error, StoreUnavailable, pymysql.MySQLError):
+            return False
+        return True
+
+    def close(self) -> None:
+        self._closed = True
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.raw.close()
+            self._readers.clear()
+        with self._write_lock:
+            self._writer.raw.close()
+
+    # -- batch writes --------------------------------------------------------------------------
+
+    def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]:
+        """The SQLite adapter's batch semantics with multi-row statements.
+
+        Every statement is a round trip to the engine (~1-4 ms each on a busy 2-core machine), so rows
+        are written per table, not per memory: 500 memories take a handful of statements, not 2,500.
+        A key repeated inside one batch replays (same body) or conflicts, as it does on SQLite.
+        """
+        now = _now()
+        with self._write() as conn:
+            self._require_scope(conn, scope_id)
+            results: list[MemoryRecord] = []
+            fresh: list[tuple[int, NewMemory, str]] = []  # (position in results, item, artifact id)
+            batch_keys: dict[str, tuple[str, int]] = {}  # idempotency key -> (digest, position)
+            for item in items:
+                key = item.idempotency_key
+                if key is not None:
+                    if key in batch_keys:
+                        digest, position = batch_keys[key]
+                        if digest != item.request_digest:
+                            raise IdempotencyConflict()
+                        results.append(results[position])
+                        continue
+                    replay = self._replay(conn, scope_id, item)
+                    if replay is not None:
+                        results.append(replay)
+                        continue
+                    batch_keys[key] = (item.request_digest, len(results))
+                artifact_id = new_artifact_id()
+                record_key = ArtifactKey(scope_id, FAMILY, artifact_id, 1)
+                fresh.append((len(results), item, artifact_id))
+                results.append(MemoryRecord(record_key, 1, "active", item.kind, item.text, item.tags, now, None, ()))
+            if fresh:
+                self._insert_fresh(conn, scope_id, fresh, now)
+        return results
+
+    def _insert_fresh(self, conn: Connection, scope_id: str, fresh: list[tuple[int, NewMemory, str]], now: str) -> None:
+        conn.executemany(
+            "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at, updated_at)"
+            " VALUES (?, ?, ?, 1, 'active', ?, ?)",
+            [(scope_id, FAMILY, artifact_id, now, now) for _, _, artifact_id in fresh],
+        )
+        marks = ",".join("?" * len(fresh))
+        rowids = dict(
+            conn.execute(
+                f"SELECT artifact_id, id FROM artifacts WHERE scope_id = ? AND family = ? AND artifact_id IN ({marks})",
+                [scope_id, FAMILY, *(artifact_id for _, _, artifact_id in fresh)],
+            ).fetchall()
+        )
+        conn.executemany(
+            "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES (?, 1, ?, ?, ?, ?)",
+            [(rowids[a], item.kind, item.text, json.dumps(list(item.tags)), now) for _, item, a in fresh],
+        )
+        counts = TermCounts(scope_id)
+        self._changes.touch(conn, scope_id, FAMILY)
+        embeddings = []
+        for _, item, artifact_id in fresh:
+            rowid = rowids[artifact_id]
+            counts.index(conn, rowid, item.text)
+            if item.embedding is not None:
+                e = item.embedding
+                embeddings.append((rowid, 1, e.model_id, to_blob(e.vector)))
+                self._changes.ops.append((scope_id, FAMILY, rowid, e.model_id, e.vector))
+        if embeddings:
+            conn.executemany(
+                "INSERT INTO artifact_embeddings (artifact, revision, model_id, vector) VALUES (?, ?, ?, ?)",
+                embeddings,
+            )
+        keyed = [(a, item) for _, item, a in fresh if item.idempotency_key is not None]
+        if keyed:
+            conn.executemany(
+                "INSERT INTO idempotency_keys (scope_id, idem_key, request_digest, artifact) VALUES (?, ?, ?, ?)",
+                [(scope_id, item.idempotency_key, item.request_digest, rowids[a]) for a, item in keyed],
+            )
+        counts.flush(conn)
+
+    # -- full text -----------------------------------------------------------------------------
+
+    def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
+        conn = self._reader()
+        terms, rankable = _affordable_terms(conn, scope_id, terms)
+        if not terms:
+            return []
+        window: fulltext.Window = "rank" if rankable else "newest"
+        hits = fulltext.search(conn, "atomic_memory_fts", scope_tag(scope_id), terms, limit, window)
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        rows = conn.execute(
+            _SELECT_MEMORY + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'"
+            " AND a.scope_id = ?",
+            [doc_id for _, doc_id in hits] + [scope_id],
+        ).fetchall()
+        by_id = {row[0]: _record(row) for row in rows}
+        return [ScoredMemory(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
+
+    @staticmethod
+    def _has_active(conn: Connection, scope_id: str, family: str) -> bool:
+        # Most Scopes have no Topic Memory or Experience: one index probe spares the four statements of a
+        # full-text search on every prepare of such a Scope (the SQLite adapter probes for the same reason).
+        row = conn.execute(
+            "SELECT 1 FROM artifacts WHERE scope_id = ? AND family = ? AND state = 'active' LIMIT 1", (scope_id, family)
+        ).fetchone()
+        return row is not None
+
+    def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
+        conn = self._reader()
+        if not self._has_active(conn, scope_id, TOPIC_MEMORY):
+            return []
+        hits = fulltext.search(conn, "topic_memory_fts", family_scope_tag(scope_id), terms, limit)
+        rows = active_heads(conn, [doc_id for _, doc_id in hits])
+        return [
+            ScoredTopic(sqlite_topics._record(rows[doc_id]), score)
+            for score, doc_id in hits
+            if doc_id in rows and rows[doc_id].family == TOPIC_MEMORY
+        ]
+
+    def search_experiences(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredExperience]:
+        conn = self._reader()
+        if not self._has_active(conn, scope_id, EXPERIENCE):
+            return []
+        hits = fulltext.search(conn, "experience_fts", family_scope_tag(scope_id), terms, limit)
+        rows = active_heads(conn, [doc_id for _, doc_id in hits])
+        return [
+            ScoredExperience(sqlite_experiences._experience(rows[doc_id]), score)
+            for score, doc_id in hits
+            if doc_id in rows and rows[doc_id].family == EXPERIENCE
+        ]
+
+    def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
+        conn = self._reader()
+        terms, rankable = self._affordable_code_terms(conn, scope_id, terms)
+        if not terms or limit < 1:
+            return []
+        budget = sqlite_code.POSTING_BUDGET
+        tag = sqlite_code.code_scope_tag(scope_id)
+        window: fulltext.Window = "rank" if rankable else "first"
+        # Every ranked match, so ties break by path and line exactly as the SQLite query orders them.
+        hits = fulltext.search(conn, "code_fts", tag, terms, budget if not rankable else 1 << 30, window, budget)
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        rows = conn.execute(
+            "SELECT c.id, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
+            " c.start_line, c.end_line, c.snippet_sha256, c.text"
+            " FROM code_chunks c JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree"
+            f" WHERE c.id IN ({marks}) AND t.scope_id = ?",
+            [doc_id for _, doc_id in hits] + [scope_id],
+        ).fetchall()
+        by_id = {row[0]: CodeChunkRecord(*row[1:]) for row in rows}
+        ranked = sorted(
+            (ScoredCodeChunk(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id),
+            key=lambda s: (-s.score, s.chunk.path, s.chunk.start_line),
+        )
+        return ranked[:limit]
+
+    @staticmethod
+    def _affordable_code_terms(conn: Connection, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
+        """The SQLite adapter's rule (store/sqlite/code.py ``_affordable_terms``) over the postings tables."""
+        if not terms:
+            return [], True
+        sizes = conn.execute(
+            "SELECT COALESCE(SUM(chunk_count), 0), COALESCE(SUM(CASE WHEN scope_id = ? THEN chunk_count END), 0)"
+            " FROM code_trees",
+            (scope_id,),
+        ).fetchone()
+        assert sizes is not None
+        all_chunks, scope_chunks = int(sizes[0]), int(sizes[1])
+        budget = sqlite_code.POSTING_BUDGET
+        if scope_chunks <= budget:
+            return list(terms), True
+        docs = fulltext.term_documents(conn, "code_fts", terms)
+        tag = sqlite_code.code_scope_tag(scope_id)
+        kept: list[str] = []
+        total = 0
+        present = [t for t in terms if fulltext.posting_term(t) in docs]
+        for term in sorted(present, key=lambda t: docs[fulltext.posting_term(t)]):
+            n = docs[fulltext.posting_term(term)]
+            count = min(n, scope_chunks)
+            if kept and (2 * n >= all_chunks or total + count > budget):
+                break
+            in_scope = conn.query(
+                "SELECT 1 FROM fts_postings p JOIN fts_docs d ON d.fts_table = p.fts_table AND d.doc_id = p.doc_id"
+                " WHERE p.fts_table = 'code_fts' AND p.term = %s AND d.scope_tag = %s LIMIT 1",
+                (fulltext.posting_term(term), tag),
+            ).fetchone()
+            if in_scope is not None:
+                kept.append(term)
+                total += count
+        return kept, total <= budget
+
+    # -- vectors -------------------------------------------------------------------------------
+
+    def _vector_hits(
+        self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
+    ) -> list[tuple[int, float]]:
+        matrix_key = (scope_id, family, model_id)
+        generation = _generation(conn, scope_id, family)
+        matrix = self._vectors.get(matrix_key, generation)
+        if matrix is None:
+            # Rows read after the generation can only be newer than it: the matrix is labelled with the
+            # older generation, so a write that raced this load forces the next search to rebuild.
+            if family == "code":
+                rows = conn.execute(_CODE_VECTORS, (scope_id, model_id)).fetchall()
+            else:
+                rows = conn.execute(_ARTIFACT_VECTORS, (scope_id, family, model_id)).fetchall()
+            matrix = load_matrix(rows, len(vector), generation)
+            self._vectors.install(matrix_key, matrix)
+        return matrix.top(vector, limit)

@@ -1,0 +1,143 @@
+"""Two Server processes on one seekdb database, 16 concurrent writers each.
+
+The second Server opens the same ``seekdb:///dir``, which attaches it to the first one's engine (its
+private unix socket; nothing binds a network port). That is the multi-process situation of an
+``oceanbase://`` deployment: separate sessions, one database, the shared writer lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import LiveServer, live_server
+from tests.seekdb_support import require_seekdb
+
+WRITERS = 16
+WRITES_EACH = 4
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, LiveServer]]:
+    require_seekdb()
+    base = tmp_path_factory.mktemp("two-servers")
+    url = f"seekdb://{base / 'engine'}"
+    with (
+        live_server(base, store=url, log_name="a.log") as first,
+        live_server(base, store=url, log_name="b.log") as second,
+    ):
+        yield first, second
+
+
+def scope_on(server: LiveServer) -> str:
+    scope_id = f"two-{uuid.uuid4().hex[:10]}"
+    r = httpx.post(server.base_url + "/v1/scopes", json={"scope_id": scope_id, "title": "t"}, timeout=30)
+    assert r.status_code == 201, r.text
+    return scope_id
+
+
+def run_writers(servers: tuple[LiveServer, ...], work: Callable[[httpx.Client, int], Iterator[Any]]) -> list[Any]:
+    """``WRITERS`` threads per Server, each with its own connection, all started before any is joined."""
+    results: list[Any] = []
+    lock = threading.Lock()
+
+    def writer(server: LiveServer, n: int) -> None:
+        with httpx.Client(base_url=server.base_url, timeout=60) as http:
+            for outcome in work(http, n):
+                with lock:
+                    results.append(outcome)
+
+    threads = [threading.Thread(target=writer, args=(s, n)) for s in servers for n in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    return results
+
+
+def test_concurrent_writers_on_two_servers_lose_nothing(two_servers: tuple[LiveServer, LiveServer]) -> None:
+    first, second = two_servers
+    sid = scope_on(first)
+
+    def work(http: httpx.Client, n: int) -> Iterator[tuple[int, str, str]]:
+        for _ in range(WRITES_EACH):
+            token = "z" + uuid.uuid4().hex  # one search term of its own
+            r = http.post(f"/v1/scopes/{sid}/atomic-memory", json={"text": f"zebraword {token}", "kind": "fact"})
+            aid = r.json()["artifact_address"]["artifact"]["artifact_id"] if r.status_code == 201 else r.text
+            yield r.status_code, aid, token
+
+    outcomes = run_writers(two_servers, work)
+    statuses = Counter(status for status, _, _ in outcomes)
+    assert statuses == {201: 2 * WRITERS * WRITES_EACH}, statuses
+    assert len({aid for _, aid, _ in outcomes}) == 2 * WRITERS * WRITES_EACH
+    # Every write is readable, exactly, from both Servers, and searchable there at once.
+    for server in (first, second):
+        with httpx.Client(base_url=server.base_url, timeout=60) as http:
+            for _, aid, token in outcomes:
+                assert http.get(f"/v1/scopes/{sid}/artifacts/atomic-memory/{aid}").status_code == 200
+                r = http.post(f"/v1/scopes/{sid}/atomic-memory/search", json={"query": token})
+                assert [h["artifact_address"]["artifact"]["artifact_id"] for h in r.json()["hits"]] == [aid]
+
+
+def test_compare_and_set_across_servers_has_exactly_one_winner(two_servers: tuple[LiveServer, LiveServer]) -> None:
+    first, second = two_servers
+    sid = scope_on(second)
+    r = httpx.post(f"{first.base_url}/v1/scopes/{sid}/atomic-memory", json={"text": "casword v1", "kind": "fact"})
+    aid = r.json()["artifact_address"]["artifact"]["artifact_id"]
+
+    def work(http: httpx.Client, n: int) -> Iterator[int]:
+        r = http.put(f"/v1/scopes/{sid}/atomic-memory/{aid}", json={"text": f"casword by {n}", "expected_revision": 1})
+        yield (
+            r.status_code if r.status_code != 409 else (409 if r.json()["error"]["code"] == "revision-conflict" else -1)
+        )
+
+    statuses = Counter(run_writers(two_servers, work))
+    assert statuses == {200: 1, 409: 2 * WRITERS - 1}, statuses
+    head = httpx.get(f"{second.base_url}/v1/scopes/{sid}/artifacts/atomic-memory/{aid}").json()
+    assert head["head_revision"] == 2
+
+
+def test_a_server_killed_during_a_batch_leaves_no_partial_batch(tmp_path: Path) -> None:
+    require_seekdb()
+    url = f"seekdb://{tmp_path / 'engine'}"
+    with live_server(tmp_path, store=url, log_name="owner.log") as owner:
+        sid = scope_on(owner)
+        with live_server(tmp_path, store=url, log_name="victim.log") as victim:
+            # Ten groups of 50, so searches (at most 50 hits each) can count every row of the batch.
+            items = [{"text": f"killword grp{i % 10}x item {i}", "kind": "fact"} for i in range(500)]
+            sent = threading.Event()
+
+            def post() -> None:
+                sent.set()
+                with contextlib.suppress(httpx.HTTPError):  # the Server is killed mid-request
+                    httpx.post(
+                        f"{victim.base_url}/v1/scopes/{sid}/atomic-memory/batch", json={"items": items}, timeout=60
+                    )
+
+            thread = threading.Thread(target=post)
+            thread.start()
+            sent.wait()
+            time.sleep(0.3)  # the batch is being written: 500 memories take seconds on seekdb
+            os.kill(victim.process.pid, signal.SIGKILL)
+            thread.join(timeout=60)
+        # The owner still serves, and the killed session's transaction is gone whole or committed whole.
+        found = 0
+        with httpx.Client(base_url=owner.base_url, timeout=60) as http:
+            for group in range(10):
+                r = http.post(f"/v1/scopes/{sid}/atomic-memory/search", json={"query": f"grp{group}x", "limit": 50})
+                assert r.status_code == 200, r.text
+                found += len(r.json()["hits"])
+            assert found in (0, 500), found
+            r = http.post(f"/v1/scopes/{sid}/atomic-memory", json={"text": "after the kill", "kind": "fact"})
+            assert r.status_code == 201, r.text

@@ -1,0 +1,79 @@
+"""Embedded seekdb for the test session: one engine instance, a fresh database state per test.
+
+Opening the engine takes ~2 s and ~300 MB of disk, and creating the schema ~1-3 s, so the session
+opens one instance in a temporary directory and one contract database in it; a test that asks for a
+new store directory gets that database emptied (rows deleted, schema kept) instead of a new one.
+If the engine cannot start, ``seekdb_unavailable()`` gives the exact reason; the test run prints it
+as "skipped: <reason>", and under CI (``CI`` set) that is an error: an untested backend is unsupported.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from powercontext.store.location import StoreLocation
+
+if TYPE_CHECKING:
+    from powercontext.store.oceanbase import OceanBaseStore
+
+_TABLES_KEPT = {"schema_migrations", "store_locks"}
+_current_dir: list[Path] = []
+
+
+@cache
+def engine_dir() -> Path:
+    directory = Path(tempfile.mkdtemp(prefix="pc-seekdb-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
+def location(database: str = "contract") -> StoreLocation:
+    return StoreLocation("seekdb", path=engine_dir() / "engine", database=database)
+
+
+@cache
+def seekdb_unavailable() -> str | None:
+    """None when the engine opens and serves the schema; else the exact reason it does not."""
+    try:
+        from powercontext.store.oceanbase import OceanBaseStore  # pymysql may be missing: that is a reason too
+
+        OceanBaseStore(location()).close()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def require_seekdb() -> None:
+    """Skip (or, under CI, fail) a test that needs the engine when it cannot start."""
+    reason = seekdb_unavailable()
+    if reason is None:
+        return
+    message = f"skipped: embedded seekdb cannot start: {reason}"
+    print(message)
+    if os.environ.get("CI"):
+        pytest.fail(message + " (CI runs every backend)", pytrace=False)
+    pytest.skip(message)
+
+
+def seekdb_store(directory: Path) -> OceanBaseStore:
+    """A store on the session's contract database; emptied the first time ``directory`` is seen."""
+    require_seekdb()
+    from powercontext.store.oceanbase import OceanBaseStore
+
+    store = OceanBaseStore(location())
+    if not _current_dir or _current_dir[0] != directory:
+        _current_dir[:] = [directory]
+        conn = store._writer
+        tables = [row[0] for row in conn.query("SHOW TABLES").fetchall() if row[0] not in _TABLES_KEPT]
+        for table in tables:
+            conn.query(f"DELETE FROM `{table}`")
+        conn.raw.commit()
+    return store
