@@ -22,7 +22,7 @@ import pytest
 from powercontext.store.location import StoreLocation
 
 if TYPE_CHECKING:
-    from powercontext.store.oceanbase import OceanBaseStore
+    from powercontext.store.oceanbase.store import OceanBaseStore
 
 _TABLES_KEPT = {"schema_migrations", "store_locks"}
 _current_dir: list[Path] = []
@@ -43,7 +43,7 @@ def location(database: str = "contract") -> StoreLocation:
 def seekdb_unavailable() -> str | None:
     """None when the engine opens and serves the schema; else the exact reason it does not."""
     try:
-        from powercontext.store.oceanbase import OceanBaseStore  # pymysql may be missing: that is a reason too
+        from powercontext.store.oceanbase.store import OceanBaseStore  # pymysql may be missing: that is a reason too
 
         OceanBaseStore(location()).close()
     except Exception as exc:
@@ -66,7 +66,7 @@ def require_seekdb() -> None:
 def seekdb_store(directory: Path) -> OceanBaseStore:
     """A store on the session's contract database; emptied the first time ``directory`` is seen."""
     require_seekdb()
-    from powercontext.store.oceanbase import OceanBaseStore
+    from powercontext.store.oceanbase.store import OceanBaseStore
 
     store = OceanBaseStore(location())
     if not _current_dir or _current_dir[0] != directory:

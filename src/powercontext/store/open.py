@@ -13,6 +13,12 @@ def open_store(location: StoreLocation) -> Store:
 
         assert location.path is not None
         return SqliteStore(location.path)
-    from powercontext.store.oceanbase import OceanBaseStore
+    from powercontext.store.oceanbase.engine import EngineUnavailable
 
+    try:
+        from powercontext.store.oceanbase.store import OceanBaseStore
+    except ImportError as exc:  # the oceanbase extra is not installed
+        raise EngineUnavailable(
+            f"{location.backend} stores need the oceanbase extra: pip install 'powercontext[oceanbase]'"
+        ) from exc
     return OceanBaseStore(location)

@@ -1,5 +1,5 @@
-"""The OceanBase family store: embedded seekdb (``seekdb:///dir``) or a seekdb/OceanBase server (``oceanbase://``)."""
+"""The OceanBase family store: embedded seekdb (``seekdb:///dir``) or a seekdb/OceanBase server (``oceanbase://``).
 
-from powercontext.store.oceanbase.store import OceanBaseStore
-
-__all__ = ["OceanBaseStore"]
+The store itself is ``store.OceanBaseStore``; it needs the ``oceanbase`` extra (pymysql, pylibseekdb), so this package
+imports nothing eagerly: a SQLite-only install can still import ``engine.EngineUnavailable``.
+"""
