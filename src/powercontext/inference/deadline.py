@@ -21,6 +21,7 @@ system inside ``connect``; that lookup is the one step a socket timeout cannot b
 
 from __future__ import annotations
 
+import socket
 import ssl
 import time
 import typing
@@ -37,6 +38,10 @@ import httpx
 __all__ = ["Deadline", "DeadlineTransport", "abandon_when", "environment_proxy"]
 
 POLL_S = 0.05  # how often a read waiting under ``abandon_when`` asks whether to give up
+# httpcore writes a request's headers and body in two sends; with Nagle's algorithm on, the body waits for
+# the peer to acknowledge the headers (a delayed ACK can hold it for up to 40 ms). Every HTTP client that
+# cares about latency (urllib3, curl) turns Nagle off.
+_SOCKET_OPTIONS: tuple[httpcore.SOCKET_OPTION, ...] = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 
 
 @dataclass(frozen=True)
@@ -232,6 +237,7 @@ class DeadlineTransport(httpx.BaseTransport):
                 max_connections=max_connections,
                 max_keepalive_connections=max_keepalive_connections,
                 network_backend=_DeadlineBackend(),
+                socket_options=_SOCKET_OPTIONS,
             )
         else:
             self._pool = httpcore.HTTPProxy(
@@ -240,6 +246,7 @@ class DeadlineTransport(httpx.BaseTransport):
                 max_connections=max_connections,
                 max_keepalive_connections=max_keepalive_connections,
                 network_backend=_DeadlineBackend(),
+                socket_options=_SOCKET_OPTIONS,
             )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
