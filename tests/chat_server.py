@@ -13,7 +13,9 @@ A step is an object ``{"mode": ..., ...}``:
   empty; in reverse order when ``reverse`` is true.
 * ``error`` (HTTP 500); ``garbage`` (200, not JSON); ``stall`` (sleep ``delay_s``, then answer as ``then``, a
   nested step, default ``rank``); ``trickle`` (headers at once, then the body one byte every ``delay_s``).
-* any step may carry ``delay_s`` (sleep before answering; a fixed latency for benchmarks).
+* any step may carry ``delay_s``: a fixed latency for benchmarks. It counts from the moment the request line
+  arrived, and the answer is built before the wait, so parsing and encoding are inside the delay: a call costs
+  its client ``delay_s`` plus the loopback round trip, not ``delay_s`` plus this server's own work.
 
 Control (not part of any real server):
 
@@ -57,6 +59,19 @@ class _State:
             self.bodies = []
 
 
+SPIN_S = 0.002  # the last stretch of a fixed delay is waited awake
+
+
+def _wait_until(deadline: float) -> None:
+    """Sleep, then spin the last ``SPIN_S``: a thread woken from a sleep on a busy machine can start running
+    a millisecond or more late, and that lateness would be charged to the client as the server's latency."""
+    left = deadline - time.monotonic()
+    if left > SPIN_S:
+        time.sleep(left - SPIN_S)
+    while time.monotonic() < deadline:
+        pass
+
+
 def ranks_for(last_message: str, keyword: str, reverse: bool = False) -> list[int]:
     """The candidate numbers a ``rank`` step answers for a user message."""
     numbers = [
@@ -71,6 +86,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return None
+
+    def parse_request(self) -> bool:
+        # The request line has just been read: this is when the request arrived.
+        self.arrived = time.monotonic()
+        return super().parse_request()
 
     def do_GET(self) -> None:
         state = self.server.state
@@ -120,24 +140,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, step: dict[str, Any], last: str) -> None:
         mode = step["mode"]
-        if step.get("delay_s") and mode not in ("stall", "trickle"):
-            time.sleep(float(step["delay_s"]))
-        if mode == "error":
-            self._send_json(500, {"error": {"message": "internal error"}})
-        elif mode == "garbage":
-            self._send(200, b"<html>upstream sent something else</html>", "text/html")
-        elif mode == "stall":
+        if mode == "stall":
             time.sleep(float(step.get("delay_s", 5.0)))
             self._answer(step.get("then", _default_step()), last)
-        elif mode == "trickle":
+            return
+        if mode == "trickle":
             self._trickle(self._completion("trickled"), float(step.get("delay_s", 0.5)))
+            return
+        if mode == "error":
+            status, data, content_type = 500, b'{"error": {"message": "internal error"}}', "application/json"
+        elif mode == "garbage":
+            status, data, content_type = 200, b"<html>upstream sent something else</html>", "text/html"
+        elif mode == "rank":
+            ranks = json.dumps(ranks_for(last, step.get("keyword", ""), bool(step.get("reverse"))))
+            status, data, content_type = 200, self._completion('{"ranks": ' + ranks + "}"), "application/json"
         else:
-            if mode == "rank":
-                content = json.dumps(ranks_for(last, step.get("keyword", ""), bool(step.get("reverse"))))
-                content = '{"ranks": ' + content + "}"
-            else:
-                content = str(step.get("content", ""))
-            self._send(200, self._completion(content), "application/json")
+            status, data, content_type = 200, self._completion(str(step.get("content", ""))), "application/json"
+        if step.get("delay_s"):
+            _wait_until(self.arrived + float(step["delay_s"]))
+        self._send(status, data, content_type)
 
     @staticmethod
     def _completion(content: str) -> bytes:

@@ -24,6 +24,7 @@ from opentelemetry.trace import Span, StatusCode
 
 TRACER_NAME = "powercontext"
 UNIT_ATTRIBUTE = "powercontext.operation.unit"
+_STAGE_ATTRIBUTES = {UNIT_ATTRIBUTE: "stage"}
 
 
 @dataclass
@@ -52,10 +53,10 @@ def tracing_active() -> bool:
 
 
 @contextmanager
-def stage_span(name: str) -> Iterator[Span]:
-    """A span for one runtime stage, a child of whatever span is current (the request's, in the Server)."""
-    span = tracer().start_span(name, attributes={UNIT_ATTRIBUTE: "stage"})
-    token = context.attach(trace.set_span_in_context(span))
+def stage_span(name: str, parent: context.Context | None = None) -> Iterator[Span]:
+    """A span for one runtime stage, a child of ``parent`` (default: whatever span is current, the
+    request's in the Server). It is not made current: no stage starts spans of its own."""
+    span = tracer().start_span(name, context=parent, attributes=_STAGE_ATTRIBUTES)
     try:
         yield span
     except BaseException as exc:
@@ -64,30 +65,30 @@ def stage_span(name: str) -> Iterator[Span]:
         span.set_status(StatusCode.ERROR)
         raise
     finally:
-        context.detach(token)
         span.end()
 
 
 def note_search(round: int, family: str, mode: str, outcome: str, fallback_reason: str, span: Span | None) -> None:
     if span is not None and span.is_recording():
-        span.set_attributes(
-            {
-                "powercontext.round": round,
-                "powercontext.family": family,
-                "powercontext.search.mode": mode,
-                "powercontext.search.outcome": outcome,
-                "powercontext.search.fallback_reason": fallback_reason,
-            }
-        )
+        # Each attribute costs the SDK a few microseconds: the defaults (round 0, no fallback) are left out.
+        attributes: dict[str, str | int] = {
+            "powercontext.family": family,
+            "powercontext.search.mode": mode,
+            "powercontext.search.outcome": outcome,
+        }
+        if round:
+            attributes["powercontext.round"] = round
+        if fallback_reason != "none":
+            attributes["powercontext.search.fallback_reason"] = fallback_reason
+        span.set_attributes(attributes)
     observation = current.get()
     if observation is not None and fallback_reason != "none":
         observation.search_fallbacks[(family, fallback_reason)] += 1
 
 
-def note_build(status: str, content_bytes: int, selected_count: int, omitted_count: int) -> None:
-    """The built context's size, on the current (``context.build``) span and for the prepare histograms."""
-    span = trace.get_current_span()
-    if span.is_recording():
+def note_build(status: str, content_bytes: int, selected_count: int, omitted_count: int, span: Span | None) -> None:
+    """The built context's size, on the ``context.build`` span (when recording) and for the prepare histograms."""
+    if span is not None:
         span.set_attributes(
             {
                 "powercontext.context.status": status,
@@ -108,9 +109,8 @@ def note_provider_call(outcome: str) -> None:
         observation.provider_calls[outcome] += 1
 
 
-def note_receipt_omitted(reason: str) -> None:
-    span = trace.get_current_span()
-    if span.is_recording():
+def note_receipt_omitted(reason: str, span: Span | None = None) -> None:
+    if span is not None:
         span.set_attribute("powercontext.receipt.omitted_reason", reason)
     observation = current.get()
     if observation is not None:

@@ -165,7 +165,11 @@ class PreparePipeline:
             build = self.builder.build(pools, request.max_bytes, sections=plan.sections, code=recall.code)
             selected = len(build.items) + len(build.code_items)
             observe.note_build(
-                build.context.status, build.context.content_bytes, selected, sum(build.omissions.values())
+                build.context.status,
+                build.context.content_bytes,
+                selected,
+                sum(build.omissions.values()),
+                trace.active_span,
             )
         receipt_json = None
         if request.include_receipt:
@@ -299,5 +303,5 @@ class PreparePipeline:
         log.warning(
             "event=context.receipt.omitted reason=%s error_type=%s receipt_id=%s", reason, error_type, request_id
         )
-        observe.note_receipt_omitted(reason)
+        observe.note_receipt_omitted(reason, trace.active_span)
         return None

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 from powercontext import __version__
 from powercontext.assembly.builder import PreparedContextBuilder
@@ -232,6 +233,8 @@ class Runtime:
             ],
             search_modes=list(self.atomic_search.available_modes),
             embedding_model=self.embedder.model_id if self.embedder.configured else None,
+            rerank=self.rerank_policy(),
+            expansion=self.expansion_policy(),
             prompts=prompt_capabilities(self.store),
             limits=Limits(
                 max_bytes_min=MIN_MAX_BYTES,
@@ -244,6 +247,19 @@ class Runtime:
                 receipt_max_bytes=MAX_RECEIPT_BYTES,
             ),
         )
+
+    def rerank_policy(self) -> Literal["off", "listwise", "deterministic"]:
+        """The rerank this Runtime applies; an injected reranker counts by what it declares."""
+        reranker = self.pipeline.reranker
+        if reranker is None:
+            return "off"
+        return "listwise" if reranker.model_backed else "deterministic"
+
+    def expansion_policy(self) -> Literal["none", "widen", "model"]:
+        expander = self.pipeline.expander
+        if expander is None:
+            return "none"
+        return "widen" if isinstance(expander, WidenExpander) else "model"
 
     def prepare(
         self, request: PrepareContextRequest, request_id: str, may_read: Callable[[str], bool] = lambda _: True

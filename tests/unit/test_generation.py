@@ -62,6 +62,17 @@ def test_server_failures_are_unavailable_and_content_free(
     assert "<html>" not in message and caught.value.__cause__ is None
 
 
+def test_an_answer_over_1_mib_is_unavailable_and_the_next_call_still_works(
+    chat: ChatServer, provider: OpenAICompatibleGeneration
+) -> None:
+    chat.control(script=[{"mode": "answer", "content": "x" * (1 << 20)}, {"mode": "answer", "content": "ok"}])
+    with pytest.raises(InferenceUnavailable, match="more than 1 MiB"):
+        provider.complete("m1", MESSAGES, {}, 5)
+    # The oversized answer's connection is dropped, not handed to the next call half read.
+    assert provider.complete("m1", MESSAGES, {}, 5) == "ok"
+    assert len(chat.bodies()) == 2
+
+
 def test_refused_connection_is_unavailable() -> None:
     from tests.support import free_port
 

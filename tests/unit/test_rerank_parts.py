@@ -45,8 +45,17 @@ def test_parse_queries() -> None:
 
 
 def test_term_set_is_the_set_of_terms() -> None:
-    for text in ("Deploys DEPLOYMENT deploying the pipelines", "数据库连接池 pool", "snake_case x2 Straße"):
+    texts = (
+        "Deploys DEPLOYMENT deploying the pipelines",
+        "数据库连接池 pool",
+        "snake_case x2 Straße",
+        # ASCII-only text takes a faster path: punctuation, underscores, digits and case must split alike.
+        "API_KEYS v1.2.3 path/to/file.py #4521 O'Brien's re-deploy, CamelCase:ALL-CAPS",
+        "Café naïve RÉSUMÉ ΣΊΣΥΦΟΣ",
+    )
+    for text in texts:
         assert term_set(text) == frozenset(terms(text))
+        assert term_set(text) == frozenset(terms(text))  # again: answered from the word cache
 
 
 def test_deterministic_reranker_is_deterministic_and_prefers_coverage() -> None:

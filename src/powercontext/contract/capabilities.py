@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, StrictInt
 
 from powercontext.contract.common import StrictModel
@@ -34,6 +36,14 @@ class Capabilities(StrictModel):
     embedding_model: str | None = Field(
         description="The model id stored with every vector (null without a provider); vectors of another "
         "model are never searched."
+    )
+    rerank: Literal["off", "listwise", "deterministic"] = Field(
+        description="How Atomic Memory's coarse pool is reranked (POWERCONTEXT_RERANK): off, listwise (a "
+        "generation model ranks it), or deterministic (a declared non-model reranker)."
+    )
+    expansion: Literal["none", "widen", "model"] = Field(
+        description="Query expansion when round 0 is thin (POWERCONTEXT_EXPANSION): none, widen (any-term "
+        "search), or model (a generation model proposes alternative queries)."
     )
     limits: Limits
     prompts: dict[str, PromptCapability] = Field(

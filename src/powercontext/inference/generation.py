@@ -1,25 +1,23 @@
 """Text generation for rerank and expansion: ``none`` and any server speaking ``POST {base}/chat/completions``.
 
 Every call has a **total** deadline: the caller waits at most ``timeout_s`` from the moment it asks, whatever
-the server does (stalls before the headers, or trickles the body a byte at a time). The HTTP exchange runs on
-a worker thread; the caller waits for it with that deadline, and the worker itself stops reading once the
-deadline has passed (each of its socket operations is bounded by the same timeout), so an abandoned call
-ends shortly after the caller has moved on.
+the server does (stalls before the headers, or trickles the body a byte at a time). The exchange runs on the
+caller's own thread over a ``DeadlineTransport`` (the mechanism the embedding provider uses too), which clamps
+every connect, write and read to the time left; no worker thread or per-call client is involved, and the
+pooled keep-alive connection is reused by the next call.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Protocol
 
 import httpx
 
-from powercontext.inference.errors import InferenceError, InferenceTimeout, InferenceUnavailable
+from powercontext.inference.deadline import Deadline, DeadlineTransport, environment_proxy
+from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
 
 MAX_RESPONSE_BYTES = 1 << 20  # a chat answer larger than this is not an answer to our Prompts
 SettingValue = str | int | float | bool
@@ -78,13 +76,14 @@ class OpenAICompatibleGeneration:
     name = "openai-compatible"
     configured = True
 
-    def __init__(self, base_url: str, *, api_key: str | None = None, max_workers: int = 16) -> None:
-        headers = {"accept": "application/json"}
+    def __init__(self, base_url: str, *, api_key: str | None = None) -> None:
+        self._headers = [(b"accept", b"application/json"), (b"content-type", b"application/json")]
         if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
+            self._headers.append((b"authorization", f"Bearer {api_key}".encode("latin-1")))
         self._url = base_url.rstrip("/") + "/chat/completions"
-        self._client = httpx.Client(headers=headers, follow_redirects=False)
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="generation")
+        # No httpx.Client around it: one POST of bytes needs none of its layers, and skipping them halves a
+        # call's CPU time. Redirects are not followed (a 3xx is not a success).
+        self._transport = DeadlineTransport(proxy=environment_proxy(base_url))
 
     def complete(
         self, model: str, messages: Sequence[ChatMessage], settings: Mapping[str, SettingValue], timeout_s: float
@@ -95,43 +94,27 @@ class OpenAICompatibleGeneration:
             "stream": False,
         }
         body.update({_WIRE_NAMES[k]: v for k, v in settings.items() if k in _WIRE_NAMES})
-        deadline = time.monotonic() + timeout_s
-        future: Future[bytes] = self._pool.submit(self._exchange, body, deadline, timeout_s)
-        try:
-            raw = future.result(timeout=max(0.0, deadline - time.monotonic()))
-        except FutureTimeout:
-            future.cancel()
-            raise InferenceTimeout("the generation server did not answer within the timeout") from None
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        with Deadline.after(timeout_s).applied():
+            raw = self._exchange(content, timeout_s)
         return _message_text(raw)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._client.close()
+        self._transport.close()
 
-    def _exchange(self, body: Mapping[str, object], deadline: float, timeout_s: float) -> bytes:
-        if time.monotonic() >= deadline:  # waited in the pool past the caller's deadline: the caller has gone
-            raise InferenceTimeout("the generation server did not answer within the timeout")
+    def _exchange(self, content: bytes, timeout_s: float) -> bytes:
         # Exceptions are re-raised ``from None``: httpx messages and causes may carry the URL or the body.
         try:
-            with self._client.stream("POST", self._url, json=body, timeout=httpx.Timeout(timeout_s)) as response:
-                if not response.is_success:
-                    raise InferenceUnavailable(f"the generation server answered HTTP {response.status_code}")
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    if time.monotonic() > deadline:
-                        raise InferenceTimeout("the generation server did not answer within the timeout")
-                    size += len(chunk)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise InferenceUnavailable("the generation server answered more than 1 MiB")
-                    chunks.append(chunk)
-                return b"".join(chunks)
-        except InferenceError:
-            raise
+            status, raw = self._transport.post(self._url, self._headers, content, timeout_s, MAX_RESPONSE_BYTES)
         except httpx.TimeoutException:
             raise InferenceTimeout("the generation server did not answer within the timeout") from None
         except httpx.HTTPError as exc:
             raise InferenceUnavailable(f"the generation server could not be reached ({type(exc).__name__})") from None
+        if not 200 <= status < 300:
+            raise InferenceUnavailable(f"the generation server answered HTTP {status}")
+        if raw is None:
+            raise InferenceUnavailable("the generation server answered more than 1 MiB")
+        return raw
 
 
 def _message_text(raw: bytes) -> str:

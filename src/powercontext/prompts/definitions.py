@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -93,10 +94,19 @@ def compile_instructions(definition: PromptDefinition, guidance: str) -> str:
     return f"{definition.invariant_instructions}\n\n{guidance}"
 
 
+@functools.cache
+def _builtin_compiled(key: str) -> tuple[str, str]:
+    """A built-in's compiled text and its digest: constant for the process, and the RFC 8785 digest of a few
+    kilobytes of text is pure Python (a noticeable share of a rerank's own cost if redone per call)."""
+    definition = BUILTIN_DEFINITIONS[key]
+    text = compile_instructions(definition, definition.default_instructions)
+    return text, compiled_digest(key, definition.definition_version, text)
+
+
 def resolve_builtin(scope_id: str, key: str) -> ResolvedPrompt:
     """The built-in Prompt for ``key`` as resolved in ``scope_id`` (a Scope with no ``prompt`` Artifact, or auto)."""
     definition = BUILTIN_DEFINITIONS[key]
-    text = compile_instructions(definition, definition.default_instructions)
+    text, digest = _builtin_compiled(key)
     return ResolvedPrompt(
         scope_id=scope_id,
         key=key,
@@ -104,7 +114,7 @@ def resolve_builtin(scope_id: str, key: str) -> ResolvedPrompt:
         builtin_version=definition.builtin_version,
         selection="built_in",
         selected_version=definition.builtin_version,
-        compiled_digest=compiled_digest(key, definition.definition_version, text),
+        compiled_digest=digest,
         artifact_address=None,
         compiled_text=text,
     )

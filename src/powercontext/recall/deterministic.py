@@ -34,6 +34,12 @@ def _term_set(text: str) -> frozenset[str]:
     return term_set(text)
 
 
+@lru_cache(maxsize=256)
+def _query_terms(query: str) -> tuple[str, ...]:
+    """A query's distinct terms; a prepare's rerank and any retry of the same query reuse them."""
+    return tuple(query_terms(query))
+
+
 class LexicalCoverageReranker:
     model_backed = False
     prompt_key: str | None = None
@@ -56,7 +62,7 @@ class LexicalCoverageReranker:
         prompt: ResolvedPrompt | None,
         session: RerankSession,
     ) -> RerankResult:
-        wanted = query_terms(query)
+        wanted = _query_terms(query)
         if not wanted or not candidates:
             return RerankResult(None, "fallback", "empty_selection")
         term_sets = [_term_set(c.text) for c in candidates]

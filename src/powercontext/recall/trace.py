@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace as trace_api
 from opentelemetry.trace import Span, StatusCode
 
 from powercontext import observe
@@ -25,6 +24,7 @@ if TYPE_CHECKING:  # the rerank module records onto the trace; the trace only ho
     from powercontext.recall.rerank import RerankConfigRecord
 
 # Stages that a ``record_search`` follows: their span stays open until the search is recorded on it.
+_STAGE_ATTRIBUTES = {observe.UNIT_ATTRIBUTE: "stage"}
 _SEARCH_STAGES = frozenset({"memory.search", "topic_memory.search", "experience.search", "code.query", "profile.read"})
 
 
@@ -74,6 +74,10 @@ class RecallTrace:
     expansion_queries: list[str] | None = field(default=None, repr=False)
     # A search stage's span, ended (at the stage's own end time) once its search is recorded.
     _pending: tuple[Span, int] | None = field(default=None, repr=False, compare=False)
+    # The recording span of the stage running now, for annotations (``observe.note_build``); else None.
+    active_span: Span | None = field(default=None, repr=False, compare=False)
+    # The parent of every stage span: the context current when the first one started.
+    _parent: otel_context.Context | None = field(default=None, repr=False, compare=False)
 
     def record_search(
         self, round: int, family: Family, mode: SearchMode, outcome: SearchOutcome, fallback_reason: SearchFallback
@@ -103,9 +107,17 @@ class RecallTrace:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Time one instance of a runtime stage (recorded even when the stage raises), as a span too."""
+        """Time one instance of a runtime stage (recorded even when the stage raises), as a span too.
+
+        The span's parent is the context current when the trace first made a span (the request's span in
+        the Server), passed explicitly; the stage's span is not attached as current, because nothing inside
+        a stage starts spans of its own, and attaching costs a context copy per stage. Code that annotates
+        the running stage uses ``active_span``.
+        """
         self._end_pending()
-        span = observe.tracer().start_span(name, attributes={observe.UNIT_ATTRIBUTE: "stage"})
+        if self._parent is None:
+            self._parent = otel_context.get_current()
+        span = observe.tracer().start_span(name, context=self._parent, attributes=_STAGE_ATTRIBUTES)
         start = time.perf_counter()
         if not span.is_recording():  # no SDK, or sampled out: only the timing (the common, cheap path)
             try:
@@ -113,19 +125,18 @@ class RecallTrace:
             finally:
                 self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
             return
-        # Attach directly (cheaper than use_span); on failure record only the exception *type*: messages
-        # can carry request content.
-        token = otel_context.attach(trace_api.set_span_in_context(span))
+        self.active_span = span
         failed = False
         try:
             yield
         except BaseException as exc:
+            # Only the exception *type*: messages can carry request content.
             failed = True
             span.set_attribute("error.type", type(exc).__name__)
             span.set_status(StatusCode.ERROR)
             raise
         finally:
-            otel_context.detach(token)
+            self.active_span = None
             self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
             if name in _SEARCH_STAGES and not failed:
                 self._pending = (span, time.time_ns())
@@ -136,5 +147,11 @@ class RecallTrace:
     def span(self, name: str) -> Iterator[None]:
         """A span for work that is not a timed Receipt stage (e.g. assembling the Receipt)."""
         self._end_pending()
-        with observe.stage_span(name):
-            yield
+        if self._parent is None:
+            self._parent = otel_context.get_current()
+        with observe.stage_span(name, self._parent) as span:
+            self.active_span = span if span.is_recording() else None
+            try:
+                yield
+            finally:
+                self.active_span = None

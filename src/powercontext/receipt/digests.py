@@ -9,6 +9,7 @@ never be in the digest.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -51,7 +52,32 @@ def config_digest(config: Mapping[str, Any]) -> str:
         "max_requests": config["max_requests"],
         "prompt": config["prompt"],
     }
+    try:
+        # The same few configs recur on every prepare, and RFC 8785 serialization is pure Python (~0.1 ms):
+        # key a cache by plain JSON with sorted keys. Equal keys are equal records; records that only
+        # canonicalize alike (1 and 1.0) merely get separate entries.
+        key = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):  # not plain JSON: let the canonicalizer judge (and raise) as before
+        return _digest_of(record)
+    return _cached_digest(key, record)
+
+
+def _digest_of(record: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(rfc8785.dumps(record)).hexdigest()
+
+
+_DIGESTS: dict[str, str] = {}
+_MAX_CACHED = 256
+
+
+def _cached_digest(key: str, record: Mapping[str, Any]) -> str:
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        digest = _digest_of(record)
+        if len(_DIGESTS) >= _MAX_CACHED:  # a bound, not an LRU: configs change only with a restart
+            _DIGESTS.clear()
+        _DIGESTS[key] = digest
+    return digest
 
 
 def wire_config(record: RerankConfigRecord) -> dict[str, Any]:

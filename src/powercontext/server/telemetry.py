@@ -150,10 +150,11 @@ class TelemetryMiddleware:
             try:
                 if span.is_recording():
                     span.update_name(f"{method} {route}")
-                    span.set_attributes({"http.route": route, "http.response.status_code": status})
+                    attributes: dict[str, str | int] = {"http.route": route, "http.response.status_code": status}
                     request_id = scope.get("state", {}).get("request_id")
                     if request_id:
-                        span.set_attribute("powercontext.request_id", str(request_id))
+                        attributes["powercontext.request_id"] = str(request_id)
+                    span.set_attributes(attributes)  # one call: the SDK takes its lock once per call
                     if status >= 500:
                         span.set_status(Status(StatusCode.ERROR))
                 span.end()
