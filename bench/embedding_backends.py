@@ -106,7 +106,7 @@ class OnnxEncoder:
     def __init__(self, encoder: BertEncoder, model: bytes | str) -> None:
         import onnxruntime as ort
 
-        self.encoder, self.embed_norm_g = encoder, encoder.embed_norm_g
+        self.encoder, self.embed_norm_g, self.hidden_size = encoder, encoder.embed_norm_g, encoder.hidden_size
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")

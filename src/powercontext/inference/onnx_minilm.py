@@ -1,0 +1,164 @@
+"""The MiniLM transformer blocks as an ONNX graph, run by ONNX Runtime: the fast route of the local provider.
+
+The graph is authored here, in memory, with the ``onnx`` package from the float32 tensors ``BertEncoder``
+already holds (the shipped int8 weights dequantised at load): no torch, no file written, nothing downloaded.
+It uses ONNX Runtime's fused CPU kernels (``Attention``, ``SkipLayerNormalization``, ``BiasGelu``, all of the
+``com.microsoft`` domain) so one block is six kernels instead of about thirty. Arithmetic stays float32: the
+vectors equal the NumPy forward pass's to within float rounding (cosine 0.9999999), so both routes share one
+``model_id``. The word-embedding lookup and its layer norm stay in NumPy (a few rows of the int8 table).
+
+Needs the ``embeddings-fast`` extra (``onnx`` and ``onnxruntime``); ``powercontext.inference.local`` falls back
+to the NumPy forward pass when either is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import sys
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder, _layer_norm
+from powercontext.inference.quant import Int8Matrix
+
+_MS = "com.microsoft"
+
+
+def available() -> bool:
+    """Whether both packages of the fast route import."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def build_graph(encoder: BertEncoder) -> bytes:
+    """A serialised ONNX model: (hidden after the embedding norm, int32 mask) -> summed last hidden states.
+
+    Inputs ``hidden`` ``(batch, length, hidden)`` float32 and ``mask`` ``(batch, length)`` int32 (1 for a token,
+    0 for padding); output ``pooled_sum`` ``(batch, hidden)``: the sum over unmasked tokens, not yet divided.
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    hidden = encoder.hidden_size
+    nodes: list[Any] = []
+    initializers: list[Any] = []
+
+    def const(name: str, value: npt.NDArray[Any]) -> str:
+        initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def op(kind: str, inputs: list[str], out: str, domain: str = "", **attrs: Any) -> str:
+        nodes.append(helper.make_node(kind, inputs, [out], name=out, domain=domain, **attrs))
+        return out
+
+    x = "hidden"
+    for i, layer in enumerate(encoder.layers):
+        p = f"l{i}."
+        context = op(
+            "Attention",
+            [x, const(p + "qkv_w", layer.qkv_w), const(p + "qkv_b", layer.qkv_b), "mask"],
+            p + "context",
+            domain=_MS,
+            num_heads=encoder.heads,
+        )
+        attended = op("MatMul", [context, const(p + "ao_w", layer.attn_out_w)], p + "ao")
+        x = op(
+            "SkipLayerNormalization",
+            [attended, x, const(p + "an_g", layer.attn_norm_g), const(p + "an_b", layer.attn_norm_b),
+             const(p + "ao_b", layer.attn_out_b)],
+            p + "an",
+            domain=_MS,
+            epsilon=LAYER_NORM_EPS,
+        )
+        inner = op("MatMul", [x, const(p + "fi_w", layer.ff_in_w)], p + "fi")
+        gelu = op("BiasGelu", [inner, const(p + "fi_b", layer.ff_in_b)], p + "gelu", domain=_MS)
+        out = op("MatMul", [gelu, const(p + "fo_w", layer.ff_out_w)], p + "fo")
+        x = op(
+            "SkipLayerNormalization",
+            [out, x, const(p + "fn_g", layer.ff_norm_g), const(p + "fn_b", layer.ff_norm_b),
+             const(p + "fo_b", layer.ff_out_b)],
+            p + "fn",
+            domain=_MS,
+            epsilon=LAYER_NORM_EPS,
+        )
+    # Mean pooling's numerator in the graph: (batch, 1, length) @ (batch, length, hidden).
+    weights = op("Unsqueeze", [op("Cast", ["mask"], "mask_f", to=TensorProto.FLOAT), const("axis1", np.array([1]))],
+                 "mask_row")
+    summed = op("MatMul", [weights, x], "summed3")
+    op("Squeeze", [summed, "axis1"], "pooled_sum")
+    f32 = TensorProto.FLOAT
+    model = helper.make_model(
+        helper.make_graph(
+            nodes,
+            "minilm-blocks",
+            [
+                helper.make_tensor_value_info("hidden", f32, ["batch", "length", hidden]),
+                helper.make_tensor_value_info("mask", TensorProto.INT32, ["batch", "length"]),
+            ],
+            [helper.make_tensor_value_info("pooled_sum", f32, ["batch", hidden])],
+            initializers,
+        ),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)],
+    )
+    model.ir_version = 8
+    return bytes(model.SerializeToString())
+
+
+class OnnxMiniLM:
+    """``BertEncoder.mean_pooled`` with the six blocks in one ONNX Runtime session.
+
+    The session runs each call on the calling thread only (one intra-op thread, no spinning): concurrency
+    comes from the caller running mini-batches on several threads, which ``session.run`` allows (it releases
+    the GIL). A spinning or multi-threaded intra-op pool would stall whenever one of its threads is descheduled
+    on a busy machine, and would compete with the Server's request threads.
+    """
+
+    def __init__(self, encoder: BertEncoder) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # warnings about unused initialisers etc. are not the user's business
+        self._session = ort.InferenceSession(build_graph(encoder), options, providers=["CPUExecutionProvider"])
+        # The session holds its own copy of the blocks' weights: keep only the embedding tables (~45 MB less).
+        self.encoder = replace(encoder, layers=())
+        self._hidden = encoder.hidden_size
+        _release_freed_heap()
+
+    @property
+    def hidden_size(self) -> int:
+        return self._hidden
+
+    def mean_pooled(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> F32:
+        """Same contract as ``BertEncoder.mean_pooled``."""
+        enc = self.encoder
+        batch, length = ids.shape
+        x = enc.words.rows(ids) if isinstance(enc.words, Int8Matrix) else enc.words[ids]
+        x += enc.positions[:length]
+        x += enc.token_type0
+        x = _layer_norm(x.reshape(batch * length, -1), enc.embed_norm_g, enc.embed_norm_b)
+        inputs = {"hidden": x.reshape(batch, length, -1), "mask": mask.astype(np.int32)}
+        (summed,) = self._session.run(["pooled_sum"], inputs)
+        out: F32 = np.asarray(summed, dtype=np.float32)
+        out /= mask.sum(axis=1, keepdims=True).astype(np.float32)
+        return out
+
+
+def _release_freed_heap() -> None:
+    """Hand the graph's build-time copies (~65 MB, freed by now) back to the OS; glibc keeps them otherwise."""
+    if not sys.platform.startswith("linux"):
+        return
+    # On musl or another libc there is no malloc_trim: the memory is merely kept for reuse.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
