@@ -34,8 +34,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_http import AnswerWriter
 
 MODES = ("answer", "rank", "error", "garbage", "stall", "trickle")
 CANDIDATE_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
@@ -80,7 +82,7 @@ def ranks_for(last_message: str, keyword: str, reverse: bool = False) -> list[in
     return numbers[::-1] if reverse else numbers
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(AnswerWriter):
     protocol_version = "HTTP/1.1"
     server: _Server
 
@@ -179,22 +181,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(data[i : i + 1])
                 self.wfile.flush()
                 time.sleep(delay_s)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def _send_json(self, status: int, payload: object) -> None:
-        self._send(status, json.dumps(payload).encode("utf-8"), "application/json")
-
-    def _send(self, status: int, data: bytes, content_type: str) -> None:
-        try:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(data)))
-            # Headers and body in one write: two small writes would meet Nagle's algorithm and the client's
-            # delayed ACK, adding ~40 ms to every answer.
-            self._headers_buffer.append(b"\r\n")
-            self._headers_buffer.append(data)
-            self.flush_headers()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 

@@ -33,8 +33,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_http import AnswerWriter
 
 MODES = (
     *("answer", "error", "garbage", "bad_shape", "wrong_dim"),
@@ -78,7 +80,7 @@ class _State:
             self.authorization = self.model = None
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(AnswerWriter):
     protocol_version = "HTTP/1.1"  # keep-alive, as the client under test pools connections
     server: _Server
 
@@ -191,19 +193,6 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up at its deadline: expected
             pass
         self.close_connection = True
-
-    def _send_json(self, status: int, payload: object) -> None:
-        self._send(status, json.dumps(payload).encode("utf-8"), "application/json")
-
-    def _send(self, status: int, data: bytes, content_type: str) -> None:
-        try:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test): expected
-            self.close_connection = True
 
 
 class _Server(ThreadingHTTPServer):
