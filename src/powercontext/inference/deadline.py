@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
+from powercontext.inference.direct_post import DirectPost
+
 __all__ = ["Deadline", "DeadlineTransport", "abandon_when", "environment_proxy"]
 
 POLL_S = 0.05  # how often a read waiting under ``abandon_when`` asks whether to give up
@@ -102,6 +104,19 @@ def _bounded(timeout: float | None, expired: type[httpcore.TimeoutException]) ->
     if left <= 0:
         raise expired("the call's total deadline passed")
     return left if timeout is None else min(timeout, left)
+
+
+def _call_time_left(at: float, expired: type[httpx.TimeoutException], poll: bool) -> float:
+    """For ``DirectPost``: seconds left before ``at`` and the active deadline (sliced to ``POLL_S`` when
+    ``poll`` and the caller may abandon); raises ``expired`` once nothing is left or the caller gave up."""
+    check = _abandon.get()
+    if check is not None and check():
+        raise expired("the caller abandoned the call")
+    active = _active.get()
+    left = (at if active is None else min(at, active.at)) - time.monotonic()
+    if left <= 0:
+        raise expired("the call's total deadline passed")
+    return min(left, POLL_S) if poll and check is not None else left
 
 
 class _DeadlineStream(httpcore.NetworkStream):
@@ -231,6 +246,9 @@ class DeadlineTransport(httpx.BaseTransport):
         self, *, proxy: str | None = None, max_connections: int = 100, max_keepalive_connections: int = 20
     ) -> None:
         self._pool: httpcore.ConnectionPool
+        # Direct connections post through the lean client; a proxy (CONNECT tunnels, absolute-form targets)
+        # stays with httpcore, which implements it.
+        self._direct = None if proxy is not None else DirectPost(httpx.create_ssl_context(), _call_time_left)
         if proxy is None:
             self._pool = httpcore.ConnectionPool(
                 ssl_context=httpx.create_ssl_context(),
@@ -280,6 +298,8 @@ class DeadlineTransport(httpx.BaseTransport):
         redirects, cookies, URL and header merging: about half of a small call's CPU time). Returns the
         status and the body, or None for the body when it exceeded ``max_bytes`` (the connection is then
         closed, not reused). Call it inside ``Deadline.applied()``; failures raise the httpx exceptions."""
+        if self._direct is not None:
+            return self._direct.post(url, headers, content, timeout_s, max_bytes)
         extensions = {"timeout": {"connect": timeout_s, "read": timeout_s, "write": timeout_s, "pool": timeout_s}}
         with (
             _as_httpx_errors(),
@@ -296,4 +316,6 @@ class DeadlineTransport(httpx.BaseTransport):
             return response.status, b"".join(chunks)
 
     def close(self) -> None:
+        if self._direct is not None:
+            self._direct.close()
         self._pool.close()

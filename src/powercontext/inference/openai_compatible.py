@@ -13,9 +13,13 @@ from powercontext.inference.base import Vectors, l2_normalise
 from powercontext.inference.deadline import Deadline, DeadlineTransport, environment_proxy
 from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
 
+# A JSON float takes at most ~25 characters; the answer may carry that per value plus some framing, no more.
+_BYTES_PER_VALUE = 32
+_ANSWER_FRAMING_BYTES = 64 * 1024
+
 
 class OpenAICompatibleEmbeddings:
-    """A thread-safe client: one ``httpx.Client`` (and its connection pool) is shared by every caller.
+    """A thread-safe client: one transport (and its connection pool) is shared by every caller.
 
     ``timeout_s`` is the total deadline of each HTTP request, from waiting for a pooled connection to the
     last byte of the answer: a server that trickles its answer is cut off at the deadline, not after each
@@ -45,16 +49,13 @@ class OpenAICompatibleEmbeddings:
         self.model_id = f"openai-compatible:{model}:{dimension}"
         self.batch_size = batch_size
         self.timeout_s = timeout_s
-        headers = {"accept": "application/json"}
+        self._headers = [(b"accept", b"application/json"), (b"content-type", b"application/json")]
         if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
+            self._headers.append((b"authorization", f"Bearer {api_key}".encode("latin-1")))
         self._url = base_url.rstrip("/") + "/embeddings"
-        self._client = httpx.Client(
-            transport=DeadlineTransport(proxy=environment_proxy(base_url)),
-            timeout=httpx.Timeout(timeout_s),
-            headers=headers,
-            follow_redirects=False,
-        )
+        # Straight through the transport, as the generation provider: no httpx.Client layers, and redirects
+        # are not followed (a 3xx is not a success).
+        self._transport = DeadlineTransport(proxy=environment_proxy(base_url))
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):  # a bare string is a Sequence[str] of characters: almost surely a mistake
@@ -68,25 +69,31 @@ class OpenAICompatibleEmbeddings:
         return self.timeout_s * max(1, -(-count // self.batch_size))
 
     def close(self) -> None:
-        self._client.close()
+        self._transport.close()
 
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:
-        body = {"model": self.model, "input": list(texts)}
+        body = json.dumps({"model": self.model, "input": list(texts)}, ensure_ascii=False).encode("utf-8")
         # Exceptions are re-raised ``from None``: httpx messages and causes may carry the URL or the body.
         try:
             with Deadline.after(self.timeout_s).applied():
-                response = self._client.post(self._url, json=body)
+                cap = self._answer_cap(len(texts))
+                status, raw = self._transport.post(self._url, self._headers, body, self.timeout_s, cap)
         except httpx.TimeoutException:
             raise InferenceTimeout("the embedding server did not answer within the timeout") from None
         except httpx.HTTPError as exc:
             raise InferenceUnavailable(f"the embedding server could not be reached ({type(exc).__name__})") from None
-        if not response.is_success:
-            raise InferenceUnavailable(f"the embedding server answered HTTP {response.status_code}")
+        if not 200 <= status < 300:
+            raise InferenceUnavailable(f"the embedding server answered HTTP {status}")
+        if raw is None:
+            raise InferenceUnavailable("the embedding server answered more than the size limit")
         try:
-            payload = json.loads(response.content)
+            payload = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise InferenceUnavailable("the embedding server answered with a body that is not JSON") from None
         return l2_normalise(self._vectors(payload, len(texts)))
+
+    def _answer_cap(self, count: int) -> int:
+        return _ANSWER_FRAMING_BYTES + count * self.dimension * _BYTES_PER_VALUE
 
     def _vectors(self, payload: Any, count: int) -> np.ndarray[Any, np.dtype[np.float64]]:
         data = payload.get("data") if isinstance(payload, dict) else None
