@@ -7,6 +7,12 @@ reranker's own cost.
    ``POWERCONTEXT_RERANK=listwise`` against ``tests/chat_server.py`` answering every call after a fixed
    ``--latency-ms`` (a real process on loopback), and ``POWERCONTEXT_RERANK=deterministic``. Target:
    listwise p50 minus the chat latency ≤ 1.15 × the rerank-off p50.
+
+   A listwise prepare leaves the machine idle for the chat latency, and on this virtual machine the work after an
+   idle spell runs slower (cold caches: a rerank-off prepare measured after a 50 ms pause is ~0.5-1.2 ms slower
+   than one right after the previous prepare). That is the machine, not the pipeline, so the rerank-off Server
+   is measured both ways in the same rotation: ``off`` back to back, and ``off, paced`` after a client-side
+   pause as long as the chat latency. The verdict compares against the paced figure; both ratios are printed.
 2. ``LexicalCoverageReranker.rerank`` alone on 30-candidate pools of the corpus: target ≤ 1 ms p50.
 """
 
@@ -105,16 +111,24 @@ def server_overhead(size: int, calls: int, latency_ms: float) -> bool:
                 http_client(lw_server) as lw,
                 http_client(det_server) as det,
             ):
-                clients = {"off": off, "listwise": lw, "deterministic": det}
-                for client in clients.values():
+                for client in (off, lw, det):
                     create_scope(client)
                     seed_batches(client, corpus)
-                samples: dict[str, list[float]] = {name: [] for name in clients}
+                # name -> (client, pause before each request in seconds)
+                series = {
+                    "off": (off, 0.0),
+                    "off, paced": (off, latency_ms / 1000),
+                    "listwise": (lw, 0.0),
+                    "deterministic": (det, 0.0),
+                }
+                samples: dict[str, list[float]] = {name: [] for name in series}
                 for i in range(WARMUP + calls):
-                    names = list(clients)
-                    order = names[i % 3 :] + names[: i % 3]
+                    names = list(series)
+                    order = names[i % len(names) :] + names[: i % len(names)]
                     for name in order:
-                        elapsed, _ = prepare_once(clients[name], queries[i % len(queries)], 8000, True)
+                        client, pause = series[name]
+                        time.sleep(pause)
+                        elapsed, _ = prepare_once(client, queries[i % len(queries)], 8000, True)
                         if i >= WARMUP:
                             samples[name].append(elapsed)
             direct = direct_call_p50(base_url, calls)
@@ -123,12 +137,16 @@ def server_overhead(size: int, calls: int, latency_ms: float) -> bool:
             chat.wait(10)
     print(f"\n{size:,} memories, {calls} calls each, chat latency {latency_ms:.0f} ms")
     for name, values in samples.items():
-        print(f"  {name:>13}: p50 {median(values):.2f} ms  p95 {percentile(values, 95):.2f} ms")
+        print(f"  {name:>14}: p50 {median(values):.2f} ms  p95 {percentile(values, 95):.2f} ms")
     print(f"  one direct call to the chat server (its {latency_ms:.0f} ms sleep included): p50 {direct:.2f} ms")
-    off_p50, listwise_p50 = median(samples["off"]), median(samples["listwise"])
-    print(f"  (listwise p50 - direct call p50) / off p50: {(listwise_p50 - direct) / off_p50:.3f} x (for reference)")
-    ratio = (listwise_p50 - latency_ms) / off_p50
-    return verdict("(listwise p50 - chat latency) / off p50", ratio, OVERHEAD_TARGET, "x", at_least=False, digits=3)
+    off_p50, paced_p50 = median(samples["off"]), median(samples["off, paced"])
+    listwise_p50 = median(samples["listwise"])
+    print(f"  (listwise p50 - chat latency) / back-to-back off p50: {(listwise_p50 - latency_ms) / off_p50:.3f} x")
+    print(f"  (listwise p50 - direct call p50) / paced off p50: {(listwise_p50 - direct) / paced_p50:.3f} x")
+    ratio = (listwise_p50 - latency_ms) / paced_p50
+    return verdict(
+        "(listwise p50 - chat latency) / paced off p50", ratio, OVERHEAD_TARGET, "x", at_least=False, digits=3
+    )
 
 
 def deterministic_cost(pools: int = 500) -> bool:

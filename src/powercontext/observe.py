@@ -15,12 +15,10 @@ from __future__ import annotations
 import contextvars
 import functools
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from opentelemetry import context, trace
-from opentelemetry.trace import Span, StatusCode
+from opentelemetry.trace import StatusCode
 
 TRACER_NAME = "powercontext"
 UNIT_ATTRIBUTE = "powercontext.operation.unit"
@@ -35,6 +33,9 @@ class Observation:
     provider_calls: Counter[str] = field(default_factory=Counter)  # outcome
     receipt_omissions: Counter[str] = field(default_factory=Counter)  # reason
     built: tuple[str, int, int] | None = None  # (status, content_bytes, selected_count)
+    # With a recording request span: stage spans to export after the response was sent (the SDK's ~40 µs
+    # per span stays off the response path). None: export them where they are recorded.
+    deferred_spans: list[tuple[context.Context | None, list[StageSpan]]] | None = None
 
 
 current: contextvars.ContextVar[Observation | None] = contextvars.ContextVar("powercontext_observation", default=None)
@@ -52,24 +53,50 @@ def tracing_active() -> bool:
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
-@contextmanager
-def stage_span(name: str, parent: context.Context | None = None) -> Iterator[Span]:
-    """A span for one runtime stage, a child of ``parent`` (default: whatever span is current, the
-    request's in the Server). It is not made current: no stage starts spans of its own."""
-    span = tracer().start_span(name, context=parent, attributes=_STAGE_ATTRIBUTES)
-    try:
-        yield span
-    except BaseException as exc:
-        # Only the type: an exception message can carry request content.
-        span.set_attribute("error.type", type(exc).__name__)
-        span.set_status(StatusCode.ERROR)
-        raise
-    finally:
-        span.end()
+@dataclass(slots=True)
+class StageSpan:
+    """One runtime stage as it will be exported: recorded while the stage runs (cheap: a few fields), turned
+    into an OpenTelemetry span later by ``export_stage_spans``. Annotations use the span API's names."""
+
+    name: str
+    start_ns: int
+    end_ns: int = 0
+    attributes: dict[str, str | int] = field(default_factory=lambda: dict(_STAGE_ATTRIBUTES))
+    error_type: str | None = None
+
+    def set_attribute(self, key: str, value: str | int) -> None:
+        self.attributes[key] = value
+
+    def set_attributes(self, attributes: dict[str, str | int]) -> None:
+        self.attributes.update(attributes)
 
 
-def note_search(round: int, family: str, mode: str, outcome: str, fallback_reason: str, span: Span | None) -> None:
-    if span is not None and span.is_recording():
+def hand_over_stage_spans(spans: list[StageSpan], parent: context.Context | None) -> None:
+    """Export a prepare's stage spans now, or, inside a Server request, leave them for the request's
+    telemetry to export once the response has been sent (``Observation.deferred_spans``)."""
+    if not spans:
+        return
+    observation = current.get()
+    if observation is not None and observation.deferred_spans is not None:
+        observation.deferred_spans.append((parent, spans))
+    else:
+        export_stage_spans(spans, parent)
+
+
+def export_stage_spans(spans: list[StageSpan], parent: context.Context | None) -> None:
+    """The SDK spans for recorded stages, children of ``parent``, with the stages' own start and end times."""
+    t = tracer()
+    for stage in spans:
+        span = t.start_span(stage.name, context=parent, attributes=stage.attributes, start_time=stage.start_ns)
+        if stage.error_type is not None:
+            # Only the exception's type: its message can carry request content.
+            span.set_attribute("error.type", stage.error_type)
+            span.set_status(StatusCode.ERROR)
+        span.end(end_time=stage.end_ns)
+
+
+def note_search(round: int, family: str, mode: str, outcome: str, fallback_reason: str, span: StageSpan | None) -> None:
+    if span is not None:
         # Each attribute costs the SDK a few microseconds: the defaults (round 0, no fallback) are left out.
         attributes: dict[str, str | int] = {
             "powercontext.family": family,
@@ -86,7 +113,9 @@ def note_search(round: int, family: str, mode: str, outcome: str, fallback_reaso
         observation.search_fallbacks[(family, fallback_reason)] += 1
 
 
-def note_build(status: str, content_bytes: int, selected_count: int, omitted_count: int, span: Span | None) -> None:
+def note_build(
+    status: str, content_bytes: int, selected_count: int, omitted_count: int, span: StageSpan | None
+) -> None:
     """The built context's size, on the ``context.build`` span (when recording) and for the prepare histograms."""
     if span is not None:
         span.set_attributes(
@@ -109,7 +138,7 @@ def note_provider_call(outcome: str) -> None:
         observation.provider_calls[outcome] += 1
 
 
-def note_receipt_omitted(reason: str, span: Span | None = None) -> None:
+def note_receipt_omitted(reason: str, span: StageSpan | None = None) -> None:
     if span is not None:
         span.set_attribute("powercontext.receipt.omitted_reason", reason)
     observation = current.get()

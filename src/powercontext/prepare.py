@@ -146,6 +146,20 @@ class PreparePipeline:
         plan = self.plan(request)
         query = normalize_query(request.query)  # once: every search and the query digest reuse it
         trace = RecallTrace(requested_families=plan.families)
+        try:
+            return self._run(request, request_id, may_read, plan, query, trace)
+        finally:
+            trace.finish()  # stage spans go out even when a stage failed
+
+    def _run(
+        self,
+        request: PrepareContextRequest,
+        request_id: str,
+        may_read: Callable[[str], bool],
+        plan: RecallPlan,
+        query: str,
+        trace: RecallTrace,
+    ) -> PrepareResult:
         with trace.stage("scope.context"):
             scope = self.store.get_scope(request.scope_id)
             scope_ids = (scope.scope_id, *(r for r in scope.context_references if may_read(r)))

@@ -172,6 +172,36 @@ def test_inbound_trace_context_is_continued(
     assert span.name == "GET /health/live"
 
 
+def test_a_failed_stage_is_exported_with_its_error_type_under_the_request_span(
+    spans: InMemorySpanExporter, inprocess_server: StartInProcess, sqlite_store: Any
+) -> None:
+    live = inprocess_server(sqlite_store)
+    missing = f"project:{MARKERS[1]}-missing"
+    r = httpx.post(live.base_url + "/v1/context/prepare", json={"scope_id": missing, "query": MARKERS[0]})
+    assert r.status_code == 404
+    request_id = r.headers[REQUEST_ID_HEADER]
+
+    def request_span() -> ReadableSpan | None:
+        found = [
+            s for s in spans.get_finished_spans() if (s.attributes or {}).get("powercontext.request_id") == request_id
+        ]
+        return found[0] if found else None
+
+    assert wait_until(lambda: request_span() is not None)
+    server_span = request_span()
+    assert server_span is not None and server_span.context is not None
+    [stage] = [
+        s
+        for s in spans.get_finished_spans()
+        if s.parent is not None and s.parent.span_id == server_span.context.span_id
+    ]
+    assert stage.name == "scope.context"
+    assert (stage.attributes or {})["error.type"] == "ScopeNotFound"
+    assert stage.status.status_code == trace.StatusCode.ERROR
+    for marker in MARKERS:
+        assert marker not in all_text(stage) and marker not in all_text(server_span)
+
+
 @pytest.fixture(scope="module")
 def embeddings() -> Iterator[EmbeddingServer]:
     with start_embedding_server(16) as server:

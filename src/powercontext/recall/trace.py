@@ -9,12 +9,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Span, StatusCode
 
 from powercontext import observe
 from powercontext.contract.common import Family
@@ -23,8 +22,7 @@ from powercontext.contract.receipt import OmissionReason, SearchFallback, Search
 if TYPE_CHECKING:  # the rerank module records onto the trace; the trace only holds its records
     from powercontext.recall.rerank import RerankConfigRecord
 
-# Stages that a ``record_search`` follows: their span stays open until the search is recorded on it.
-_STAGE_ATTRIBUTES = {observe.UNIT_ATTRIBUTE: "stage"}
+# Stages that a ``record_search`` follows: the search's attributes go onto their span.
 _SEARCH_STAGES = frozenset({"memory.search", "topic_memory.search", "experience.search", "code.query", "profile.read"})
 
 
@@ -72,11 +70,14 @@ class RecallTrace:
     evidence_gap: str | None = None
     # The model expander's alternative queries for this prepare: request-local, never reported anywhere.
     expansion_queries: list[str] | None = field(default=None, repr=False)
-    # A search stage's span, ended (at the stage's own end time) once its search is recorded.
-    _pending: tuple[Span, int] | None = field(default=None, repr=False, compare=False)
-    # The recording span of the stage running now, for annotations (``observe.note_build``); else None.
-    active_span: Span | None = field(default=None, repr=False, compare=False)
-    # The parent of every stage span: the context current when the first one started.
+    # Stage spans recorded while tracing is on (None: off, nothing recorded), handed over by ``finish``.
+    _spans: list[observe.StageSpan] | None = field(default=None, repr=False, compare=False)
+    _tracing: bool | None = field(default=None, repr=False, compare=False)
+    # The last search stage's span, which the following ``record_search`` annotates.
+    _pending: observe.StageSpan | None = field(default=None, repr=False, compare=False)
+    # The span of the stage running now, for annotations (``observe.note_build``); None when not tracing.
+    active_span: observe.StageSpan | None = field(default=None, repr=False, compare=False)
+    # The parent of every stage span: the context current when the trace first recorded a stage.
     _parent: otel_context.Context | None = field(default=None, repr=False, compare=False)
 
     def record_search(
@@ -84,14 +85,7 @@ class RecallTrace:
     ) -> None:
         self.searches.append(SearchCall(round, family, mode, outcome, fallback_reason))
         pending, self._pending = self._pending, None
-        observe.note_search(round, family, mode, outcome, fallback_reason, pending[0] if pending else None)
-        if pending is not None:
-            pending[0].end(end_time=pending[1])
-
-    def _end_pending(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending[0].end(end_time=pending[1])
+        observe.note_search(round, family, mode, outcome, fallback_reason, pending)
 
     def record_round(self, round: int, outcome: str, retained: bool) -> None:
         self.rounds.append(RoundRecord(round, outcome, retained))
@@ -106,52 +100,45 @@ class RecallTrace:
             self.omissions[(family, reason)] += count
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time one instance of a runtime stage (recorded even when the stage raises), as a span too.
+    def stage(self, name: str, *, timed: bool = True) -> Iterator[None]:
+        """Time one instance of a runtime stage (recorded even when the stage raises; ``timed=False`` for work
+        that is not a Receipt stage, e.g. assembling the Receipt), and record its span while tracing is on.
 
-        The span's parent is the context current when the trace first made a span (the request's span in
-        the Server), passed explicitly; the stage's span is not attached as current, because nothing inside
-        a stage starts spans of its own, and attaching costs a context copy per stage. Code that annotates
-        the running stage uses ``active_span``.
+        Spans are only recorded here (name, times, attributes) and exported by ``finish``: inside the Server
+        after the response has gone out, since the SDK costs tens of microseconds per span. Their parent is
+        the context current when the first stage started (the request's span in the Server).
         """
-        self._end_pending()
-        if self._parent is None:
+        self._pending = None
+        if self._tracing is None:
+            self._tracing = observe.tracing_active()
             self._parent = otel_context.get_current()
-        span = observe.tracer().start_span(name, context=self._parent, attributes=_STAGE_ATTRIBUTES)
-        start = time.perf_counter()
-        if not span.is_recording():  # no SDK, or sampled out: only the timing (the common, cheap path)
-            try:
-                yield
-            finally:
-                self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
-            return
+        span = observe.StageSpan(name, time.time_ns()) if self._tracing else None
         self.active_span = span
-        failed = False
+        start = time.perf_counter()
         try:
             yield
         except BaseException as exc:
-            # Only the exception *type*: messages can carry request content.
-            failed = True
-            span.set_attribute("error.type", type(exc).__name__)
-            span.set_status(StatusCode.ERROR)
+            if span is not None:
+                span.error_type = type(exc).__name__
             raise
         finally:
             self.active_span = None
-            self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
-            if name in _SEARCH_STAGES and not failed:
-                self._pending = (span, time.time_ns())
-            else:
-                span.end()
+            if timed:
+                self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
+            if span is not None:
+                span.end_ns = time.time_ns()
+                if self._spans is None:
+                    self._spans = []
+                self._spans.append(span)
+                if name in _SEARCH_STAGES and span.error_type is None:
+                    self._pending = span
 
-    @contextmanager
-    def span(self, name: str) -> Iterator[None]:
+    def span(self, name: str) -> AbstractContextManager[None]:
         """A span for work that is not a timed Receipt stage (e.g. assembling the Receipt)."""
-        self._end_pending()
-        if self._parent is None:
-            self._parent = otel_context.get_current()
-        with observe.stage_span(name, self._parent) as span:
-            self.active_span = span if span.is_recording() else None
-            try:
-                yield
-            finally:
-                self.active_span = None
+        return self.stage(name, timed=False)
+
+    def finish(self) -> None:
+        """Hand the recorded stage spans over for export (see ``observe.hand_over_stage_spans``); once."""
+        spans, self._spans = self._spans, None
+        if spans:
+            observe.hand_over_stage_spans(spans, self._parent)
