@@ -131,6 +131,18 @@ def note_build(
         observation.built = (status, content_bytes, selected_count)
 
 
+def note_rerank(outcomes: Counter[str], candidate_count: int, kept_count: int, span: StageSpan | None) -> None:
+    """A rerank stage's invocations by outcome (``selected``, ``fallback``, ``failed``) and pool sizes."""
+    if span is not None:
+        attributes: dict[str, str | int] = {
+            "powercontext.rerank.candidate_count": candidate_count,
+            "powercontext.rerank.kept_count": kept_count,
+        }
+        for outcome, count in outcomes.items():
+            attributes[f"powercontext.rerank.{outcome}_count"] = count
+        span.set_attributes(attributes)
+
+
 def note_provider_call(outcome: str) -> None:
     """One call to a model provider: ``ok``, ``inference_unavailable`` or ``inference_timeout``."""
     observation = current.get()

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from powercontext.recall.deterministic import LexicalCoverageReranker
 from tests.conftest import StartInProcess, live_server
 from tests.embedding_fixture import EmbeddingServer, start_embedding_server
 from tests.support import REQUEST_ID_HEADER, wait_until
@@ -200,6 +201,37 @@ def test_a_failed_stage_is_exported_with_its_error_type_under_the_request_span(
     assert stage.status.status_code == trace.StatusCode.ERROR
     for marker in MARKERS:
         assert marker not in all_text(stage) and marker not in all_text(server_span)
+
+
+def test_the_rerank_stage_span_counts_its_pool_and_outcome(
+    spans: InMemorySpanExporter, inprocess_server: StartInProcess, sqlite_store: Any
+) -> None:
+    live = inprocess_server(sqlite_store, reranker=LexicalCoverageReranker(candidate_limit=30))
+    scope_id = f"project:{MARKERS[1]}-rerank"
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        assert http.post("/v1/scopes", json={"scope_id": scope_id, "title": "rerank"}).status_code == 201
+        items = [{"text": f"deploy note {i} about the {MARKERS[0]} ledger", "kind": "fact"} for i in range(20)]
+        assert http.post(f"/v1/scopes/{scope_id}/atomic-memory/batch", json={"items": items}).is_success
+        r = http.post("/v1/context/prepare", json={"scope_id": scope_id, "query": f"{MARKERS[0]} ledger deploy"})
+    assert r.status_code == 200
+    request_id = r.headers[REQUEST_ID_HEADER]
+
+    def children() -> list[ReadableSpan]:
+        finished = spans.get_finished_spans()
+        parents = [s for s in finished if (s.attributes or {}).get("powercontext.request_id") == request_id]
+        if not parents or parents[0].context is None:
+            return []
+        parent_id = parents[0].context.span_id
+        return [s for s in finished if s.parent is not None and s.parent.span_id == parent_id]
+
+    assert wait_until(lambda: bool(children()))
+    searches = [s for s in children() if s.name == "memory.search"]
+    assert len(searches) == 2  # the coarse search, then the rerank (part of Memory search)
+    rerank = searches[1].attributes or {}
+    assert rerank["powercontext.rerank.candidate_count"] == 20
+    assert rerank["powercontext.rerank.selected_count"] == 1
+    assert rerank["powercontext.rerank.kept_count"] == 16  # the Atomic Memory entry cap
+    assert "powercontext.family" not in rerank  # no search was recorded on the rerank stage
 
 
 @pytest.fixture(scope="module")

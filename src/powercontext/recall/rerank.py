@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from powercontext import observe
 from powercontext.domain.candidates import Candidate
 from powercontext.inference.errors import InferenceError
 from powercontext.inference.generation import ChatMessage, GenerationProvider, InvalidOutput, SettingValue
@@ -193,6 +195,7 @@ def rerank_scopes(
     """
     session = RerankSession(reranker.max_requests)
     kept_pools: list[list[Candidate]] = []
+    outcomes: Counter[str] = Counter()
     for scope_id, pool in pools:
         if not pool:
             kept_pools.append([])
@@ -210,6 +213,7 @@ def rerank_scopes(
                 key = reranker.prompt_key
                 log.warning("event=rerank.failed reason=prompt_unavailable key=%s error_type=%s", key, error_type)
                 trace.evidence_gap = "prompt_unavailable"
+                outcomes["failed"] += 1
                 kept_pools.append(_coarse(pool, limit, trace))
                 continue
         try:
@@ -218,18 +222,26 @@ def rerank_scopes(
         except Exception as exc:  # an injected reranker's bug: the coarse order, and no evidence to state
             log.warning("event=rerank.failed reason=reranker_error error_type=%s", type(exc).__name__)
             trace.evidence_gap = "missing_evidence"
+            outcomes["failed"] += 1
             kept_pools.append(_coarse(pool, limit, trace))
             continue
         if record is None or not record.is_complete() or record.model_backed != reranker.model_backed:
             trace.evidence_gap = "missing_evidence"
         else:
             trace.record_rerank(round, record, result.outcome, result.reason)
+        outcomes[result.outcome] += 1
         if result.order is None:
             kept_pools.append(_coarse(pool, limit, trace))
             continue
         chosen = [pool[i] for i in result.order[:limit]]
         trace.omit("atomic-memory", "rerank_not_selected", len(pool) - len(chosen))
         kept_pools.append(chosen)
+    observe.note_rerank(
+        outcomes,
+        sum(len(pool) for _, pool in pools),
+        sum(len(kept) for kept in kept_pools),
+        trace.active_span,
+    )
     return kept_pools
 
 
