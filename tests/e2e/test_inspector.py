@@ -237,7 +237,16 @@ def test_compare_marks_what_a_smaller_budget_dropped(seeded: Seeded, page: Watch
     p.on("response", lambda r: answers.append(strict_json(r.body())) if r.url.endswith("/prepare") else None)
     p.click("#compare")
     p.wait_for_selector("#comparison:not([hidden])")
+    # Response events reach this handler while Playwright is waiting, possibly after the page has already
+    # drawn the comparison: give the second one time to arrive.
+    for _ in range(50):
+        if len(answers) == 2:
+            break
+        p.wait_for_timeout(100)
     assert len(answers) == 2
+    # The two prepares may answer in either order: A is the larger budget.
+    answers.sort(key=lambda answer: -int(answer["receipt"]["requested_max_bytes"]))
+    assert answers[1]["receipt"]["requested_max_bytes"] == 700
     a_ids = [_identity(i) for i in answers[0]["receipt"]["selected"]]
     b_ids = [_identity(i) for i in answers[1]["receipt"]["selected"]]
     dropped = [i for i in a_ids if i not in b_ids]

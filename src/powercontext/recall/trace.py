@@ -70,8 +70,8 @@ class RecallTrace:
     evidence_gap: str | None = None
     # The model expander's alternative queries for this prepare: request-local, never reported anywhere.
     expansion_queries: list[str] | None = field(default=None, repr=False)
-    # Stage spans recorded while tracing is on (None: off, nothing recorded), handed over by ``finish``.
-    _spans: list[observe.StageSpan] | None = field(default=None, repr=False, compare=False)
+    # Stage spans recorded while tracing is on, handed over by ``finish``.
+    _spans: list[observe.StageSpan] = field(default_factory=list, repr=False, compare=False)
     _tracing: bool | None = field(default=None, repr=False, compare=False)
     # The last search stage's span, which the following ``record_search`` annotates.
     _pending: observe.StageSpan | None = field(default=None, repr=False, compare=False)
@@ -127,8 +127,6 @@ class RecallTrace:
                 self.stages.append(StageSample(name, (time.perf_counter() - start) * 1000.0))
             if span is not None:
                 span.end_ns = time.time_ns()
-                if self._spans is None:
-                    self._spans = []
                 self._spans.append(span)
                 if name in _SEARCH_STAGES and span.error_type is None:
                     self._pending = span
@@ -139,6 +137,5 @@ class RecallTrace:
 
     def finish(self) -> None:
         """Hand the recorded stage spans over for export (see ``observe.hand_over_stage_spans``); once."""
-        spans, self._spans = self._spans, None
-        if spans:
-            observe.hand_over_stage_spans(spans, self._parent)
+        spans, self._spans = self._spans, []
+        observe.hand_over_stage_spans(spans, self._parent)
