@@ -631,8 +631,11 @@ class TermCounts:
 
 def _record(row: Any) -> MemoryRecord:
     (_, scope_id, artifact_id, revision, head, state, kind, body, tags, created, merged_into, merged_from) = row
-    sources = tuple(
-        ArtifactKey(m["scope_id"], FAMILY, m["artifact_id"], m["revision"]) for m in json.loads(merged_from)
+    # Most memories have no tags and no merge sources: skipping json.loads for "[]" matters on a 30-item pool.
+    sources = (
+        ()
+        if merged_from == "[]"
+        else tuple(ArtifactKey(m["scope_id"], FAMILY, m["artifact_id"], m["revision"]) for m in json.loads(merged_from))
     )
     return MemoryRecord(
         ArtifactKey(scope_id, FAMILY, artifact_id, revision),
@@ -640,7 +643,7 @@ def _record(row: Any) -> MemoryRecord:
         state,
         kind,
         body,
-        tuple(json.loads(tags)),
+        () if tags == "[]" else tuple(json.loads(tags)),
         created,
         merged_into,
         sources,
