@@ -10,7 +10,10 @@ virtual tables become ``fts_docs``/``fts_postings``/``fts_totals`` (see fulltext
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from powercontext.store.oceanbase.fulltext import pack_legacy_postings
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -19,7 +22,8 @@ _T = "DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_bin"
 KEY = "VARCHAR(255)"  # scope ids, artifact ids, model ids, terms
 JSON_TEXT = "VARCHAR(65535) NOT NULL DEFAULT '[]'"
 
-MIGRATIONS: list[tuple[int, list[str]]] = [
+# A step is DDL text, or a function run on the writer session (a data conversion).
+MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
     (
         1,
         [
@@ -191,6 +195,29 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             ) {_T}""",
         ],
     ),
+    (
+        7,
+        [
+            # Packed postings (fulltext.py): one row per (index, scope tag, term, segment) instead of one
+            # row per posting; ``lo``/``hi`` bound the segment's doc ids so a removal reads only the
+            # segments that can hold the document.
+            f"""CREATE TABLE fts_segments (
+              fts_table VARCHAR(32) NOT NULL,
+              scope_tag VARCHAR(32) NOT NULL,
+              term {KEY} NOT NULL,
+              seg BIGINT NOT NULL,
+              n BIGINT NOT NULL,
+              lo BIGINT NOT NULL,
+              hi BIGINT NOT NULL,
+              postings LONGBLOB NOT NULL,
+              PRIMARY KEY (fts_table, term, scope_tag, seg)
+            ) {_T}""",
+            "ALTER TABLE fts_docs ADD COLUMN terms LONGTEXT",
+            "ALTER TABLE fts_totals ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+            pack_legacy_postings,
+            "DROP TABLE fts_postings",
+        ],
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -212,7 +239,10 @@ def apply_migrations(conn: Connection, now: str) -> int:
         if version in applied:
             continue
         for statement in statements:
-            conn.query(statement)
+            if callable(statement):
+                statement(conn)
+            else:
+                conn.query(statement)
         conn.query("INSERT INTO schema_migrations (version, applied_at) VALUES (%s, %s)", (version, now))
         conn.raw.commit()
     return LATEST_VERSION

@@ -201,9 +201,11 @@ class OceanBaseStore(SqliteStore):
 
     def _insert_fresh(self, conn: Connection, scope_id: str, fresh: list[tuple[int, NewMemory, str]], now: str) -> None:
         conn.executemany(
+            # Only placeholders in VALUES: pymysql then sends one multi-row INSERT instead of one per row
+            # (measured: 10,000 single-row INSERTs took 3.9 s of a 17 s import).
             "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at, updated_at)"
-            " VALUES (?, ?, ?, 1, 'active', ?, ?)",
-            [(scope_id, FAMILY, artifact_id, now, now) for _, _, artifact_id in fresh],
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(scope_id, FAMILY, artifact_id, 1, "active", now, now) for _, _, artifact_id in fresh],
         )
         marks = ",".join("?" * len(fresh))
         rowids = dict(
@@ -213,8 +215,8 @@ class OceanBaseStore(SqliteStore):
             ).fetchall()
         )
         conn.executemany(
-            "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES (?, 1, ?, ?, ?, ?)",
-            [(rowids[a], item.kind, item.text, json.dumps(list(item.tags)), now) for _, item, a in fresh],
+            "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [(rowids[a], 1, item.kind, item.text, json.dumps(list(item.tags)), now) for _, item, a in fresh],
         )
         counts = TermCounts(scope_id)
         self._changes.touch(conn, scope_id, FAMILY)
@@ -247,7 +249,9 @@ class OceanBaseStore(SqliteStore):
         if not terms:
             return []
         window: fulltext.Window = "rank" if rankable else "newest"
-        hits = fulltext.search(conn, "atomic_memory_fts", scope_tag(scope_id), terms, limit, window)
+        hits = fulltext.search(
+            conn, "atomic_memory_fts", scope_tag(scope_id), terms, limit, window, segments=self._fts.segments
+        )
         if not hits:
             return []
         marks = ",".join("?" * len(hits))
@@ -272,7 +276,9 @@ class OceanBaseStore(SqliteStore):
         conn = self._reader()
         if not self._has_active(conn, scope_id, TOPIC_MEMORY):
             return []
-        hits = fulltext.search(conn, "topic_memory_fts", family_scope_tag(scope_id), terms, limit)
+        hits = fulltext.search(
+            conn, "topic_memory_fts", family_scope_tag(scope_id), terms, limit, segments=self._fts.segments
+        )
         rows = active_heads(conn, [doc_id for _, doc_id in hits])
         return [
             ScoredTopic(sqlite_topics._record(rows[doc_id]), score)
@@ -284,7 +290,9 @@ class OceanBaseStore(SqliteStore):
         conn = self._reader()
         if not self._has_active(conn, scope_id, EXPERIENCE):
             return []
-        hits = fulltext.search(conn, "experience_fts", family_scope_tag(scope_id), terms, limit)
+        hits = fulltext.search(
+            conn, "experience_fts", family_scope_tag(scope_id), terms, limit, segments=self._fts.segments
+        )
         rows = active_heads(conn, [doc_id for _, doc_id in hits])
         return [
             ScoredExperience(sqlite_experiences._experience(rows[doc_id]), score)
@@ -301,7 +309,9 @@ class OceanBaseStore(SqliteStore):
         tag = sqlite_code.code_scope_tag(scope_id)
         window: fulltext.Window = "rank" if rankable else "first"
         # Every ranked match, so ties break by path and line exactly as the SQLite query orders them.
-        hits = fulltext.search(conn, "code_fts", tag, terms, budget if not rankable else 1 << 30, window, budget)
+        hits = fulltext.search(
+            conn, "code_fts", tag, terms, budget if not rankable else 1 << 30, window, budget, self._fts.segments
+        )
         if not hits:
             return []
         marks = ",".join("?" * len(hits))
@@ -344,12 +354,7 @@ class OceanBaseStore(SqliteStore):
             count = min(n, scope_chunks)
             if kept and (2 * n >= all_chunks or total + count > budget):
                 break
-            in_scope = conn.query(
-                "SELECT 1 FROM fts_postings p JOIN fts_docs d ON d.fts_table = p.fts_table AND d.doc_id = p.doc_id"
-                " WHERE p.fts_table = 'code_fts' AND p.term = %s AND d.scope_tag = %s LIMIT 1",
-                (fulltext.posting_term(term), tag),
-            ).fetchone()
-            if in_scope is not None:
+            if fulltext.in_scope(conn, "code_fts", tag, term):
                 kept.append(term)
                 total += count
         return kept, total <= budget
