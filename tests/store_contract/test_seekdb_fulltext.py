@@ -64,6 +64,7 @@ def workload(store: Store, seed: int) -> dict[str, str]:
     store.create_memories("other", [NewMemory(sentence(rng), "note", ()) for _ in range(30)])
     batch = store.create_memories("fts", [NewMemory(sentence(rng), "note", ()) for _ in range(120)])
     live = {r.key.artifact_id: r.text for r in batch}
+    store.create_memories("fts", [NewMemory("?! …", "note", ())])  # a memory without a single term
     for _ in range(30):  # single writes: common terms pass the compaction point
         (record,) = store.create_memories("fts", [NewMemory(sentence(rng), "note", ())])
         live[record.key.artifact_id] = record.text
