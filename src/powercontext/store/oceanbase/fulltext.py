@@ -133,14 +133,13 @@ class FtsWriter:
         """Write the buffered removals, then additions (inside the transaction, before COMMIT)."""
         if self._removed:
             _remove_documents(conn, sorted(self._removed))
+        # The totals grow only by additions; the same statement numbers this transaction's segments.
+        numbers = {
+            table: _bump_totals(conn, table, self._totals[(table, "docs")], self._totals[(table, "tokens")])
+            for table in sorted({table for table, _ in self._totals})
+        }
         if self._docs:
-            _add_documents(conn, self._docs, self.segments)
-        for table in sorted({table for table, _ in self._totals}):
-            conn.query(
-                "INSERT INTO fts_totals (fts_table, docs, tokens) VALUES (%s, %s, %s)"
-                " ON DUPLICATE KEY UPDATE docs = docs + VALUES(docs), tokens = tokens + VALUES(tokens)",
-                (table, self._totals[(table, "docs")], self._totals[(table, "tokens")]),
-            )
+            _add_documents(conn, self._docs, self.segments, numbers)
         self.discard()
 
     def discard(self) -> None:
@@ -234,12 +233,13 @@ def _remove_documents(conn: Connection, removed: Sequence[tuple[str, int]]) -> N
             conn.query(f"DELETE FROM fts_docs WHERE fts_table = %s AND doc_id IN ({marks})", (table, *chunk))
 
 
-def _next_segment(conn: Connection, table: str) -> int:
-    """A segment number no earlier segment of ``table`` used (segment keys never collide, whatever wrote them)."""
+def _bump_totals(conn: Connection, table: str, docs: int, tokens: int) -> int:
+    """Add to ``table``'s totals and take the next number of its segment sequence, in one upsert (+ read):
+    segment keys never collide, whichever process wrote them."""
     conn.query(
-        "INSERT INTO fts_totals (fts_table, docs, tokens, seq) VALUES (%s, 0, 0, 1)"
-        " ON DUPLICATE KEY UPDATE seq = seq + 1",
-        (table,),
+        "INSERT INTO fts_totals (fts_table, docs, tokens, seq) VALUES (%s, %s, %s, 1)"
+        " ON DUPLICATE KEY UPDATE docs = docs + VALUES(docs), tokens = tokens + VALUES(tokens), seq = seq + 1",
+        (table, docs, tokens),
     )
     row = conn.query("SELECT seq FROM fts_totals WHERE fts_table = %s", (table,)).fetchone()
     assert row is not None
@@ -250,6 +250,7 @@ def _add_documents(
     conn: Connection,
     docs: dict[tuple[str, int], tuple[str, int, list[tuple[str, int, int]]]],
     segments: SegmentCounts,
+    numbers: dict[str, int],
 ) -> None:
     """One new segment per touched (index, scope tag, term), written without reading anything back; a
     term known to have reached ``MAX_SEGMENTS`` segments is compacted into one here."""
@@ -272,7 +273,8 @@ def _add_documents(
     by_slot = {int(keys_array[a]): (a, b) for a, b in zip(starts, ends, strict=True) if b > a}
     grouped = {key: everything[slice(*by_slot[slot])] for key, slot in slots.items()}
     compact = segments.due(grouped)
-    numbers = {table: _next_segment(conn, table) for table in sorted({key[0] for key in (*grouped, *compact)})}
+    for table in sorted({key[0] for key in compact} - set(numbers)):
+        numbers[table] = _bump_totals(conn, table, 0, 0)
     old: dict[SegmentKey, list[npt.NDArray[Any]]] = {}
     if compact:
         by_group: dict[tuple[str, str], list[str]] = {}
