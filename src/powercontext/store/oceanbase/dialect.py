@@ -129,11 +129,17 @@ class Connection:
         converter: ~2 µs per value, ~50 ms of a 500-memory batch, where this takes a fraction.
         """
         raw = self.raw
-        chunk: list[str] = []
-        size = len(head) + len(tail)
+        texts = []
         for values in rows:
             literals = [_literal(raw, v) for v in values]
-            text = row % tuple(literals) if row else "(" + ",".join(literals) + ")"
+            texts.append(row % tuple(literals) if row else "(" + ",".join(literals) + ")")
+        self.insert_literal_rows(head, texts, tail)
+
+    def insert_literal_rows(self, head: str, texts: Sequence[str], tail: str = "") -> None:
+        """``head`` with rows already written as SQL text (``(1,'a')``), cut at the statement size cap."""
+        chunk: list[str] = []
+        size = len(head) + len(tail)
+        for text in texts:
             if chunk and size + len(text) + 1 > MAX_STATEMENT_BYTES:
                 self._run(head + ",".join(chunk) + tail)
                 chunk, size = [], len(head) + len(tail)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -54,6 +55,7 @@ POSTING: Final = np.dtype([("doc", "<i8"), ("tf1", "<i4"), ("tf2", "<i4"), ("len
 MAX_SEGMENTS: Final = 12
 MAX_COMPACTIONS: Final = 2_000  # terms compacted by one write beyond those it touches
 MAX_TRACKED_TERMS: Final = 1_000_000
+_SAFE_NAME: Final = re.compile(r"[a-z0-9_]+")
 
 Window = Literal["rank", "newest", "first"]
 
@@ -173,12 +175,21 @@ def _segment_rows(keys: Sequence[tuple[SegmentKey, int]]) -> tuple[str, list[Any
 
 
 def _write_segments(conn: Connection, rows: Sequence[tuple[SegmentKey, int, npt.NDArray[Any]]]) -> None:
+    # Rows formatted here, not value by value through the driver: the index name and scope tag are
+    # [a-z0-9_] by construction, numbers are ints, only the term needs escaping (~13 ms of a 500-memory batch).
+    escape = conn.raw.escape
+    for table, tag in {(key[0], key[1]) for key, _, _ in rows}:
+        if not (_SAFE_NAME.fullmatch(table) and _SAFE_NAME.fullmatch(tag)):
+            raise ValueError("unexpected index name or scope tag")
     values = [
-        (table, tag, term, seg, len(a), int(a["doc"][0]), int(a["doc"][-1]), a.tobytes())
+        f"('{table}','{tag}',{escape(term)},{int(seg)},{len(a)},{int(a['doc'][0])},{int(a['doc'][-1])},"
+        f"X'{a.tobytes().hex()}')"
         for (table, tag, term), seg, a in rows
         if len(a)
     ]
-    conn.insert_rows("INSERT INTO fts_segments (fts_table, scope_tag, term, seg, n, lo, hi, postings) VALUES ", values)
+    conn.insert_literal_rows(
+        "INSERT INTO fts_segments (fts_table, scope_tag, term, seg, n, lo, hi, postings) VALUES ", values
+    )
 
 
 def _delete_segments(conn: Connection, keys: Sequence[tuple[SegmentKey, int]]) -> None:
