@@ -100,25 +100,22 @@ class FtsWriter:
     """
 
     def __init__(self) -> None:
-        self._docs: dict[tuple[str, int], tuple[str, int, list[tuple[str, int, int]]]] = {}
+        # (table, doc) -> (scope tag, tokens, term frequencies per text column)
+        self._docs: dict[tuple[str, int], tuple[str, int, tuple[Counter[str], ...]]] = {}
         self._removed: set[tuple[str, int]] = set()  # stored documents to take out of the index
         self._totals: Counter[tuple[str, str]] = Counter()  # (table, "docs" | "tokens")
         self.segments = SegmentCounts()
 
     def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None:
         spec = TABLES[table]
-        if len(spec.columns) == 1:  # the common case (memories, experiences), without the per-term lists
+        if len(spec.columns) == 1:  # the common case (memories, experiences): one counter, no per-term tuples
             words = texts[0].split()
-            postings = [(term, tf, 0) for term, tf in Counter(map(posting_term, words)).items()]
+            tf: tuple[Counter[str], ...] = (Counter(map(posting_term, words)),)
             tokens = 1 + len(words)  # the scope tag is one token
         else:
-            per_column = [Counter(posting_term(t) for t in text.split()) for text in texts]
-            tokens = 1 + sum(sum(c.values()) for c in per_column)
-            postings = []
-            for term in set().union(*per_column):
-                tf = [c.get(term, 0) for c in per_column] + [0] * (2 - len(spec.columns))
-                postings.append((term, tf[0], tf[1]))
-        self._docs[(table, doc_id)] = (scope_tag, tokens, postings)
+            tf = tuple(Counter(map(posting_term, text.split())) for text in texts)
+            tokens = 1 + sum(sum(c.values()) for c in tf)
+        self._docs[(table, doc_id)] = (scope_tag, tokens, tf)
         self._totals[(table, "docs")] += 1
         self._totals[(table, "tokens")] += tokens
 
@@ -259,22 +256,36 @@ def _bump_totals(conn: Connection, table: str, docs: int, tokens: int) -> int:
 
 def _add_documents(
     conn: Connection,
-    docs: dict[tuple[str, int], tuple[str, int, list[tuple[str, int, int]]]],
+    docs: dict[tuple[str, int], tuple[str, int, tuple[Counter[str], ...]]],
     segments: SegmentCounts,
     numbers: dict[str, int],
 ) -> None:
     """One new segment per touched (index, scope tag, term), written without reading anything back; a
     term known to have reached ``MAX_SEGMENTS`` segments is compacted into one here."""
     # Every posting of the transaction in one array, sorted by (term key, doc), cut into one run per key:
-    # a NumPy array per term cost ~25 µs each, ~36 ms of a 500-memory batch.
+    # a NumPy array per term cost ~25 µs each, ~36 ms of a 500-memory batch. Columns are built with
+    # list.extend over each document's counters (no tuple per posting).
     slots: dict[SegmentKey, int] = {}
     key_of: list[int] = []
-    flat: list[tuple[int, int, int, int]] = []
-    for (table, doc), (tag, tokens, postings) in docs.items():
-        for term, tf1, tf2 in postings:
-            key_of.append(slots.setdefault((table, tag, term), len(slots)))
-            flat.append((doc, tf1, tf2, tokens))
-    everything = np.array(flat, dtype=POSTING)
+    doc_col: list[int] = []
+    tf1_col: list[int] = []
+    tf2_col: list[int] = []
+    len_col: list[int] = []
+    for (table, doc), (tag, tokens, tf) in docs.items():
+        if len(tf) == 1:
+            terms: Iterable[str] = tf[0].keys()
+            tf1_col.extend(tf[0].values())
+            tf2_col.extend([0] * len(tf[0]))
+        else:
+            terms = list(set(tf[0]).union(tf[1]))
+            tf1_col.extend([tf[0].get(t, 0) for t in terms])
+            tf2_col.extend([tf[1].get(t, 0) for t in terms])
+        key_of.extend([slots.setdefault((table, tag, t), len(slots)) for t in terms])
+        grown = len(key_of) - len(doc_col)
+        doc_col.extend([doc] * grown)
+        len_col.extend([tokens] * grown)
+    everything = np.empty(len(key_of), dtype=POSTING)
+    everything["doc"], everything["tf1"], everything["tf2"], everything["len"] = doc_col, tf1_col, tf2_col, len_col
     keys_array = np.array(key_of, dtype=np.int64)
     order = np.lexsort((everything["doc"], keys_array))
     everything, keys_array = everything[order], keys_array[order]
@@ -311,8 +322,8 @@ def _add_documents(
     conn.insert_rows(
         "INSERT INTO fts_docs (fts_table, doc_id, scope_tag, ntokens, terms) VALUES ",
         [
-            (table, doc, tag, tokens, " ".join(term for term, _, _ in postings))
-            for (table, doc), (tag, tokens, postings) in docs.items()
+            (table, doc, tag, tokens, " ".join(tf[0].keys() if len(tf) == 1 else set(tf[0]).union(tf[1])))
+            for (table, doc), (tag, tokens, tf) in docs.items()
         ],
     )
 
