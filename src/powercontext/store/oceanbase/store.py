@@ -218,7 +218,11 @@ class OceanBaseStore(SqliteStore):
             [(rowids[a], 1, item.kind, item.text, json.dumps(list(item.tags)), now) for _, item, a in fresh],
         )
         counts = TermCounts(scope_id)
-        self._changes.touch(conn, scope_id, FAMILY)
+        if any(item.embedding is not None for _, item, _ in fresh):
+            # A cached vector matrix holds embedded active heads only: fresh memories without an
+            # embedding leave it as it is, so only a batch that carries vectors bumps the generation
+            # (two statements, ~6 ms of a batch on a busy engine).
+            self._changes.touch(conn, scope_id, FAMILY)
         embeddings = []
         for _, item, artifact_id in fresh:
             rowid = rowids[artifact_id]
