@@ -42,7 +42,7 @@ def namespace_unavailable() -> str | None:
 
 def namespace_command(argv: list[str]) -> list[str]:
     """``argv`` run inside a new network namespace (root's own, or a user namespace's when not root)."""
-    script = f"{NAMESPACE_SETUP} && exec \"$@\""
+    script = f'{NAMESPACE_SETUP} && exec "$@"'
     unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
     return [*unshare, "sh", "-c", script, "sh", *argv]
 

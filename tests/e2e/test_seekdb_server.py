@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
+from tests.conftest import REPO_ROOT
 from tests.seekdb_server import IN_NAMESPACE, namespace_command, namespace_unavailable
 from tests.seekdb_support import require_seekdb
-from tests.conftest import REPO_ROOT
 
 
 def test_two_servers_on_one_seekdb_server_lose_no_write_and_conflict_exactly() -> None:
