@@ -201,3 +201,35 @@ def test_one_row_per_posting_databases_migrate_to_packed_segments(tmp_path: Path
 @pytest.fixture(autouse=True)
 def _seekdb() -> None:
     require_seekdb()
+
+
+def test_a_term_with_more_postings_than_a_segment_holds_ranks_like_sqlite(tmp_path: Path) -> None:
+    """A common term outgrows one full segment: compaction seals full segments and keeps merging the rest,
+    removals rewrite sealed ones, and BM25 still equals FTS5's."""
+    from powercontext.store.oceanbase.fulltext import MAX_SEGMENTS, SEGMENT_POSTINGS
+
+    writes = MAX_SEGMENTS + 3
+    per_write = SEGMENT_POSTINGS // MAX_SEGMENTS + 40  # the writes add up to more than one full segment
+    sqlite_store = SqliteStore(tmp_path / "big.db")
+    seekdb = seekdb_store(tmp_path)
+    try:
+        for store in (sqlite_store, seekdb):
+            rng = random.Random(3)
+            store.create_scope("fts", "t", [])
+            ids: list[str] = []
+            for _ in range(writes):
+                batch = [NewMemory("alpha " + sentence(rng), "note", ()) for _ in range(per_write)]
+                ids += [r.key.artifact_id for r in store.create_memories("fts", batch)]
+            for artifact_id in ids[:: max(1, len(ids) // 25)]:  # spread over sealed and open segments
+                store.revise_memory("fts", artifact_id, 1, sentence(rng), None, None)
+            store.create_memories("fts", [NewMemory("alpha " + sentence(rng), "note", ()) for _ in range(5)])
+        assert writes * per_write > SEGMENT_POSTINGS
+        for query in ("alpha", "alpha deploy", "vault"):
+            want = ranked(sqlite_store, query)
+            got = ranked(seekdb, query)
+            assert want, query
+            assert [score for _, score in got] == [score for _, score in want], query
+            assert sorted(got) == sorted(want), query
+    finally:
+        sqlite_store.close()
+        seekdb.close()

@@ -23,9 +23,10 @@ statements that scan and join every posting of the query terms; packed segments 
 postings in one statement.
 
 Each write transaction adds one new segment per (index, scope tag, term) it touches, numbered from a
-per-index sequence, without reading anything back. When a term reaches ``MAX_SEGMENTS`` segments a
-write compacts them into one, so a search reads a bounded number of rows per term and a posting is
-rewritten once per ``MAX_SEGMENTS`` writes of its term, amortised.
+per-index sequence, without reading anything back. When a term reaches ``MAX_SEGMENTS`` open segments
+a write compacts them into full segments of ``SEGMENT_POSTINGS`` (sealed: never compacted again) and
+one open rest, so a search reads a bounded number of rows per term per ``SEGMENT_POSTINGS`` postings,
+and compacting never rewrites more than the open postings of a term.
 """
 
 from __future__ import annotations
@@ -51,8 +52,14 @@ B: Final = 0.75
 MAX_TERM_CHARS: Final = 200
 # One posting: doc id, term frequency in the first and second text column, document tokens.
 POSTING: Final = np.dtype([("doc", "<i8"), ("tf1", "<i4"), ("tf2", "<i4"), ("len", "<i4")])
-# Segments a term may have per Scope before a write compacts them into one.
+# Open (not full) segments a term may have per Scope before a write compacts them.
 MAX_SEGMENTS: Final = 12
+# A compaction writes full segments of this many postings (80 KB), which are sealed: never read by a later
+# compaction, so compacting a common term rewrites at most one segment's worth of old postings, and no
+# statement carries a posting list of the whole index.
+SEGMENT_POSTINGS: Final = 4096
+# Segment numbers: the transaction's sequence number times this, plus the segment's index within it.
+SEGMENTS_PER_WRITE: Final = 1 << 20
 MAX_COMPACTIONS: Final = 2_000  # terms compacted by one write beyond those it touches
 MAX_TRACKED_TERMS: Final = 1_000_000
 _SAFE_NAME: Final = re.compile(r"[a-z0-9_]+")
@@ -159,6 +166,11 @@ def pack(rows: Sequence[tuple[int, int, int, int]]) -> npt.NDArray[Any]:
 
 def unpack(blob: bytes) -> npt.NDArray[Any]:
     return np.frombuffer(blob, dtype=POSTING)
+
+
+def split(array: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+    """Full segments of ``SEGMENT_POSTINGS`` (sealed), then the rest (open), in doc order; none when empty."""
+    return [array[i : i + SEGMENT_POSTINGS] for i in range(0, len(array), SEGMENT_POSTINGS)]
 
 
 def _segment_rows(keys: Sequence[tuple[SegmentKey, int]]) -> tuple[str, list[Any]]:
@@ -305,20 +317,29 @@ def _add_documents(
         for (table, tag), terms in by_group.items():
             for start in range(0, len(terms), 500):
                 part = terms[start : start + 500]
-                where = f"fts_table = %s AND scope_tag = %s AND term IN ({', '.join(['%s'] * len(part))})"
-                rows = conn.query(f"SELECT term, postings FROM fts_segments WHERE {where}", (table, tag, *part))
+                where = (
+                    f"fts_table = %s AND scope_tag = %s AND term IN ({', '.join(['%s'] * len(part))}) AND n < %s"
+                )
+                params = (table, tag, *part, SEGMENT_POSTINGS)
+                rows = conn.query(f"SELECT term, postings FROM fts_segments WHERE {where}", params)
                 for term, blob in rows.fetchall():
                     old.setdefault((table, tag, str(term)), []).append(unpack(blob))
                 # By the key's prefix, not by exact keys: measured 97 ms per 1,000 exact keys.
-                conn.query(f"DELETE FROM fts_segments WHERE {where}", (table, tag, *part))
-    written = []
+                conn.query(f"DELETE FROM fts_segments WHERE {where}", params)
+    written: list[tuple[SegmentKey, int, npt.NDArray[Any]]] = []
+    after: dict[SegmentKey, int] = {}
     for key in set(grouped) | set(compact):
         array = grouped[key] if key in grouped else pack(())
-        if key in old:
-            array = np.sort(np.concatenate([*old[key], array]), order="doc")
-        written.append((key, numbers[key[0]], array))
+        first = numbers[key[0]] * SEGMENTS_PER_WRITE
+        if key not in compact:
+            written.append((key, first, array))
+            continue
+        array = np.sort(np.concatenate([*old.get(key, ()), array]), order="doc")
+        pieces = split(array)
+        written.extend((key, first + i, piece) for i, piece in enumerate(pieces))
+        after[key] = int(bool(pieces) and len(pieces[-1]) < SEGMENT_POSTINGS)
     _write_segments(conn, written)
-    segments.written(grouped, compact)
+    segments.written((key for key in grouped if key not in compact), after)
     conn.insert_rows(
         "INSERT INTO fts_docs (fts_table, doc_id, scope_tag, ntokens, terms) VALUES ",
         [
@@ -329,9 +350,9 @@ def _add_documents(
 
 
 class SegmentCounts:
-    """How many segments this process believes each (index, scope tag, term) has: learnt from its own
-    writes and from every search (which reads all of a term's segments anyway). Only a compaction
-    hint: a wrong belief makes a term compact earlier or later, never changes a result."""
+    """How many open (not full) segments this process believes each (index, scope tag, term) has: learnt
+    from its own writes and from every search (which reads all of a term's segments anyway). Only a
+    compaction hint: a wrong belief makes a term compact earlier or later, never changes a result."""
 
     def __init__(self) -> None:
         self._counts: dict[SegmentKey, int] = {}
@@ -350,12 +371,12 @@ class SegmentCounts:
             due.update(k for k, n in self._counts.items() if n > MAX_SEGMENTS and len(due) < MAX_COMPACTIONS)
             return due
 
-    def written(self, touched: Iterable[SegmentKey], compacted: set[SegmentKey]) -> None:
+    def written(self, touched: Iterable[SegmentKey], compacted: dict[SegmentKey, int]) -> None:
+        """``touched`` got one more open segment; ``compacted`` maps a key to its open segments after."""
         with self._lock:
             for key in touched:
                 self._counts[key] = self._counts.get(key, 0) + 1
-            for key in compacted:
-                self._counts[key] = 1
+            self._counts.update(compacted)
 
     def forget(self) -> None:
         with self._lock:
@@ -393,6 +414,7 @@ def search(
     n_rows = n_tokens = 0
     counts: Counter[str] = Counter()
     parts: dict[str, list[npt.NDArray[Any]]] = {}
+    open_segments: Counter[str] = Counter()
     for term, n, tokens, blob in rows:
         if term is None:
             n_rows, n_tokens = int(n), int(tokens)
@@ -400,9 +422,10 @@ def search(
         counts[str(term)] += int(n)
         if blob is not None:
             parts.setdefault(str(term), []).append(unpack(blob))
+            open_segments[str(term)] += int(n) < SEGMENT_POSTINGS
     if segments is not None:
-        for term, pieces in parts.items():
-            segments.seen((table, scope_tag, term), len(pieces))
+        for term in parts:
+            segments.seen((table, scope_tag, term), open_segments[term])
     if not n_rows or not parts:
         return []
     arrays = {term: a[0] if len(a) == 1 else np.concatenate(a) for term, a in parts.items()}
@@ -484,7 +507,7 @@ def pack_legacy_postings(conn: Connection) -> None:
     for table, tag, term, doc, tf1, tf2, tokens in rows:
         grouped.setdefault((str(table), str(tag), str(term)), []).append((int(doc), int(tf1), int(tf2), int(tokens)))
         terms.setdefault((str(table), int(doc)), []).append(str(term))
-    written = [(key, 0, pack(postings)) for key, postings in grouped.items()]
+    written = [(key, i, piece) for key, postings in grouped.items() for i, piece in enumerate(split(pack(postings)))]
     for start in range(0, len(written), 1000):
         _write_segments(conn, written[start : start + 1000])
     with conn.raw.cursor() as cur:
