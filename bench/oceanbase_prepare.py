@@ -1,12 +1,14 @@
 """Prepare latency and batch import on embedded seekdb next to SQLite, at N memories, in one run.
 
-Run: .venv/bin/python bench/oceanbase_prepare.py [--sizes 10000] [--calls 200] [--hybrid]
+Run: .venv/bin/python bench/oceanbase_prepare.py [--sizes 10000] [--calls 200] [--modes fts,hybrid]
 
-For each size and backend: a fresh store, N memories batch-imported over HTTP (500 per call), then
-``--calls`` sequential prepares (the same queries on both backends, include_receipt=false). Targets
-from issue 10: seekdb prepare p50 ≤ 2× SQLite's, seekdb batch import ≥ 2,000 memories/s; with
-``--hybrid`` both Servers run the local embedding model (every import is embedded, every prepare is
-hybrid) and the target is a p50 ≤ 1.5× SQLite's.
+For each size, mode and backend: a fresh store, N memories batch-imported over HTTP (500 per call),
+then ``--calls`` sequential prepares (the same queries on both backends, include_receipt=false).
+Targets from issue 10: in mode ``fts`` (no embedding model) seekdb prepare p50 ≤ 2× SQLite's and
+seekdb batch import ≥ 2,000 memories/s; in mode ``hybrid`` both Servers run the local embedding
+model (every import is embedded, every prepare is hybrid, query embedding included) and the target
+is a p50 ≤ 1.5× SQLite's (the import rate is printed, not judged: the model bounds it). Sizes above
+``--judge-max`` (default 10,000) are reported as measured, without targets.
 """
 
 from __future__ import annotations
@@ -77,15 +79,15 @@ def prepare_ms(client: httpx.Client, queries: list[str], calls: int) -> list[flo
     return samples
 
 
-def run_size(size: int, calls: int, work: Path, hybrid: bool) -> bool:
-    print(f"\n== {size:,} active memories ==")
+def run_size(size: int, calls: int, work: Path, hybrid: bool, judge: bool) -> bool:
+    print(f"\n== {size:,} active memories, {'hybrid (local model)' if hybrid else 'fts only'} ==")
     corpus = make_corpus(size)
     queries = make_queries()
     p50: dict[str, float] = {}
     rate: dict[str, float] = {}
     for backend, url in (
-        ("sqlite", f"sqlite://{work / f'{size}.db'}"),
-        ("seekdb", f"seekdb://{work / f'seekdb-{size}'}"),
+        ("sqlite", f"sqlite://{work / f'{size}-{hybrid}.db'}"),
+        ("seekdb", f"seekdb://{work / f'seekdb-{size}-{hybrid}'}"),
     ):
         settings = {"POWERCONTEXT_EMBEDDINGS": "local" if hybrid else "none", "POWERCONTEXT_LOG_LEVEL": "warning"}
         with server_on(url, work, settings) as server, http_client(server) as client:
@@ -96,8 +98,12 @@ def run_size(size: int, calls: int, work: Path, hybrid: bool) -> bool:
             p50[backend] = median(samples)
             print(
                 f"{backend}: ready in {server.ready_seconds:.1f} s; import {seeded.per_second:,.0f} memories/s;"
-                f" prepare p50={median(samples):.2f} ms p95={percentile(samples, 95):.2f} ms"
+                f" prepare p50={median(samples):.2f} ms p95={percentile(samples, 95):.2f} ms;"
+                f" load average {os.getloadavg()[0]:.2f}"
             )
+    if not judge:
+        print(f"seekdb/sqlite prepare p50 at {size:,}: {p50['seekdb'] / p50['sqlite']:.2f} x (reported, not judged)")
+        return True
     ok = verdict(
         f"seekdb/sqlite {'hybrid ' if hybrid else ''}prepare p50 at {size:,}",
         p50["seekdb"] / p50["sqlite"],
@@ -105,7 +111,10 @@ def run_size(size: int, calls: int, work: Path, hybrid: bool) -> bool:
         "x",
         at_least=False,
     )
-    ok &= verdict(f"seekdb batch import at {size:,}", rate["seekdb"], IMPORT_TARGET_PER_S, "memories/s", at_least=True)
+    if not hybrid:
+        ok &= verdict(
+            f"seekdb batch import at {size:,}", rate["seekdb"], IMPORT_TARGET_PER_S, "memories/s", at_least=True
+        )
     return ok
 
 
@@ -113,13 +122,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000", help="comma-separated memory counts")
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--hybrid", action="store_true", help="run the local embedding model on both Servers")
+    parser.add_argument("--modes", default="fts,hybrid", help="fts (no model) and/or hybrid (the local model)")
+    parser.add_argument("--judge-max", type=int, default=10_000, help="sizes above this are reported, not judged")
     args = parser.parse_args()
     print(describe_target())
     ok = True
     with tempfile.TemporaryDirectory(prefix="pc-bench-ob-") as tmp:
         for size in (int(s) for s in args.sizes.split(",") if s.strip()):
-            ok &= run_size(size, args.calls, Path(tmp), args.hybrid)
+            for mode in (m.strip() for m in args.modes.split(",") if m.strip()):
+                if mode not in ("fts", "hybrid"):
+                    parser.error(f"unknown mode {mode!r}")
+                ok &= run_size(size, args.calls, Path(tmp), mode == "hybrid", size <= args.judge_max)
     print("\nALL PASS" if ok else "\nSOME TARGETS FAILED")
     return 0 if ok else 1
 

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 import pymysql
+from pymysql.cursors import RE_INSERT_VALUES
 
 from powercontext.store.oceanbase.fulltext import FtsWriter
 from powercontext.store.sqlite.driver import sqlite
@@ -80,6 +81,18 @@ def driver_error(exc: pymysql.MySQLError) -> Exception:
     return sqlite.OperationalError(str(exc))  # type: ignore[no-any-return]
 
 
+# Statement size cap for ``insert_rows`` (pymysql's own multi-row cap is 1,024,000 bytes).
+MAX_STATEMENT_BYTES = 1_000_000
+
+
+def _literal(raw: Any, value: Any) -> str:
+    if type(value) is int:
+        return str(value)
+    if value is None:
+        return "NULL"
+    return str(raw.escape(value))  # str: quoted and escaped; bytes: X'hex'
+
+
 class Connection:
     """One pymysql connection with SQLite-style ``execute``/``executemany``."""
 
@@ -108,6 +121,40 @@ class Connection:
         except pymysql.MySQLError as exc:
             raise driver_error(exc) from exc
 
+    def insert_rows(self, head: str, rows: Sequence[Sequence[Any]], tail: str = "", row: str = "") -> None:
+        """``head`` (``INSERT INTO t (a, b) VALUES``) with many rows, as few statements as the size cap allows.
+
+        ``row`` is the MySQL-mode text of one row (``(%s, %s)``, literals allowed); by default every
+        column is a placeholder. pymysql's ``executemany`` escapes each value through its generic
+        converter: ~2 µs per value, ~50 ms of a 500-memory batch, where this takes a fraction.
+        """
+        raw = self.raw
+        texts = []
+        for values in rows:
+            literals = [_literal(raw, v) for v in values]
+            texts.append(row % tuple(literals) if row else "(" + ",".join(literals) + ")")
+        self.insert_literal_rows(head, texts, tail)
+
+    def insert_literal_rows(self, head: str, texts: Sequence[str], tail: str = "") -> None:
+        """``head`` with rows already written as SQL text (``(1,'a')``), cut at the statement size cap."""
+        chunk: list[str] = []
+        size = len(head) + len(tail)
+        for text in texts:
+            if chunk and size + len(text) + 1 > MAX_STATEMENT_BYTES:
+                self._run(head + ",".join(chunk) + tail)
+                chunk, size = [], len(head) + len(tail)
+            chunk.append(text)
+            size += len(text) + 1
+        if chunk:
+            self._run(head + ",".join(chunk) + tail)
+
+    def _run(self, sql: str) -> None:
+        try:
+            with self.raw.cursor() as cur:
+                cur.execute(sql)
+        except pymysql.MySQLError as exc:
+            raise driver_error(exc) from exc
+
     def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
         items = list(seq)
         if not items:
@@ -116,8 +163,14 @@ class Connection:
             for params in items:
                 self.execute(sql, params)
             return
+        text = translate(sql)
+        multi = RE_INSERT_VALUES.match(text)
+        if multi is not None:
+            head, row, tail = multi.group(1), multi.group(2).rstrip(), multi.group(3)
+            self.insert_rows(head, items, tail, row)
+            return
         try:
             with self.raw.cursor() as cur:
-                cur.executemany(translate(sql), [tuple(p) for p in items])
+                cur.executemany(text, [tuple(p) for p in items])
         except pymysql.MySQLError as exc:
             raise driver_error(exc) from exc

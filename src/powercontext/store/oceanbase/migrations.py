@@ -3,14 +3,18 @@
 Same tables, columns and keys, so ``store copy`` maps rows one to one. Differences: text keys are
 ``VARCHAR … COLLATE utf8mb4_bin`` (SQLite compares bytes; MySQL's default collation folds case), JSON
 text columns that need a default are long ``VARCHAR`` (MySQL allows no default on TEXT), and the FTS5
-virtual tables become ``fts_docs``/``fts_postings``/``fts_totals`` (see fulltext.py). Embeddings are
-``VECTOR`` in spirit but stored as little-endian float32 bytes: the dimension varies by model and a
-``VECTOR(n)`` column fixes it (see docs/oceanbase.md).
+virtual tables become ``fts_docs``/``fts_segments``/``fts_totals`` (see fulltext.py; version 7 exists on
+this backend only: it packs the postings). Embeddings are ``VECTOR`` in spirit but stored as
+little-endian float32 bytes: the dimension varies by model, a ``VECTOR(n)`` column fixes it, and the
+native column and index were measured slower (see docs/oceanbase.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from powercontext.store.oceanbase.fulltext import pack_legacy_postings
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -19,7 +23,8 @@ _T = "DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_bin"
 KEY = "VARCHAR(255)"  # scope ids, artifact ids, model ids, terms
 JSON_TEXT = "VARCHAR(65535) NOT NULL DEFAULT '[]'"
 
-MIGRATIONS: list[tuple[int, list[str]]] = [
+# A step is DDL text, or a function run on the writer session (a data conversion).
+MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
     (
         1,
         [
@@ -191,6 +196,29 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             ) {_T}""",
         ],
     ),
+    (
+        7,
+        [
+            # Packed postings (fulltext.py): one row per (index, scope tag, term, segment) instead of one
+            # row per posting; ``lo``/``hi`` bound the segment's doc ids so a removal reads only the
+            # segments that can hold the document.
+            f"""CREATE TABLE fts_segments (
+              fts_table VARCHAR(32) NOT NULL,
+              scope_tag VARCHAR(32) NOT NULL,
+              term {KEY} NOT NULL,
+              seg BIGINT NOT NULL,
+              n BIGINT NOT NULL,
+              lo BIGINT NOT NULL,
+              hi BIGINT NOT NULL,
+              postings LONGBLOB NOT NULL,
+              PRIMARY KEY (fts_table, term, scope_tag, seg)
+            ) {_T}""",
+            "ALTER TABLE fts_docs ADD COLUMN terms LONGTEXT",
+            "ALTER TABLE fts_totals ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+            pack_legacy_postings,
+            "DROP TABLE fts_postings",
+        ],
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -212,7 +240,10 @@ def apply_migrations(conn: Connection, now: str) -> int:
         if version in applied:
             continue
         for statement in statements:
-            conn.query(statement)
+            if callable(statement):
+                statement(conn)
+            else:
+                conn.query(statement)
         conn.query("INSERT INTO schema_migrations (version, applied_at) VALUES (%s, %s)", (version, now))
         conn.raw.commit()
     return LATEST_VERSION
