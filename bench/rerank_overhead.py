@@ -1,7 +1,7 @@
 """What rerank adds to prepare: listwise against a chat server with a fixed latency, and the deterministic
 reranker's own cost.
 
-    .venv/bin/python bench/rerank_overhead.py [--size 10000] [--calls 200] [--latency-ms 50]
+    .venv/bin/python bench/rerank_overhead.py [--size 10000] [--calls 200] [--latency-ms 50] [--rounds 3]
 
 1. Three Servers on the same corpus (each its own database), measured in one run, alternating: rerank off,
    ``POWERCONTEXT_RERANK=listwise`` against ``tests/chat_server.py`` answering every call after a fixed
@@ -88,7 +88,10 @@ def direct_call_p50(base_url: str, calls: int) -> float:
     return median(samples)
 
 
-def server_overhead(size: int, calls: int, latency_ms: float) -> bool:
+SERIES = ("off", "off, paced", "listwise", "deterministic")
+
+
+def server_overhead(size: int, calls: int, latency_ms: float, rounds: int) -> bool:
     corpus, queries = make_corpus(size), make_queries()
     quiet = {"POWERCONTEXT_LOG_LEVEL": "warning", "POWERCONTEXT_EMBEDDINGS": "none"}
     with tempfile.TemporaryDirectory(prefix="pc-rerank-") as tmp:
@@ -102,40 +105,44 @@ def server_overhead(size: int, calls: int, latency_ms: float) -> bool:
             "POWERCONTEXT_RERANK": "listwise",
         }
         deterministic = {**quiet, "POWERCONTEXT_RERANK": "deterministic"}
+        samples: dict[str, list[float]] = {name: [] for name in SERIES}
+        per_round = max(1, calls // rounds)
         try:
-            with (
-                running_server(work / "off.db", work, env=quiet) as off_server,
-                running_server(work / "lw.db", work, env=listwise) as lw_server,
-                running_server(work / "det.db", work, env=deterministic) as det_server,
-                http_client(off_server) as off,
-                http_client(lw_server) as lw,
-                http_client(det_server) as det,
-            ):
-                for client in (off, lw, det):
-                    create_scope(client)
-                    seed_batches(client, corpus)
-                # name -> (client, pause before each request in seconds)
-                series = {
-                    "off": (off, 0.0),
-                    "off, paced": (off, latency_ms / 1000),
-                    "listwise": (lw, 0.0),
-                    "deterministic": (det, 0.0),
-                }
-                samples: dict[str, list[float]] = {name: [] for name in series}
-                for i in range(WARMUP + calls):
-                    names = list(series)
-                    order = names[i % len(names) :] + names[: i % len(names)]
-                    for name in order:
-                        client, pause = series[name]
-                        time.sleep(pause)
-                        elapsed, _ = prepare_once(client, queries[i % len(queries)], 8000, True)
-                        if i >= WARMUP:
-                            samples[name].append(elapsed)
+            for round_no in range(rounds):
+                # Fresh Server processes each round (same databases): a process's own layout and cache luck
+                # moves its p50 by a few percent.
+                with (
+                    running_server(work / "off.db", work, env=quiet) as off_server,
+                    running_server(work / "lw.db", work, env=listwise) as lw_server,
+                    running_server(work / "det.db", work, env=deterministic) as det_server,
+                    http_client(off_server) as off,
+                    http_client(lw_server) as lw,
+                    http_client(det_server) as det,
+                ):
+                    if round_no == 0:
+                        for client in (off, lw, det):
+                            create_scope(client)
+                            seed_batches(client, corpus)
+                    # name -> (client, pause before each request in seconds)
+                    series = {
+                        "off": (off, 0.0),
+                        "off, paced": (off, latency_ms / 1000),
+                        "listwise": (lw, 0.0),
+                        "deterministic": (det, 0.0),
+                    }
+                    for i in range(WARMUP + per_round):
+                        order = SERIES[i % len(SERIES) :] + SERIES[: i % len(SERIES)]
+                        for name in order:
+                            client, pause = series[name]
+                            time.sleep(pause)
+                            elapsed, _ = prepare_once(client, queries[i % len(queries)], 8000, True)
+                            if i >= WARMUP:
+                                samples[name].append(elapsed)
             direct = direct_call_p50(base_url, calls)
         finally:
             chat.terminate()
             chat.wait(10)
-    print(f"\n{size:,} memories, {calls} calls each, chat latency {latency_ms:.0f} ms")
+    print(f"\n{size:,} memories, {rounds} rounds x {per_round} calls each, chat latency {latency_ms:.0f} ms")
     for name, values in samples.items():
         print(f"  {name:>14}: p50 {median(values):.2f} ms  p95 {percentile(values, 95):.2f} ms")
     print(f"  one direct call to the chat server (its {latency_ms:.0f} ms sleep included): p50 {direct:.2f} ms")
@@ -175,10 +182,11 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--rounds", type=int, default=3, help="fresh Server sets; --calls is split among them")
     args = parser.parse_args()
     print(describe_target())
     ok = deterministic_cost()
-    ok &= server_overhead(args.size, args.calls, args.latency_ms)
+    ok &= server_overhead(args.size, args.calls, args.latency_ms, args.rounds)
     return 0 if ok else 1
 
 
