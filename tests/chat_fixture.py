@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.support import free_port
+from tests.support import free_port, stop_process
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,9 +77,4 @@ def start_chat_server(ready_timeout: float = 20.0) -> Iterator[ChatServer]:
                 time.sleep(0.02)
             yield server
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            stop_process(process, 10)

@@ -31,7 +31,7 @@ from powercontext.server.app import create_app
 from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests.seekdb_support import require_seekdb
-from tests.support import REQUEST_ID_HEADER, Api, free_port, wait_until
+from tests.support import REQUEST_ID_HEADER, Api, free_port, stop_process, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,13 +98,7 @@ def _start_server(
 
 
 def _stop_server(server: LiveServer) -> None:
-    if server.process.poll() is None:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait(timeout=5)
+    stop_process(server.process)
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import httpx
 
-from tests.support import free_port
+from tests.support import free_port, stop_process
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,16 +77,7 @@ def start_embedding_server(dim: int = 32, ready_timeout: float = 20.0) -> Iterat
             _wait_ready(server, ready_timeout, log)
             yield server
         finally:
-            _stop(process)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
+            stop_process(process, 10)
 
 
 def _wait_ready(server: EmbeddingServer, timeout: float, log: IO[bytes]) -> None:

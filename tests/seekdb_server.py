@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.support import stop_process
+
 NAMESPACE_SETUP = (
     "ip link set lo up"
     " && ip link add pcveth0 type veth peer name pcveth1"
@@ -93,12 +95,7 @@ def seekdb_server(base: Path) -> Iterator[str]:
                 time.sleep(1.0)
         yield f"oceanbase://root@127.0.0.1:{PORT}/powercontext"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=30)
+        stop_process(process, 60)
         log.close()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass
@@ -21,6 +22,18 @@ from powercontext.assembly.render import BEGIN_MARKER, END_MARKER
 
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
 FOUR_KEYS = {"schema", "status", "content", "content_bytes"}
+
+
+def stop_process(process: subprocess.Popen[Any], grace_s: float = 15.0) -> None:
+    """Terminate a child process, and kill it if it has not exited after ``grace_s``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace_s)
 
 
 def free_port() -> int:
