@@ -88,16 +88,6 @@ def _canonical(value: JsonValue) -> bytes:
         ) from None
 
 
-def content_wire(content: PromptContent) -> dict[str, JsonValue]:
-    """The content as its JSON object (what sizes are measured on)."""
-    return {
-        "schema_version": content.schema_version,
-        "mode": content.mode,
-        "instructions": content.instructions,
-        "demonstrations": [{"input": d.input, "expected_output": d.expected_output} for d in content.demonstrations],
-    }
-
-
 def validate(definition: PromptDefinition, content: PromptContent) -> None:
     """Raise ``PromptContentInvalid`` (its ``code`` names the rule) unless ``content`` is a valid, normalized
     ``powercontext.prompt.v1`` override of ``definition``."""
@@ -136,7 +126,7 @@ def validate(definition: PromptDefinition, content: PromptContent) -> None:
         problem = "this Prompt takes no demonstrations" if check is None else check(demo.input, demo.expected_output)
         if problem is not None:
             raise PromptContentInvalid("invalid-prompt-demonstration", f"demonstrations[{i}]: {problem}")
-    total = len(_canonical(content_wire(content)))
+    total = len(_canonical(content.wire()))
     if total > MAX_CONTENT_BYTES:
         raise PromptContentInvalid(
             "prompt-too-large", f"the Prompt is {total} bytes of canonical JSON; the limit is {MAX_CONTENT_BYTES}"

@@ -344,6 +344,15 @@ class PromptContent:
     demonstrations: tuple[PromptDemonstration, ...]
     schema_version: str = PROMPT_SCHEMA_VERSION
 
+    def wire(self) -> dict[str, JsonValue]:
+        """The content as its JSON object: what a revision stores and what its size is measured on."""
+        return {
+            "schema_version": self.schema_version,
+            "mode": self.mode,
+            "instructions": self.instructions,
+            "demonstrations": [{"input": d.input, "expected_output": d.expected_output} for d in self.demonstrations],
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class PromptRecord:

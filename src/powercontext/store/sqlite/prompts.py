@@ -8,7 +8,6 @@ are never searched, so they have no full-text or vector projection.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from powercontext.domain.families import PROMPT, FamilyTransitionRefused, PromptAction, family_next_state
 from powercontext.store.base import PromptContent, PromptDemonstration, PromptRecord
@@ -30,15 +29,6 @@ from powercontext.store.sqlite.family_rows import (
 
 def _not_found() -> ArtifactNotFound:
     return ArtifactNotFound("this Scope has no prompt Artifact for this key; it uses the built-in Prompt")
-
-
-def _fields(content: PromptContent) -> dict[str, Any]:
-    return {
-        "schema_version": content.schema_version,
-        "mode": content.mode,
-        "instructions": content.instructions,
-        "demonstrations": [{"input": d.input, "expected_output": d.expected_output} for d in content.demonstrations],
-    }
 
 
 def _record(row: ArtifactRow) -> PromptRecord:
@@ -68,7 +58,7 @@ class SqlitePrompts(SqliteConnections):
                 raise RevisionConflict(expected_revision, current)
             row_id = insert_artifact(conn, scope_id, PROMPT, prompt_key, at) if head is None else head.rowid
             revision = current + 1
-            insert_revision(conn, row_id, revision, content.instructions, (), _fields(content), at)
+            insert_revision(conn, row_id, revision, content.instructions, (), content.wire(), at)
             if head is not None and head.state != "active":
                 set_state(conn, row_id, "active", at)
             return _record(revision_row(conn, scope_id, PROMPT, prompt_key, revision))
