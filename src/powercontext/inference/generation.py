@@ -38,6 +38,18 @@ class InvalidOutput(Exception):
     reason = "invalid_output"
 
 
+def json_answer(answer: str, what: str) -> object:
+    """The JSON value a model answered, a fenced code block around it allowed (it is still the object the
+    Prompt asked for); ``InvalidOutput`` naming ``what`` (e.g. "rerank") when it is not JSON."""
+    text = answer.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise InvalidOutput(f"the {what} answer is not JSON") from None
+
+
 class GenerationProvider(Protocol):
     """Answers chat messages with text. Raises only ``InferenceError`` subclasses from ``complete``."""
 

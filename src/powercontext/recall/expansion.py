@@ -14,7 +14,6 @@ or put in a Receipt.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections import Counter
@@ -23,7 +22,7 @@ from typing import Protocol
 
 from powercontext.domain.candidates import Candidate
 from powercontext.inference.errors import InferenceError
-from powercontext.inference.generation import ChatMessage, GenerationProvider, InvalidOutput
+from powercontext.inference.generation import ChatMessage, GenerationProvider, InvalidOutput, json_answer
 from powercontext.inference.generation_config import ModelCallConfig
 from powercontext.prompts.definitions import RECALL_EXPAND
 from powercontext.prompts.errors import PromptUnavailable
@@ -133,13 +132,7 @@ class ModelExpander:
 
 def parse_queries(answer: str) -> list[str]:
     """Non-blank, distinct queries from ``{"queries": [...]}``, at most 3, each at most 1,000 characters."""
-    text = answer.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        raise InvalidOutput("the expansion answer is not JSON") from None
+    payload = json_answer(answer, "expansion")
     queries = payload.get("queries") if isinstance(payload, dict) else None
     if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
         raise InvalidOutput("the expansion answer has no list of strings in 'queries'")

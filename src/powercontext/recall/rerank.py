@@ -8,7 +8,6 @@ fallback or a failure the coarse order is kept, so the prepare always answers.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +17,13 @@ from typing import Literal, Protocol
 from powercontext import observe
 from powercontext.domain.candidates import Candidate
 from powercontext.inference.errors import InferenceError
-from powercontext.inference.generation import ChatMessage, GenerationProvider, InvalidOutput, SettingValue
+from powercontext.inference.generation import (
+    ChatMessage,
+    GenerationProvider,
+    InvalidOutput,
+    SettingValue,
+    json_answer,
+)
 from powercontext.inference.generation_config import SAFE_SETTINGS, ModelCallConfig
 from powercontext.prompts.definitions import MEMORY_RERANK, ResolvedPrompt
 from powercontext.prompts.errors import PromptUnavailable
@@ -160,13 +165,7 @@ def parse_ranks(answer: str, count: int, limit: int) -> list[int]:
     """0-based indexes from ``{"ranks": [n, ...]}`` (1-based numbers): the first in-range occurrence of
     each, duplicates and out-of-range numbers dropped, at most ``limit``. ``InvalidOutput`` when the
     answer is not that object of whole numbers."""
-    text = answer.strip()
-    if text.startswith("```"):  # a fenced block is still the object the Prompt asked for
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        raise InvalidOutput("the rerank answer is not JSON") from None
+    payload = json_answer(answer, "rerank")
     ranks = payload.get("ranks") if isinstance(payload, dict) else None
     if not isinstance(ranks, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
         raise InvalidOutput("the rerank answer has no list of whole numbers in 'ranks'")
