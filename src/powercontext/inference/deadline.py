@@ -36,8 +36,9 @@ import httpcore
 import httpx
 
 from powercontext.inference.direct_post import DirectPost
+from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
 
-__all__ = ["Deadline", "DeadlineTransport", "abandon_when", "environment_proxy"]
+__all__ = ["Deadline", "DeadlineTransport", "abandon_when", "environment_proxy", "post_to_provider"]
 
 POLL_S = 0.05  # how often a read waiting under ``abandon_when`` asks whether to give up
 # httpcore writes a request's headers and body in two sends; with Nagle's algorithm on, the body waits for
@@ -319,3 +320,31 @@ class DeadlineTransport(httpx.BaseTransport):
         if self._direct is not None:
             self._direct.close()
         self._pool.close()
+
+
+def post_to_provider(
+    transport: DeadlineTransport,
+    url: str,
+    headers: list[tuple[bytes, bytes]],
+    content: bytes,
+    timeout_s: float,
+    max_bytes: int,
+    server: str,
+) -> bytes:
+    """One provider call within a total deadline of ``timeout_s``: the answer's body when the status is 2xx,
+    else ``InferenceTimeout`` / ``InferenceUnavailable`` with a content-free message naming ``server`` (e.g.
+    "embedding"). httpx's exceptions are re-raised ``from None``: their messages and causes may carry the URL
+    or the body."""
+    try:
+        with Deadline.after(timeout_s).applied():
+            status, raw = transport.post(url, headers, content, timeout_s, max_bytes)
+    except httpx.TimeoutException:
+        raise InferenceTimeout(f"the {server} server did not answer within the timeout") from None
+    except httpx.HTTPError as exc:
+        raise InferenceUnavailable(f"the {server} server could not be reached ({type(exc).__name__})") from None
+    if not 200 <= status < 300:
+        raise InferenceUnavailable(f"the {server} server answered HTTP {status}")
+    if raw is None:
+        size = f"{max_bytes >> 20} MiB" if max_bytes % (1 << 20) == 0 else f"{max_bytes:,} bytes"
+        raise InferenceUnavailable(f"the {server} server answered more than {size}")
+    return raw

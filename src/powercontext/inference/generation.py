@@ -14,10 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import httpx
-
-from powercontext.inference.deadline import Deadline, DeadlineTransport, environment_proxy
-from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
+from powercontext.inference.deadline import DeadlineTransport, environment_proxy, post_to_provider
+from powercontext.inference.errors import InferenceUnavailable
 
 MAX_RESPONSE_BYTES = 1 << 20  # a chat answer larger than this is not an answer to our Prompts
 SettingValue = str | int | float | bool
@@ -107,26 +105,13 @@ class OpenAICompatibleGeneration:
         }
         body.update({_WIRE_NAMES[k]: v for k, v in settings.items() if k in _WIRE_NAMES})
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        with Deadline.after(timeout_s).applied():
-            raw = self._exchange(content, timeout_s)
+        raw = post_to_provider(
+            self._transport, self._url, self._headers, content, timeout_s, MAX_RESPONSE_BYTES, "generation"
+        )
         return _message_text(raw)
 
     def close(self) -> None:
         self._transport.close()
-
-    def _exchange(self, content: bytes, timeout_s: float) -> bytes:
-        # Exceptions are re-raised ``from None``: httpx messages and causes may carry the URL or the body.
-        try:
-            status, raw = self._transport.post(self._url, self._headers, content, timeout_s, MAX_RESPONSE_BYTES)
-        except httpx.TimeoutException:
-            raise InferenceTimeout("the generation server did not answer within the timeout") from None
-        except httpx.HTTPError as exc:
-            raise InferenceUnavailable(f"the generation server could not be reached ({type(exc).__name__})") from None
-        if not 200 <= status < 300:
-            raise InferenceUnavailable(f"the generation server answered HTTP {status}")
-        if raw is None:
-            raise InferenceUnavailable("the generation server answered more than 1 MiB")
-        return raw
 
 
 def _message_text(raw: bytes) -> str:

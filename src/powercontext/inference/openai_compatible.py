@@ -6,12 +6,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import numpy as np
 
 from powercontext.inference.base import Vectors, l2_normalise
-from powercontext.inference.deadline import Deadline, DeadlineTransport, environment_proxy
-from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
+from powercontext.inference.deadline import DeadlineTransport, environment_proxy, post_to_provider
+from powercontext.inference.errors import InferenceUnavailable
 
 # A JSON float takes at most ~25 characters; the answer may carry that per value plus some framing, no more.
 _BYTES_PER_VALUE = 32
@@ -73,19 +72,8 @@ class OpenAICompatibleEmbeddings:
 
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:
         body = json.dumps({"model": self.model, "input": list(texts)}, ensure_ascii=False).encode("utf-8")
-        # Exceptions are re-raised ``from None``: httpx messages and causes may carry the URL or the body.
-        try:
-            with Deadline.after(self.timeout_s).applied():
-                cap = self._answer_cap(len(texts))
-                status, raw = self._transport.post(self._url, self._headers, body, self.timeout_s, cap)
-        except httpx.TimeoutException:
-            raise InferenceTimeout("the embedding server did not answer within the timeout") from None
-        except httpx.HTTPError as exc:
-            raise InferenceUnavailable(f"the embedding server could not be reached ({type(exc).__name__})") from None
-        if not 200 <= status < 300:
-            raise InferenceUnavailable(f"the embedding server answered HTTP {status}")
-        if raw is None:
-            raise InferenceUnavailable("the embedding server answered more than the size limit")
+        cap = self._answer_cap(len(texts))
+        raw = post_to_provider(self._transport, self._url, self._headers, body, self.timeout_s, cap, "embedding")
         try:
             payload = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
