@@ -26,7 +26,7 @@ import pymysql
 from powercontext.domain.families import EXPERIENCE, TOPIC_MEMORY
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import MemoryRecord, NewMemory, ScoredExperience, ScoredMemory, ScoredTopic
-from powercontext.store.code import CodeChunkRecord, ScoredCodeChunk
+from powercontext.store.code import ScoredCodeChunk
 from powercontext.store.errors import IdempotencyConflict, StoreUnavailable
 from powercontext.store.location import StoreLocation
 from powercontext.store.oceanbase import fulltext
@@ -317,15 +317,7 @@ class OceanBaseStore(SqliteStore):
         )
         if not hits:
             return []
-        marks = ",".join("?" * len(hits))
-        rows = conn.execute(
-            "SELECT c.id, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
-            " c.start_line, c.end_line, c.snippet_sha256, c.text"
-            " FROM code_chunks c JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree"
-            f" WHERE c.id IN ({marks}) AND t.scope_id = ?",
-            [doc_id for _, doc_id in hits] + [scope_id],
-        ).fetchall()
-        by_id = {row[0]: CodeChunkRecord(*row[1:]) for row in rows}
+        by_id = sqlite_code.chunk_records(conn, [doc_id for _, doc_id in hits], scope_id)
         ranked = sorted(
             (ScoredCodeChunk(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id),
             key=lambda s: (-s.score, s.chunk.path, s.chunk.start_line),

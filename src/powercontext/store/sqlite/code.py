@@ -145,15 +145,7 @@ class SqliteCodeStore(SqliteConnections):
         hits = self._vector_hits(conn, scope_id, CODE, model_id, vector, limit)
         if not hits:
             return []
-        marks = ",".join("?" * len(hits))
-        rows = conn.execute(
-            "SELECT c.id, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
-            " c.start_line, c.end_line, c.snippet_sha256, c.text"
-            " FROM code_chunks c JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree"
-            f" WHERE c.id IN ({marks})",
-            [chunk_id for chunk_id, _ in hits],
-        ).fetchall()
-        by_id = {row[0]: CodeChunkRecord(*row[1:]) for row in rows}
+        by_id = chunk_records(conn, [chunk_id for chunk_id, _ in hits])
         return [ScoredCodeChunk(by_id[i], score) for i, score in hits if i in by_id]
 
     def has_code_trees(self, scope_id: str) -> bool:
@@ -271,3 +263,19 @@ def _delete_chunks(conn: Any, file_id: int) -> list[int]:
     conn.executemany("DELETE FROM code_chunk_embeddings WHERE chunk = ?", ids)
     conn.executemany("DELETE FROM code_chunks WHERE id = ?", ids)
     return [i for (i,) in ids]
+
+
+def chunk_records(conn: Any, chunk_ids: list[int], scope_id: str | None = None) -> dict[int, CodeChunkRecord]:
+    """The chunks with these row ids (of one Scope's trees when ``scope_id`` is given), by row id."""
+    marks = ",".join("?" * len(chunk_ids))
+    scope_filter, params = (
+        ("", list(chunk_ids)) if scope_id is None else (" AND t.scope_id = ?", [*chunk_ids, scope_id])
+    )
+    rows = conn.execute(
+        "SELECT c.id, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
+        " c.start_line, c.end_line, c.snippet_sha256, c.text"
+        " FROM code_chunks c JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree"
+        f" WHERE c.id IN ({marks}){scope_filter}",
+        params,
+    ).fetchall()
+    return {row[0]: CodeChunkRecord(*row[1:]) for row in rows}
