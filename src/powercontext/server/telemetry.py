@@ -115,12 +115,13 @@ class TelemetryMiddleware:
         raw_headers = scope.get("headers") or []
         internal = any(name == INTERNAL_HEADER for name, _ in raw_headers)
         parent = None
-        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers if k in _TRACE_HEADERS}
-        # Without trace headers the current context stays the parent (nothing to extract, and the propagators
-        # cost tens of microseconds): the in-process MCP bridge's requests then nest under the tool call
-        # that made them.
-        if carrier and observe.tracing_active():
-            parent = propagate.extract(carrier, context=otel_context.get_current())
+        if observe.tracing_active():
+            carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers if k in _TRACE_HEADERS}
+            # Without trace headers the current context stays the parent (nothing to extract, and the
+            # propagators cost tens of microseconds): the in-process MCP bridge's requests then nest under the
+            # tool call that made them.
+            if carrier:
+                parent = propagate.extract(carrier, context=otel_context.get_current())
         method = scope["method"]
         span = observe.tracer().start_span(
             f"{method}", context=parent, kind=SpanKind.SERVER, attributes={"http.request.method": method}
