@@ -1,9 +1,9 @@
 """The local all-MiniLM-L6-v2 provider: per route, fidelity, one-query latency, batch throughput, Server ingest.
 
-    .venv/bin/python bench/local_embeddings.py [--backends onnx,numpy] [--threads N] [--sentences 1000]
+    .venv/bin/python bench/local_embeddings.py [--backends openvino,onnx,numpy] [--threads N] [--sentences 1000]
         [--words 15] [--queries 200] [--repeats 3] [--ingest 3000]
 
-For each route (``onnx`` needs the ``embeddings-fast`` extra): the load time and the RSS it adds; the minimum
+For each route (``openvino`` needs the ``embeddings-fast`` extra, ``onnx`` ``embeddings-onnx``): the load time and the RSS it adds; the minimum
 cosine to the float32 original model on the 201 fidelity sentences (``tests/data/minilm_reference.npz``);
 one short query's latency (p50 of ``--queries`` calls); batch throughput on ``--sentences`` memory-like
 sentences cut to ``--words`` words (median of ``--repeats`` runs; ``--threads`` embedding threads, default one
@@ -131,7 +131,7 @@ def ingest(backend: str, threads: int | None, count: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backends", default="onnx,numpy")
+    parser.add_argument("--backends", default="openvino,onnx")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--sentences", type=int, default=1000)
     parser.add_argument("--words", type=int, default=15)

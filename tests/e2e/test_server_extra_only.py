@@ -21,6 +21,7 @@ OPTIONAL = (
     "tokenizers",
     "onnx",
     "onnxruntime",
+    "openvino",
     "playwright",
     "schemathesis",
 )

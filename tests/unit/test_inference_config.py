@@ -81,7 +81,7 @@ def test_api_key_is_not_in_repr() -> None:
         ("POWERCONTEXT_EMBEDDINGS_BASE_URL", "127.0.0.1:9000/v1", "an http:// or https:// URL"),
         ("POWERCONTEXT_EMBEDDINGS_THREADS", "0", "a whole number from 1 to 256"),
         ("POWERCONTEXT_EMBEDDINGS_THREADS", "two", "a whole number from 1 to 256"),
-        ("POWERCONTEXT_EMBEDDINGS_BACKEND", "gpu", "must be one of auto, onnx, numpy"),
+        ("POWERCONTEXT_EMBEDDINGS_BACKEND", "gpu", "must be one of auto, openvino, onnx, numpy"),
     ],
 )
 def test_bad_values_name_the_variable_and_what_it_expects(variable: str, value: str, expected: str) -> None:

