@@ -3,13 +3,14 @@
     .venv/bin/python bench/local_embeddings.py [--backends openvino,onnx,numpy] [--threads N] [--sentences 1000]
         [--words 15] [--queries 200] [--repeats 3] [--ingest 3000]
 
-For each route (``openvino`` needs the ``embeddings-fast`` extra, ``onnx`` ``embeddings-onnx``): the load time and the RSS it adds; the minimum
-cosine to the float32 original model on the 201 fidelity sentences (``tests/data/minilm_reference.npz``);
-one short query's latency (p50 of ``--queries`` calls); batch throughput on ``--sentences`` memory-like
-sentences cut to ``--words`` words (median of ``--repeats`` runs; ``--threads`` embedding threads, default one
-per CPU). Then a real Server with ``POWERCONTEXT_EMBEDDINGS=local`` and that route ingests ``--ingest`` benchmark
-memories (100-300 bytes each) through ``POST .../atomic-memory/batch`` in calls of 500, and the stored vectors
-are counted afterwards in its database. ``OPENBLAS_NUM_THREADS`` is 1 as the Server sets it.
+For each route (``openvino`` needs the ``embeddings-fast`` extra, ``onnx`` ``embeddings-onnx``): the load time
+and the RSS it adds; the minimum cosine to the float32 original model on the 201 fidelity sentences
+(``tests/data/minilm_reference.npz``); one short query's latency (p50 of ``--queries`` calls); batch throughput
+on ``--sentences`` memory-like sentences cut to ``--words`` words (median of ``--repeats`` runs; ``--threads``
+embedding threads, default one per CPU). Then a real Server with ``POWERCONTEXT_EMBEDDINGS=local`` and that route
+ingests ``--ingest`` benchmark memories (100-300 bytes each) through ``POST .../atomic-memory/batch`` in calls of
+500, and the stored vectors are counted afterwards in its database. ``OPENBLAS_NUM_THREADS`` is 1 as the Server
+sets it.
 
 The machine's load average is printed next to every figure: on a shared machine, compare runs at similar load.
 """
