@@ -144,9 +144,6 @@ class _Model:
     encoder: SentenceEncoder
     tokenizer: Tokenizer
     backend: Route
-    # Whether mini-batches should run side by side on the embedding threads: false when one call already
-    # uses all of them (OpenVINO's own thread pool).
-    parallel_batches: bool
 
 
 # Where a route comes from, for the error that names what to install.
@@ -183,9 +180,9 @@ class LocalMiniLM:
     matmuls where the CPU has them, the ``embeddings-fast`` extra), ONNX Runtime's fused float32 kernels
     (``embeddings-onnx``), the pure-NumPy forward pass. All are held to cosine >= 0.999 against the float32
     original model and share one ``model_id`` (the float32 routes agree to 0.9999999, bfloat16 to about
-    0.9998). ``threads`` (default: one per CPU) are the embedding's own: OpenVINO runs each call on all of
-    them; the other routes spread a call's mini-batches over them, and one short text runs on the calling
-    thread. They do not change ``OPENBLAS_NUM_THREADS``, which the Server keeps at 1 for requests.
+    0.9998). A call with more than one mini-batch spreads them over ``threads`` threads (default: one per
+    CPU); one short text always runs on one thread. These threads are the embedding's own: they do not
+    change ``OPENBLAS_NUM_THREADS``, which the Server keeps at 1 for requests.
 
     The weights load on first use (or on ``load()``, to move that cost to start-up), once, under a lock;
     afterwards ``embed`` is safe to call from many threads at once: the model is read-only.
@@ -231,7 +228,7 @@ class LocalMiniLM:
                 model.tokenizer,
                 texts,
                 batch_size=self.batch_size,
-                workers=self.threads if model.parallel_batches else 1,
+                workers=self.threads,
             )
         except InferenceError:
             raise
@@ -284,7 +281,7 @@ class LocalMiniLM:
 
     def _start(self, route: Route, encoder: BertEncoder, tokenizer: Tokenizer) -> _Model:
         if route == "openvino":
-            return _Model(openvino_minilm.OpenVinoMiniLM(encoder, threads=self.threads), tokenizer, route, False)
+            return _Model(openvino_minilm.OpenVinoMiniLM(encoder, threads=self.threads), tokenizer, route)
         if route == "onnx":
-            return _Model(onnx_minilm.OnnxMiniLM(encoder), tokenizer, route, True)
-        return _Model(encoder, tokenizer, route, True)
+            return _Model(onnx_minilm.OnnxMiniLM(encoder), tokenizer, route)
+        return _Model(encoder, tokenizer, route)

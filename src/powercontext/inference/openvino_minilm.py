@@ -90,9 +90,11 @@ def precision(core: Any) -> str:
 class OpenVinoMiniLM:
     """``BertEncoder.mean_pooled`` with the six blocks compiled by OpenVINO's CPU plugin.
 
-    One compiled model with one stream of ``threads`` threads: a call uses every embedding thread itself, so the
-    caller runs mini-batches one after another. Concurrent callers each take an infer request from a pool (a
-    request serves one call at a time) and queue on the stream.
+    The compiled model has ``threads`` streams of one thread each: a call runs on one thread, and concurrency
+    comes from callers running mini-batches side by side (as with the other routes). Measured here, this beats
+    one stream of two threads under load (a multi-threaded matmul waits for its slowest thread whenever another
+    process holds a core) and lets a query's embedding overlap the full-text search; on an idle machine the two
+    are within 5% in batch throughput. Each concurrent call takes its own infer request from a pool.
     """
 
     def __init__(self, encoder: BertEncoder, *, threads: int) -> None:
@@ -106,8 +108,7 @@ class OpenVinoMiniLM:
             {
                 "INFERENCE_PRECISION_HINT": self.precision,
                 "INFERENCE_NUM_THREADS": threads,
-                "NUM_STREAMS": 1,
-                "PERFORMANCE_HINT": "LATENCY",
+                "NUM_STREAMS": threads,
             },
         )
         self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -118,11 +119,6 @@ class OpenVinoMiniLM:
     @property
     def hidden_size(self) -> int:
         return self._hidden
-
-    @property
-    def parallel_batches(self) -> bool:
-        """False: one call already uses every embedding thread, so mini-batches should not run side by side."""
-        return False
 
     def mean_pooled(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> F32:
         """Same contract as ``BertEncoder.mean_pooled``."""
