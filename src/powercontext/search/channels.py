@@ -6,8 +6,11 @@ the fusion and the fallback reasons are the same for every family.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import threading
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -197,10 +200,32 @@ class ChannelSearch(Generic[H]):
                 return SearchOutcome(self._vectors(scope_id, vector, limit), "vector", "none")
             return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit), "hybrid", "none")
         # auto: hybrid when the provider is configured and answers, else fts with the honest reason.
-        planned = (channel or VectorChannel(self._embedder)).query_vector(round, normalized, scope_id)
+        channel = channel or VectorChannel(self._embedder)
+        if channel.will_compute(scope_id, normalized):
+            return self._auto_overlapped(scope_id, normalized, limit, channel, round)
+        planned = channel.query_vector(round, normalized, scope_id)
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", planned)
         return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit), "hybrid", "none")
+
+    def _auto_overlapped(
+        self, scope_id: str, normalized: str, limit: int, channel: VectorChannel, round: int
+    ) -> SearchOutcome[H]:
+        """``auto`` with the query's embedding computed on another thread while the full-text search runs.
+
+        Only for a model computed in this process: both release the GIL (the model's matmuls, SQLite's
+        search), so on two cores the embedding no longer adds its whole time to the prepare. A remote
+        provider's call stays on the request thread, where its deadline and the breaker govern it without
+        queueing behind other requests. The full-text list is the hybrid depth; if the vector channel drops
+        out, the fts answer is searched again at ``limit`` so it is exactly what a plain fts search returns.
+        """
+        depth = max(2 * limit, 32)
+        pending = _submit(channel.query_vector, round, normalized, scope_id)
+        fts = self._fts(scope_id, normalized, depth)
+        planned = pending.result()
+        if isinstance(planned, str):
+            return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", planned)
+        return SearchOutcome(self._fuse(fts, self._vectors(scope_id, planned, depth), limit), "hybrid", "none")
 
     def _fts(self, scope_id: str, normalized: str, limit: int) -> list[H]:
         return self._text(scope_id, query_terms(normalized, SEARCH_QUERY_TERMS), limit)
@@ -213,8 +238,27 @@ class ChannelSearch(Generic[H]):
         # Each channel contributes a deeper list than asked for, so fusion can promote an item that
         # only one channel ranks highly.
         depth = max(2 * limit, 32)
+        return self._fuse(self._fts(scope_id, normalized, depth), self._vectors(scope_id, vector, depth), limit)
+
+    def _fuse(self, fts: list[H], vec: list[H], limit: int) -> list[H]:
         w = self.weights
-        fts, vec = self._fts(scope_id, normalized, depth), self._vectors(scope_id, vector, depth)
         if w.fusion == "rrf":
             return fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
         return fuse_scores([(fts, w.fts), (vec, w.vector)], limit)
+
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _submit(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """Run ``fn`` on the shared query-embedding threads, in the caller's context (its observation, deadline).
+
+    Eight threads: local embedding is CPU-bound, so more would only queue on the cores.
+    """
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="query-embedding")
+        pool = _pool
+    return pool.submit(contextvars.copy_context().run, fn, *args)

@@ -142,6 +142,14 @@ class VectorChannel:
     failure: tuple[int, InferenceReason] | None = None
     _vectors: dict[tuple[str, str], npt.NDArray[np.float32]] = field(default_factory=dict)
 
+    def will_compute(self, scope_id: str, text: str) -> bool:
+        """Whether ``query_vector`` would compute the vector on this machine now (an in-process model, nothing
+        known yet), rather than answer at once or wait on a remote provider."""
+        provider = self.embedder.provider
+        # No call deadline is the protocol's mark of local computation.
+        local = provider.configured and provider.call_budget_s(1) is None
+        return local and self.failure is None and (scope_id, text) not in self._vectors
+
     def query_vector(self, round: int, text: str, scope_id: str = "") -> npt.NDArray[np.float32] | FallbackReason:
         """The query's embedding for a search in ``scope_id``, or the reason the vector channel is dropped."""
         if not self.embedder.configured:
