@@ -3,6 +3,9 @@
 ``sqlite:///path/to/file.db`` (the default), ``seekdb:///path/to/dir`` (embedded seekdb, data in a local
 directory) or ``oceanbase://user@host:port/database`` (a seekdb server or an OceanBase cluster over the
 MySQL protocol). The password never appears in the URL: it comes from ``POWERCONTEXT_STORE_PASSWORD``.
+
+The OceanBase URLs take ``?fulltext=native`` to create a new database whose full-text search is the engine's own
+``FULLTEXT`` index (store/oceanbase/native_fulltext.py); a seekdb URL also takes ``?database=<name>``.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 Backend = Literal["sqlite", "seekdb", "oceanbase"]
+Fulltext = Literal["exact", "native"]
 DEFAULT_DATABASE = "powercontext"
 _DATABASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -30,46 +34,65 @@ class StoreLocation:
     port: int = 0
     user: str = ""
     database: str = DEFAULT_DATABASE
+    fulltext: Fulltext = "exact"  # what a new OceanBase database is created with
 
     def display(self) -> str:
         """A loggable form (no password is ever part of a location)."""
+        options = []
+        if self.backend == "seekdb" and self.database != DEFAULT_DATABASE:
+            options.append(f"database={self.database}")
+        if self.fulltext != "exact":
+            options.append(f"fulltext={self.fulltext}")
+        suffix = "?" + "&".join(options) if options else ""
         if self.backend == "oceanbase":
-            return f"oceanbase://{self.user}@{self.host}:{self.port}/{self.database}"
-        suffix = "" if self.backend == "sqlite" or self.database == DEFAULT_DATABASE else f"?database={self.database}"
+            return f"oceanbase://{self.user}@{self.host}:{self.port}/{self.database}{suffix}"
         return f"{self.backend}://{self.path}{suffix}"
 
 
 _EXAMPLES = "sqlite:///path/file.db, seekdb:///path/dir or oceanbase://user@host:port/database"
 
 
+def _options(scheme: str, query: str) -> dict[str, str]:
+    """The URL's query parameters, checked: ``database`` (seekdb) and ``fulltext`` (seekdb, oceanbase)."""
+    allowed = {"sqlite": (), "seekdb": ("database", "fulltext"), "oceanbase": ("fulltext",)}[scheme]
+    options: dict[str, str] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key not in allowed or key in options:
+            shown = " and ".join(f"?{name}=" for name in allowed) or "none"
+            raise BadStoreUrl(f"unknown or repeated store URL parameter {key!r}; a {scheme} URL takes {shown}")
+        options[key] = value
+    if "database" in options and not _DATABASE_NAME.match(options["database"]):
+        raise BadStoreUrl("the database name may hold only letters, digits and '_'")
+    if options.get("fulltext", "exact") not in ("exact", "native"):
+        raise BadStoreUrl("?fulltext= is exact (the default) or native")
+    return options
+
+
 def parse_store_url(url: str) -> StoreLocation:
     """Parse a store URL; raises ``BadStoreUrl`` naming the valid forms."""
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
+    if scheme not in ("sqlite", "seekdb", "oceanbase"):
+        raise BadStoreUrl(f"unknown store URL scheme {scheme!r}; use {_EXAMPLES}")
+    options = _options(scheme, parts.query)
+    fulltext: Fulltext = "native" if options.get("fulltext") == "native" else "exact"
     if scheme in ("sqlite", "seekdb"):
         if parts.netloc or not parts.path or parts.path == "/":
             raise BadStoreUrl(f"a {scheme} URL needs an absolute path after three slashes; use {_EXAMPLES}")
-        database = DEFAULT_DATABASE
-        if parts.query:
-            key, _, value = parts.query.partition("=")
-            if key != "database" or not _DATABASE_NAME.match(value) or scheme == "sqlite":
-                raise BadStoreUrl("the only query parameter is ?database=<name> on a seekdb URL")
-            database = value
         path = Path(unquote(parts.path)).expanduser()
-        return StoreLocation(scheme, path=path, database=database)  # type: ignore[arg-type]
-    if scheme == "oceanbase":
-        if parts.password is not None:
-            raise BadStoreUrl("put the password in POWERCONTEXT_STORE_PASSWORD, not in the store URL")
-        try:
-            port = parts.port or 2881
-        except ValueError:
-            raise BadStoreUrl(f"the port is not a number; use {_EXAMPLES}") from None
-        database = parts.path.lstrip("/") or DEFAULT_DATABASE
-        if not parts.hostname or not parts.username:
-            raise BadStoreUrl(f"an oceanbase URL needs a user and a host; use {_EXAMPLES}")
-        if not _DATABASE_NAME.match(database):
-            raise BadStoreUrl("the database name may hold only letters, digits and '_'")
-        return StoreLocation(
-            "oceanbase", host=parts.hostname, port=port, user=unquote(parts.username), database=database
-        )
-    raise BadStoreUrl(f"unknown store URL scheme {scheme!r}; use {_EXAMPLES}")
+        database = options.get("database", DEFAULT_DATABASE)
+        return StoreLocation(scheme, path=path, database=database, fulltext=fulltext)  # type: ignore[arg-type]
+    if parts.password is not None:
+        raise BadStoreUrl("put the password in POWERCONTEXT_STORE_PASSWORD, not in the store URL")
+    try:
+        port = parts.port or 2881
+    except ValueError:
+        raise BadStoreUrl(f"the port is not a number; use {_EXAMPLES}") from None
+    database = parts.path.lstrip("/") or DEFAULT_DATABASE
+    if not parts.hostname or not parts.username:
+        raise BadStoreUrl(f"an oceanbase URL needs a user and a host; use {_EXAMPLES}")
+    if not _DATABASE_NAME.match(database):
+        raise BadStoreUrl("the database name may hold only letters, digits and '_'")
+    return StoreLocation(
+        "oceanbase", host=parts.hostname, port=port, user=unquote(parts.username), database=database, fulltext=fulltext
+    )

@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.store.oceanbase import native_fulltext
+
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
 
@@ -109,6 +111,9 @@ class FtsWriter:
     def __init__(self) -> None:
         # (table, doc) -> (scope tag, tokens, term frequencies per text column)
         self._docs: dict[tuple[str, int], tuple[str, int, tuple[Counter[str], ...]]] = {}
+        # Set when the database has the engine's FULLTEXT index (native_fulltext.py), which is kept in step.
+        self.native = False
+        self._native_docs: dict[tuple[str, int], tuple[str, str]] = {}  # (table, doc) -> (scope tag, body)
         self._removed: set[tuple[str, int]] = set()  # stored documents to take out of the index
         self._totals: Counter[tuple[str, str]] = Counter()  # (table, "docs" | "tokens")
         self.segments = SegmentCounts()
@@ -123,10 +128,13 @@ class FtsWriter:
             tf = tuple(Counter(map(posting_term, text.split())) for text in texts)
             tokens = 1 + sum(sum(c.values()) for c in tf)
         self._docs[(table, doc_id)] = (scope_tag, tokens, tf)
+        if self.native:
+            self._native_docs[(table, doc_id)] = (scope_tag, native_fulltext.body(spec.weights, texts))
         self._totals[(table, "docs")] += 1
         self._totals[(table, "tokens")] += tokens
 
     def remove(self, conn: Connection, table: str, doc_id: int) -> None:
+        self._native_docs.pop((table, doc_id), None)
         if self._docs.pop((table, doc_id), None) is not None:
             # Added earlier in this transaction, after any stored version was queued for removal.
             return
@@ -146,11 +154,15 @@ class FtsWriter:
         }
         if self._docs:
             _add_documents(conn, self._docs, self.segments, numbers)
+        if self.native:
+            added = [(table, doc, tag, text) for (table, doc), (tag, text) in self._native_docs.items()]
+            native_fulltext.write(conn, sorted(self._removed), added)
         self.discard()
 
     def discard(self) -> None:
         """Forget the buffered changes (the transaction rolled back, or they were flushed)."""
         self._docs.clear()
+        self._native_docs.clear()
         self._removed.clear()
         self._totals.clear()
 

@@ -29,7 +29,7 @@ from powercontext.store.base import MemoryRecord, NewMemory, ScoredExperience, S
 from powercontext.store.code import ScoredCodeChunk
 from powercontext.store.errors import IdempotencyConflict, StoreUnavailable
 from powercontext.store.location import StoreLocation
-from powercontext.store.oceanbase import fulltext
+from powercontext.store.oceanbase import fulltext, native_fulltext
 from powercontext.store.oceanbase.dialect import Connection
 from powercontext.store.oceanbase.engine import connect, ensure_database
 from powercontext.store.oceanbase.fulltext import FtsWriter
@@ -92,6 +92,7 @@ class OceanBaseStore(SqliteStore):
         ensure_database(location)
         self._writer = self._connect()
         apply_migrations(self._writer, _now())
+        self._fts.native = native_fulltext.prepare(self._writer, location.fulltext == "native", location.display())
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -121,7 +122,11 @@ class OceanBaseStore(SqliteStore):
                     conn = self._writer = self._connect()
                 conn.raw.begin()
                 # The cross-process writer lock (see migrations): waits, up to the lock timeout, for another writer.
-                conn.query("SELECT name FROM store_locks WHERE name = 'writer' FOR UPDATE")
+                locked = conn.query(
+                    "SELECT name FROM store_locks WHERE name IN ('writer', %s) FOR UPDATE", (native_fulltext.LOCK_ROW,)
+                ).fetchall()
+                if len(locked) > 1:  # another process created the native index after this one started
+                    self._fts.native = True
             except (pymysql.MySQLError, sqlite.Error) as exc:
                 self._abandon(conn)
                 raise StoreUnavailable() from exc
@@ -246,15 +251,29 @@ class OceanBaseStore(SqliteStore):
 
     # -- full text -----------------------------------------------------------------------------
 
+    def _ranked(
+        self,
+        conn: Connection,
+        table: str,
+        tag: str,
+        terms: Sequence[str],
+        limit: int,
+        window: fulltext.Window = "rank",
+        window_size: int = 0,
+    ) -> list[tuple[float, int]]:
+        """(score, doc_id) best first: the engine's FULLTEXT index on a native database, else exact BM25."""
+        if self._fts.native:
+            # The engine ranks every match itself: no window is needed to bound the work.
+            return native_fulltext.search(conn, table, tag, terms, min(limit, 1 << 16))
+        return fulltext.search(conn, table, tag, terms, limit, window, window_size, self._fts.segments)
+
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
         conn = self._reader()
         terms, rankable = _affordable_terms(conn, scope_id, terms)
         if not terms:
             return []
         window: fulltext.Window = "rank" if rankable else "newest"
-        hits = fulltext.search(
-            conn, "atomic_memory_fts", scope_tag(scope_id), terms, limit, window, segments=self._fts.segments
-        )
+        hits = self._ranked(conn, "atomic_memory_fts", scope_tag(scope_id), terms, limit, window)
         if not hits:
             return []
         marks = ",".join("?" * len(hits))
@@ -279,9 +298,7 @@ class OceanBaseStore(SqliteStore):
         conn = self._reader()
         if not self._has_active(conn, scope_id, TOPIC_MEMORY):
             return []
-        hits = fulltext.search(
-            conn, "topic_memory_fts", family_scope_tag(scope_id), terms, limit, segments=self._fts.segments
-        )
+        hits = self._ranked(conn, "topic_memory_fts", family_scope_tag(scope_id), terms, limit)
         rows = active_heads(conn, [doc_id for _, doc_id in hits])
         return [
             ScoredTopic(sqlite_topics._record(rows[doc_id]), score)
@@ -293,9 +310,7 @@ class OceanBaseStore(SqliteStore):
         conn = self._reader()
         if not self._has_active(conn, scope_id, EXPERIENCE):
             return []
-        hits = fulltext.search(
-            conn, "experience_fts", family_scope_tag(scope_id), terms, limit, segments=self._fts.segments
-        )
+        hits = self._ranked(conn, "experience_fts", family_scope_tag(scope_id), terms, limit)
         rows = active_heads(conn, [doc_id for _, doc_id in hits])
         return [
             ScoredExperience(sqlite_experiences._experience(rows[doc_id]), score)
@@ -312,9 +327,7 @@ class OceanBaseStore(SqliteStore):
         tag = sqlite_code.code_scope_tag(scope_id)
         window: fulltext.Window = "rank" if rankable else "first"
         # Every ranked match, so ties break by path and line exactly as the SQLite query orders them.
-        hits = fulltext.search(
-            conn, "code_fts", tag, terms, budget if not rankable else 1 << 30, window, budget, self._fts.segments
-        )
+        hits = self._ranked(conn, "code_fts", tag, terms, budget if not rankable else 1 << 30, window, budget)
         if not hits:
             return []
         by_id = sqlite_code.chunk_records(conn, [doc_id for _, doc_id in hits], scope_id)
