@@ -79,7 +79,7 @@ def prepare_ms(client: httpx.Client, queries: list[str], calls: int) -> list[flo
     return samples
 
 
-def run_size(size: int, calls: int, work: Path, hybrid: bool, judge: bool) -> bool:
+def run_size(size: int, calls: int, work: Path, hybrid: bool, judge: bool, fulltext: str = "exact") -> bool:
     print(f"\n== {size:,} active memories, {'hybrid (local model)' if hybrid else 'fts only'} ==")
     corpus = make_corpus(size)
     queries = make_queries()
@@ -87,7 +87,7 @@ def run_size(size: int, calls: int, work: Path, hybrid: bool, judge: bool) -> bo
     rate: dict[str, float] = {}
     for backend, url in (
         ("sqlite", f"sqlite://{work / f'{size}-{hybrid}.db'}"),
-        ("seekdb", f"seekdb://{work / f'seekdb-{size}-{hybrid}'}"),
+        ("seekdb", f"seekdb://{work / f'seekdb-{size}-{hybrid}-{fulltext}'}?fulltext={fulltext}"),
     ):
         settings = {"POWERCONTEXT_EMBEDDINGS": "local" if hybrid else "none", "POWERCONTEXT_LOG_LEVEL": "warning"}
         with server_on(url, work, settings) as server, http_client(server) as client:
@@ -124,6 +124,12 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--modes", default="fts,hybrid", help="fts (no model) and/or hybrid (the local model)")
     parser.add_argument("--judge-max", type=int, default=10_000, help="sizes above this are reported, not judged")
+    parser.add_argument(
+        "--seekdb-fulltext",
+        choices=("exact", "native"),
+        default="exact",
+        help="the seekdb database's full-text search: exact (default) or the engine's FULLTEXT index",
+    )
     args = parser.parse_args()
     print(describe_target())
     ok = True
@@ -132,7 +138,9 @@ def main() -> int:
             for mode in (m.strip() for m in args.modes.split(",") if m.strip()):
                 if mode not in ("fts", "hybrid"):
                     parser.error(f"unknown mode {mode!r}")
-                ok &= run_size(size, args.calls, Path(tmp), mode == "hybrid", size <= args.judge_max)
+                ok &= run_size(
+                    size, args.calls, Path(tmp), mode == "hybrid", size <= args.judge_max, args.seekdb_fulltext
+                )
     print("\nALL PASS" if ok else "\nSOME TARGETS FAILED")
     return 0 if ok else 1
 
