@@ -211,21 +211,27 @@ class ChannelSearch(Generic[H]):
     def _auto_overlapped(
         self, scope_id: str, normalized: str, limit: int, channel: VectorChannel, round: int
     ) -> SearchOutcome[H]:
-        """``auto`` with the query's embedding computed on another thread while the full-text search runs.
+        """``auto`` with the vector side (embed the query, rank by cosine) on another thread while the
+        full-text search runs on this one.
 
-        Only for a model computed in this process: both release the GIL (the model's matmuls, SQLite's
-        search), so on two cores the embedding no longer adds its whole time to the prepare. A remote
-        provider's call stays on the request thread, where its deadline and the breaker govern it without
-        queueing behind other requests. The full-text list is the hybrid depth; if the vector channel drops
-        out, the fts answer is searched again at ``limit`` so it is exactly what a plain fts search returns.
+        Only for a model computed in this process: the model's matmuls, the cosine ranking and SQLite's search
+        all release the GIL, so on two cores the vector side no longer adds its whole time to the prepare. A
+        remote provider's call stays on the request thread, where its deadline and the breaker govern it
+        without queueing behind other requests. The full-text list is the hybrid depth; if the vector channel
+        drops out, the fts answer is searched again at ``limit`` so it is exactly what a plain fts search returns.
         """
         depth = max(2 * limit, 32)
-        pending = _submit(channel.query_vector, round, normalized, scope_id)
+
+        def vector_side() -> tuple[Vector | FallbackReason, list[H]]:
+            planned = channel.query_vector(round, normalized, scope_id)
+            return planned, ([] if isinstance(planned, str) else self._vectors(scope_id, planned, depth))
+
+        pending = _submit(vector_side)
         fts = self._fts(scope_id, normalized, depth)
-        planned = pending.result()
+        planned, vec = pending.result()
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", planned)
-        return SearchOutcome(self._fuse(fts, self._vectors(scope_id, planned, depth), limit), "hybrid", "none")
+        return SearchOutcome(self._fuse(fts, vec, limit), "hybrid", "none")
 
     def _fts(self, scope_id: str, normalized: str, limit: int) -> list[H]:
         return self._text(scope_id, query_terms(normalized, SEARCH_QUERY_TERMS), limit)
