@@ -1,4 +1,4 @@
-"""The two-Server cases of test_seekdb_two_servers.py against a seekdb *server* (``oceanbase://``).
+"""The multi-Server cases of test_seekdb_two_servers.py against a seekdb *server* (``oceanbase://``).
 
 Not collected on its own (no ``test_`` prefix): ``test_seekdb_server.py`` runs this module with pytest
 inside a network namespace it creates, because the seekdb server binds every interface.
@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LiveServer, live_server
-from tests.e2e.test_seekdb_two_servers import (  # the same cases, run here with the fixture below
+from tests.e2e.test_seekdb_two_servers import (  # the same cases, run here with the fixtures below
+    kill_during_batch_leaves_all_or_nothing,
     test_compare_and_set_across_servers_has_exactly_one_winner,
     test_concurrent_writers_on_two_servers_lose_nothing,
+    writer_lock_probe,
 )
-from tests.seekdb_server import seekdb_server
+from tests.seekdb_server import PORT, seekdb_server
 
 __all__ = [
     "test_compare_and_set_across_servers_has_exactly_one_winner",
@@ -25,12 +27,29 @@ __all__ = [
 
 
 @pytest.fixture(scope="module")
-def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, LiveServer]]:
-    """Two Server processes, each with its own sessions, on one database of one seekdb server."""
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """One seekdb server for the module: its ``oceanbase://`` URL and a directory for Server logs."""
     base: Path = tmp_path_factory.mktemp("seekdb-server")
+    with seekdb_server(base / "engine") as url:
+        yield url, base
+
+
+@pytest.fixture(scope="module")
+def two_servers(server_url: tuple[str, Path]) -> Iterator[tuple[LiveServer, LiveServer]]:
+    """Two Server processes, each with its own sessions, on one database of one seekdb server."""
+    url, base = server_url
     with (
-        seekdb_server(base / "engine") as url,
         live_server(base, store=url, log_name="a.log") as first,
         live_server(base, store=url, log_name="b.log") as second,
     ):
         yield first, second
+
+
+def test_a_server_killed_during_a_batch_leaves_no_partial_batch_on_a_seekdb_server(
+    server_url: tuple[str, Path], two_servers: tuple[LiveServer, LiveServer]
+) -> None:
+    url, base = server_url
+    owner = two_servers[0]
+    held = writer_lock_probe({"host": "127.0.0.1", "port": PORT, "user": "root"})
+    with live_server(base, store=url, log_name="victim.log") as victim:
+        kill_during_batch_leaves_all_or_nothing(owner, victim, held)

@@ -7,9 +7,10 @@ private unix socket; nothing binds a network port). That is the multi-process si
 
 from __future__ import annotations
 
-import contextlib
+import glob
 import os
 import signal
+import tempfile
 import threading
 import time
 import uuid
@@ -108,36 +109,105 @@ def test_compare_and_set_across_servers_has_exactly_one_winner(two_servers: tupl
     assert head["head_revision"] == 2
 
 
+def writer_lock_probe(options: dict[str, Any]) -> Callable[[], bool]:
+    """A check, on its own session, whether another session holds the store's writer lock right now.
+
+    Every write transaction locks the ``store_locks`` row first (store.py), so "held" means some
+    Server is inside a write transaction. ``FOR UPDATE NOWAIT`` answers at once (1205) instead of queueing.
+    """
+    import pymysql
+
+    conn = pymysql.connect(**options, database="powercontext", autocommit=False, read_timeout=30)
+
+    def held() -> bool:
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT name FROM store_locks WHERE name = 'writer' FOR UPDATE NOWAIT")
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] != 1205:  # "Lock wait timeout exceeded": another session holds it
+                raise
+            conn.rollback()
+            return True
+        conn.rollback()  # never keep the lock: the probed writer must not wait for this session
+        return False
+
+    return held
+
+
+def batch_items(count: int = 500) -> list[dict[str, Any]]:
+    """A batch that takes its writer a while: 40 distinct terms per memory, so the full-text index
+    writes ~20,000 postings in the transaction. Ten groups of 50 (``grp<n>x``), so searches of at
+    most 50 hits each can count every row of the batch."""
+    return [
+        {"text": f"killword grp{i % 10}x " + " ".join(f"w{i}t{j}" for j in range(40)), "kind": "fact"}
+        for i in range(count)
+    ]
+
+
+def kill_during_batch_leaves_all_or_nothing(
+    owner: LiveServer, victim: LiveServer, writer_lock_held: Callable[[], bool]
+) -> int:
+    """SIGKILL ``victim`` while its 500-memory batch transaction holds the writer lock; then check on
+    ``owner`` (same database) that the batch is there whole or not at all, and that the owner still
+    serves reads and writes. Returns how many of the batch's memories the owner finds (0 or 500)."""
+    sid = scope_on(owner)
+    items = batch_items()
+    answers: list[httpx.Response] = []
+    errors: list[BaseException] = []
+
+    def post() -> None:
+        try:
+            answers.append(
+                httpx.post(f"{victim.base_url}/v1/scopes/{sid}/atomic-memory/batch", json={"items": items}, timeout=120)
+            )
+        except httpx.HTTPError as exc:  # the Server is killed mid-request
+            errors.append(exc)
+
+    assert not writer_lock_held(), "another writer is active before the batch was sent"
+    thread = threading.Thread(target=post)
+    thread.start()
+    # Kill the moment the batch's transaction is seen holding the writer lock (it holds it for the
+    # whole transaction, hundreds of ms for this batch), before the answer can be sent.
+    deadline = time.monotonic() + 60
+    while not writer_lock_held():
+        assert thread.is_alive() and time.monotonic() < deadline, f"the batch never took the writer lock: {answers}"
+        time.sleep(0.002)
+    os.kill(victim.process.pid, signal.SIGKILL)
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert answers == [], f"the batch was answered before the kill landed: {answers[0].status_code}"
+    assert errors, "the request neither got an answer nor failed"
+    # The engine ends the dead session: its transaction and the writer lock go with it.
+    deadline = time.monotonic() + 60
+    while writer_lock_held():
+        assert time.monotonic() < deadline, "the killed Server's writer lock was never released"
+        time.sleep(0.05)
+    found = 0
+    with httpx.Client(base_url=owner.base_url, timeout=60) as http:
+        for group in range(10):
+            r = http.post(f"/v1/scopes/{sid}/atomic-memory/search", json={"query": f"grp{group}x", "limit": 50})
+            assert r.status_code == 200, r.text
+            found += len(r.json()["hits"])
+        assert found in (0, 500), found
+        r = http.post(f"/v1/scopes/{sid}/atomic-memory", json={"text": "afterkill written", "kind": "fact"})
+        assert r.status_code == 201, r.text
+        aid = r.json()["artifact_address"]["artifact"]["artifact_id"]
+        r = http.post(f"/v1/scopes/{sid}/atomic-memory/search", json={"query": "afterkill"})
+        assert [h["artifact_address"]["artifact"]["artifact_id"] for h in r.json()["hits"]] == [aid]
+    return found
+
+
+def embedded_engine_socket(owner: LiveServer) -> dict[str, Any]:
+    """pymysql options for the embedded engine that ``owner`` opened (its private unix socket)."""
+    sockets = glob.glob(f"{tempfile.gettempdir()}/pylibseekdb-uds-{owner.process.pid}-*/run/sql.sock")
+    assert len(sockets) == 1, f"the owner's engine socket was not found: {sockets}"
+    return {"unix_socket": sockets[0], "user": "root"}
+
+
 def test_a_server_killed_during_a_batch_leaves_no_partial_batch(tmp_path: Path) -> None:
     require_seekdb()
     url = f"seekdb://{tmp_path / 'engine'}"
     with live_server(tmp_path, store=url, log_name="owner.log") as owner:
-        sid = scope_on(owner)
+        held = writer_lock_probe(embedded_engine_socket(owner))
         with live_server(tmp_path, store=url, log_name="victim.log") as victim:
-            # Ten groups of 50, so searches (at most 50 hits each) can count every row of the batch.
-            items = [{"text": f"killword grp{i % 10}x item {i}", "kind": "fact"} for i in range(500)]
-            sent = threading.Event()
-
-            def post() -> None:
-                sent.set()
-                with contextlib.suppress(httpx.HTTPError):  # the Server is killed mid-request
-                    httpx.post(
-                        f"{victim.base_url}/v1/scopes/{sid}/atomic-memory/batch", json={"items": items}, timeout=60
-                    )
-
-            thread = threading.Thread(target=post)
-            thread.start()
-            sent.wait()
-            time.sleep(0.3)  # the batch is being written: 500 memories take seconds on seekdb
-            os.kill(victim.process.pid, signal.SIGKILL)
-            thread.join(timeout=60)
-        # The owner still serves, and the killed session's transaction is gone whole or committed whole.
-        found = 0
-        with httpx.Client(base_url=owner.base_url, timeout=60) as http:
-            for group in range(10):
-                r = http.post(f"/v1/scopes/{sid}/atomic-memory/search", json={"query": f"grp{group}x", "limit": 50})
-                assert r.status_code == 200, r.text
-                found += len(r.json()["hits"])
-            assert found in (0, 500), found
-            r = http.post(f"/v1/scopes/{sid}/atomic-memory", json={"text": "after the kill", "kind": "fact"})
-            assert r.status_code == 201, r.text
+            kill_during_batch_leaves_all_or_nothing(owner, victim, held)

@@ -3,10 +3,12 @@
 Same tables, columns and keys, so ``store copy`` maps rows one to one. Differences: text keys are
 ``VARCHAR … COLLATE utf8mb4_bin`` (SQLite compares bytes; MySQL's default collation folds case), JSON
 text columns that need a default are long ``VARCHAR`` (MySQL allows no default on TEXT), and the FTS5
-virtual tables become ``fts_docs``/``fts_segments``/``fts_totals`` (see fulltext.py; version 7 exists on
-this backend only: it packs the postings). Embeddings are ``VECTOR`` in spirit but stored as
-little-endian float32 bytes: the dimension varies by model, a ``VECTOR(n)`` column fixes it, and the
-native column and index were measured slower (see docs/oceanbase.md).
+virtual tables become ``fts_docs``/``fts_segments``/``fts_totals`` (see fulltext.py; version 7 packs the
+postings, a no-op on SQLite). Version numbers are shared with SQLite: a change one backend does not
+need is an explicit no-op step there, so both ``LATEST_VERSION`` are equal and the next migration is
+``LATEST_VERSION + 1`` on both (see store/sqlite/migrations.py). Embeddings are stored as
+little-endian float32 bytes, not ``VECTOR(n)``: seekdb returns a ``VECTOR`` value only as 6-digit
+text, so what is read back is not what was written, and parsing it is slow (see docs/oceanbase.md).
 """
 
 from __future__ import annotations

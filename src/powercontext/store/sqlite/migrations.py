@@ -1,4 +1,11 @@
-"""Forward-only schema migrations. Append a new entry; never edit an applied one."""
+"""Forward-only schema migrations. Append a new entry; never edit an applied one.
+
+Version numbers are shared with the OceanBase family store (store/oceanbase/migrations.py): version
+N is the same logical change on every backend, and a change that one backend does not need is an
+explicit no-op step there (a comment-only script here). So every backend's ``LATEST_VERSION`` is the
+same, its versions run 1..LATEST without a gap, and the next migration is ``LATEST_VERSION + 1`` on
+all of them (tests/store_contract/test_migration_versions.py checks this).
+"""
 
 from __future__ import annotations
 
@@ -194,6 +201,13 @@ MIGRATIONS: list[tuple[int, str]] = [
           model_id TEXT NOT NULL,
           vector BLOB NOT NULL
         );
+        """,
+    ),
+    (
+        7,
+        """
+        -- Reserved: OceanBase's packed full-text postings (fts_segments). No-op here: FTS5 keeps
+        -- its own index. Recorded so both backends stay at the same version.
         """,
     ),
 ]

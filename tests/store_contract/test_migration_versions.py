@@ -1,0 +1,53 @@
+"""Both backends share one migration numbering: same latest version, no gaps, every version recorded.
+
+A version that one backend does not need is an explicit no-op there (SQLite's 7 reserves OceanBase's
+packed full-text postings), so a new migration is ``LATEST_VERSION + 1`` on both and never collides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from powercontext.store.base import Store
+from powercontext.store.oceanbase import migrations as oceanbase_migrations
+from powercontext.store.sqlite import SqliteStore
+from powercontext.store.sqlite import migrations as sqlite_migrations
+from powercontext.store.sqlite.driver import sqlite
+
+BACKENDS = {"sqlite": sqlite_migrations, "oceanbase": oceanbase_migrations}
+
+
+def test_both_backends_are_at_the_same_latest_version() -> None:
+    assert sqlite_migrations.LATEST_VERSION == oceanbase_migrations.LATEST_VERSION
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_each_backend_numbers_its_migrations_one_to_latest_without_gaps(backend: str) -> None:
+    module = BACKENDS[backend]
+    versions = [version for version, _ in module.MIGRATIONS]
+    assert versions == list(range(1, module.LATEST_VERSION + 1))
+
+
+def test_an_opened_store_records_every_version(open_store: Callable[[], Store]) -> None:
+    store = open_store()
+    rows = store._reader().execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()  # type: ignore[attr-defined]
+    assert [int(row[0]) for row in rows] == list(range(1, sqlite_migrations.LATEST_VERSION + 1))
+
+
+def test_a_sqlite_database_at_version_6_upgrades_through_the_no_op_step(tmp_path: Path) -> None:
+    path = tmp_path / "v6.db"
+    SqliteStore(path).close()
+    with contextlib.closing(sqlite.connect(path)) as conn:  # as a database written before version 7 existed
+        conn.execute("DELETE FROM schema_migrations WHERE version = 7")
+        conn.commit()
+    store = SqliteStore(path)
+    try:
+        versions = [row[0] for row in store._reader().execute("SELECT version FROM schema_migrations")]
+        assert max(versions) == 7 and len(versions) == 7
+        assert store.create_scope("v7", "t", []).scope_id == "v7"  # and the store works
+    finally:
+        store.close()
