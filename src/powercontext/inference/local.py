@@ -224,11 +224,7 @@ class LocalMiniLM:
         model = self._loaded()
         try:
             return embed_texts(
-                model.encoder,
-                model.tokenizer,
-                texts,
-                batch_size=self.batch_size,
-                workers=self.threads,
+                model.encoder, model.tokenizer, texts, batch_size=self.batch_size, workers=self.threads
             )
         except InferenceError:
             raise

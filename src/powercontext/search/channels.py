@@ -258,13 +258,13 @@ _pool: ThreadPoolExecutor | None = None
 
 
 def _submit(fn: Callable[..., T], *args: Any) -> Future[T]:
-    """Run ``fn`` on the shared query-embedding threads, in the caller's context (its observation, deadline).
+    """Run ``fn`` on the shared vector-side threads, in the caller's context (its observation, deadline).
 
-    Eight threads: local embedding is CPU-bound, so more would only queue on the cores.
+    Eight threads: the local model and the cosine ranking are CPU-bound, so more would only queue on the cores.
     """
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="query-embedding")
+            _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vector-side")
         pool = _pool
     return pool.submit(contextvars.copy_context().run, fn, *args)
