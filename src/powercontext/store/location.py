@@ -4,8 +4,9 @@
 directory) or ``oceanbase://user@host:port/database`` (a seekdb server or an OceanBase cluster over the
 MySQL protocol). The password never appears in the URL: it comes from ``POWERCONTEXT_STORE_PASSWORD``.
 
-The OceanBase URLs take ``?fulltext=native`` to create a new database whose full-text search is the engine's own
-``FULLTEXT`` index (store/oceanbase/native_fulltext.py); a seekdb URL also takes ``?database=<name>``.
+The OceanBase URLs take ``?fulltext=native`` and ``?vectors=native`` to create a new database that searches with
+the engine's own ``FULLTEXT`` index or ``VECTOR(n)`` columns (store/oceanbase/native_*.py); a seekdb URL also takes
+``?database=<name>``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 Backend = Literal["sqlite", "seekdb", "oceanbase"]
-Fulltext = Literal["exact", "native"]
+Native = Literal["exact", "native"]
 DEFAULT_DATABASE = "powercontext"
 _DATABASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -34,7 +35,8 @@ class StoreLocation:
     port: int = 0
     user: str = ""
     database: str = DEFAULT_DATABASE
-    fulltext: Fulltext = "exact"  # what a new OceanBase database is created with
+    fulltext: Native = "exact"  # what a new OceanBase database is created with
+    vectors: Native = "exact"
 
     def display(self) -> str:
         """A loggable form (no password is ever part of a location)."""
@@ -43,6 +45,8 @@ class StoreLocation:
             options.append(f"database={self.database}")
         if self.fulltext != "exact":
             options.append(f"fulltext={self.fulltext}")
+        if self.vectors != "exact":
+            options.append(f"vectors={self.vectors}")
         suffix = "?" + "&".join(options) if options else ""
         if self.backend == "oceanbase":
             return f"oceanbase://{self.user}@{self.host}:{self.port}/{self.database}{suffix}"
@@ -54,7 +58,9 @@ _EXAMPLES = "sqlite:///path/file.db, seekdb:///path/dir or oceanbase://user@host
 
 def _options(scheme: str, query: str) -> dict[str, str]:
     """The URL's query parameters, checked: ``database`` (seekdb) and ``fulltext`` (seekdb, oceanbase)."""
-    allowed = {"sqlite": (), "seekdb": ("database", "fulltext"), "oceanbase": ("fulltext",)}[scheme]
+    allowed = {"sqlite": (), "seekdb": ("database", "fulltext", "vectors"), "oceanbase": ("fulltext", "vectors")}[
+        scheme
+    ]
     options: dict[str, str] = {}
     for key, value in parse_qsl(query, keep_blank_values=True):
         if key not in allowed or key in options:
@@ -63,8 +69,9 @@ def _options(scheme: str, query: str) -> dict[str, str]:
         options[key] = value
     if "database" in options and not _DATABASE_NAME.match(options["database"]):
         raise BadStoreUrl("the database name may hold only letters, digits and '_'")
-    if options.get("fulltext", "exact") not in ("exact", "native"):
-        raise BadStoreUrl("?fulltext= is exact (the default) or native")
+    for key in ("fulltext", "vectors"):
+        if options.get(key, "exact") not in ("exact", "native"):
+            raise BadStoreUrl(f"?{key}= is exact (the default) or native")
     return options
 
 
@@ -75,13 +82,20 @@ def parse_store_url(url: str) -> StoreLocation:
     if scheme not in ("sqlite", "seekdb", "oceanbase"):
         raise BadStoreUrl(f"unknown store URL scheme {scheme!r}; use {_EXAMPLES}")
     options = _options(scheme, parts.query)
-    fulltext: Fulltext = "native" if options.get("fulltext") == "native" else "exact"
+    fulltext: Native = "native" if options.get("fulltext") == "native" else "exact"
+    vectors: Native = "native" if options.get("vectors") == "native" else "exact"
     if scheme in ("sqlite", "seekdb"):
         if parts.netloc or not parts.path or parts.path == "/":
             raise BadStoreUrl(f"a {scheme} URL needs an absolute path after three slashes; use {_EXAMPLES}")
         path = Path(unquote(parts.path)).expanduser()
         database = options.get("database", DEFAULT_DATABASE)
-        return StoreLocation(scheme, path=path, database=database, fulltext=fulltext)  # type: ignore[arg-type]
+        return StoreLocation(
+            scheme,  # type: ignore[arg-type]
+            path=path,
+            database=database,
+            fulltext=fulltext,
+            vectors=vectors,
+        )
     if parts.password is not None:
         raise BadStoreUrl("put the password in POWERCONTEXT_STORE_PASSWORD, not in the store URL")
     try:
@@ -94,5 +108,11 @@ def parse_store_url(url: str) -> StoreLocation:
     if not _DATABASE_NAME.match(database):
         raise BadStoreUrl("the database name may hold only letters, digits and '_'")
     return StoreLocation(
-        "oceanbase", host=parts.hostname, port=port, user=unquote(parts.username), database=database, fulltext=fulltext
+        "oceanbase",
+        host=parts.hostname,
+        port=port,
+        user=unquote(parts.username),
+        database=database,
+        fulltext=fulltext,
+        vectors=vectors,
     )

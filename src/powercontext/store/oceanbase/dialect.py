@@ -20,12 +20,16 @@ import pymysql
 from pymysql.cursors import RE_INSERT_VALUES
 
 from powercontext.store.oceanbase.fulltext import FtsWriter
+from powercontext.store.oceanbase.native_vectors import VectorMirror
 from powercontext.store.sqlite.driver import sqlite
 
 _ON_CONFLICT = re.compile(r"ON CONFLICT \([^)]*\) DO UPDATE SET", re.IGNORECASE)
 _EXCLUDED = re.compile(r"\bexcluded\.(\w+)")
 _FTS_INSERT = re.compile(r"^\s*INSERT INTO (\w+_fts) \(rowid, scope_tag, ([\w, ]+)\) VALUES", re.IGNORECASE)
 _FTS_DELETE = re.compile(r"^\s*DELETE FROM (\w+_fts) WHERE rowid = \?\s*$", re.IGNORECASE)
+# Every write of an embedding, whichever path (single write, batch, reindex, store copy): mirrored into the
+# VECTOR(n) tables on a native-vectors database (native_vectors.py).
+_EMBEDDING_INSERT = re.compile(r"^\s*INSERT INTO artifact_embeddings \(artifact, revision, model_id, vector\) VALUES")
 
 
 @lru_cache(maxsize=1024)
@@ -96,9 +100,10 @@ def _literal(raw: Any, value: Any) -> str:
 class Connection:
     """One pymysql connection with SQLite-style ``execute``/``executemany``."""
 
-    def __init__(self, raw: Any, fts: FtsWriter) -> None:
+    def __init__(self, raw: Any, fts: FtsWriter, vectors: VectorMirror | None = None) -> None:
         self.raw = raw
         self._fts = fts
+        self._vectors = vectors
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
         insert = _FTS_INSERT.match(sql)
@@ -109,7 +114,10 @@ class Connection:
         if delete is not None:
             self._fts.remove(self, delete.group(1), params[0])
             return Result((), None)
-        return self.query(translate(sql), params)
+        result = self.query(translate(sql), params)
+        if self._vectors is not None and _EMBEDDING_INSERT.match(sql):
+            self._vectors.write(self, [params])
+        return result
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> Result:
         """Run MySQL-mode text as is (no translation)."""
@@ -164,6 +172,8 @@ class Connection:
                 self.execute(sql, params)
             return
         text = translate(sql)
+        if self._vectors is not None and _EMBEDDING_INSERT.match(sql):
+            self._vectors.write(self, items)
         multi = RE_INSERT_VALUES.match(text)
         if multi is not None:
             head, row, tail = multi.group(1), multi.group(2).rstrip(), multi.group(3)

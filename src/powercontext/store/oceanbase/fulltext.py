@@ -329,9 +329,7 @@ def _add_documents(
         for (table, tag), terms in by_group.items():
             for start in range(0, len(terms), 500):
                 part = terms[start : start + 500]
-                where = (
-                    f"fts_table = %s AND scope_tag = %s AND term IN ({', '.join(['%s'] * len(part))}) AND n < %s"
-                )
+                where = f"fts_table = %s AND scope_tag = %s AND term IN ({', '.join(['%s'] * len(part))}) AND n < %s"
                 params = (table, tag, *part, SEGMENT_POSTINGS)
                 rows = conn.query(f"SELECT term, postings FROM fts_segments WHERE {where}", params)
                 for term, blob in rows.fetchall():

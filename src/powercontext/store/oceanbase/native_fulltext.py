@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from powercontext.store.oceanbase.engine import EngineUnavailable
+from powercontext.store.oceanbase import native_mode
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -45,43 +45,21 @@ _DDL: Final = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
 ) DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_bin"""
 
 
-class FulltextModeConflict(EngineUnavailable):
-    """``?fulltext=native`` was asked of a database that already holds exactly indexed data."""
-
-
-# A row of the writer-lock table marks a native database: every write transaction locks the table's rows
-# anyway (store.py ``_write``), so each writer learns the mode with no extra round trip, even if another
-# process created the index after this one started.
+# The mark of a native database (native_mode.py).
 LOCK_ROW: Final = "fulltext-native"
 
 
 def prepare(conn: Connection, requested_native: bool, display: str) -> bool:
-    """Whether this database searches natively; creates the index for a new database that asks for it.
-
-    A database that has the index keeps using it whatever the URL says (every writer must maintain it).
-    """
-    if conn.query("SELECT 1 FROM store_locks WHERE name = %s", (LOCK_ROW,)).fetchone() is not None:
-        return True
-    if not requested_native:
-        return False
-    # The table first (DDL commits on its own), then the mark under the writer lock, so no write of another
-    # process can slip between the emptiness check and the mark. After a refusal the empty table stays unused.
-    conn.query(_DDL)
-    conn.raw.begin()
-    try:
-        conn.query("SELECT name FROM store_locks WHERE name = 'writer' FOR UPDATE")
-        if conn.query("SELECT 1 FROM fts_docs LIMIT 1").fetchone() is not None:
-            raise FulltextModeConflict(
-                f"{display} already holds data indexed for exact full-text search, and ?fulltext=native applies"
-                " only to a new database: copy this one into a new database instead, e.g."
-                " powercontext store copy --from <this URL> --to '<new URL>?fulltext=native'"
-            )
-        conn.query("INSERT IGNORE INTO store_locks (name) VALUES (%s)", (LOCK_ROW,))
-        conn.raw.commit()
-    except BaseException:
-        conn.raw.rollback()
-        raise
-    return True
+    """Whether this database searches natively; creates the index for a new database that asks for it."""
+    return native_mode.claim(
+        conn,
+        mark=LOCK_ROW,
+        requested=requested_native,
+        ddl=_DDL,
+        holds_data="SELECT 1 FROM fts_docs LIMIT 1",
+        option="fulltext=native",
+        display=display,
+    )
 
 
 def body(weights: Sequence[float], texts: Sequence[str]) -> str:

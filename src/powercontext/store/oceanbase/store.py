@@ -29,7 +29,7 @@ from powercontext.store.base import MemoryRecord, NewMemory, ScoredExperience, S
 from powercontext.store.code import ScoredCodeChunk
 from powercontext.store.errors import IdempotencyConflict, StoreUnavailable
 from powercontext.store.location import StoreLocation
-from powercontext.store.oceanbase import fulltext, native_fulltext
+from powercontext.store.oceanbase import fulltext, native_fulltext, native_vectors
 from powercontext.store.oceanbase.dialect import Connection
 from powercontext.store.oceanbase.engine import connect, ensure_database
 from powercontext.store.oceanbase.fulltext import FtsWriter
@@ -89,15 +89,27 @@ class OceanBaseStore(SqliteStore):
         self._vectors = VectorCache()
         self._changes = _Changes()
         self._fts = FtsWriter()
+        self._mirror = native_vectors.VectorMirror(self._run_ddl)
         ensure_database(location)
         self._writer = self._connect()
         apply_migrations(self._writer, _now())
         self._fts.native = native_fulltext.prepare(self._writer, location.fulltext == "native", location.display())
+        self._mirror.native = native_vectors.prepare(self._writer, location.vectors == "native", location.display())
+        self._mirror.know(self._writer)
 
     # -- connections ---------------------------------------------------------------------------
 
     def _connect(self) -> Connection:
-        return Connection(connect(self.location, self.location.database), self._fts)
+        return Connection(connect(self.location, self.location.database), self._fts, self._mirror)
+
+    def _run_ddl(self, ddl: str) -> None:
+        """DDL on a session of its own: it commits implicitly, which must not end a write transaction."""
+        raw = connect(self.location, self.location.database)
+        try:
+            with raw.cursor() as cur:
+                cur.execute(ddl)
+        finally:
+            raw.close()
 
     def _reader(self) -> Connection:
         if self._closed:
@@ -122,11 +134,16 @@ class OceanBaseStore(SqliteStore):
                     conn = self._writer = self._connect()
                 conn.raw.begin()
                 # The cross-process writer lock (see migrations): waits, up to the lock timeout, for another writer.
-                locked = conn.query(
-                    "SELECT name FROM store_locks WHERE name IN ('writer', %s) FOR UPDATE", (native_fulltext.LOCK_ROW,)
-                ).fetchall()
-                if len(locked) > 1:  # another process created the native index after this one started
-                    self._fts.native = True
+                locked = {
+                    row[0]
+                    for row in conn.query(
+                        "SELECT name FROM store_locks WHERE name IN ('writer', %s, %s) FOR UPDATE",
+                        (native_fulltext.LOCK_ROW, native_vectors.LOCK_ROW),
+                    ).fetchall()
+                }
+                # Another process may have made the database native after this one started.
+                self._fts.native = self._fts.native or native_fulltext.LOCK_ROW in locked
+                self._mirror.native = self._mirror.native or native_vectors.LOCK_ROW in locked
             except (pymysql.MySQLError, sqlite.Error) as exc:
                 self._abandon(conn)
                 raise StoreUnavailable() from exc
@@ -372,6 +389,13 @@ class OceanBaseStore(SqliteStore):
     def _vector_hits(
         self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
     ) -> list[tuple[int, float]]:
+        if self._mirror.native and family != "code":
+            dimension = len(vector)
+            if dimension not in self._mirror.dimensions():
+                self._mirror.know(conn)  # another process may have created the table
+                if dimension not in self._mirror.dimensions():
+                    return []  # nothing of this dimension was ever written
+            return native_vectors.search(conn, scope_id, family, model_id, vector, limit)
         matrix_key = (scope_id, family, model_id)
         generation = _generation(conn, scope_id, family)
         matrix = self._vectors.get(matrix_key, generation)
