@@ -165,3 +165,18 @@ def test_store_urls_carry_the_vectors_choice() -> None:
 
     with pytest.raises(BadStoreUrl, match=r"\?vectors= is exact \(the default\) or native"):
         parse_store_url("seekdb:///var/pc?vectors=hnsw")
+
+
+def test_a_writer_started_before_the_database_went_native_keeps_the_native_indexes() -> None:
+    require_seekdb()
+    where = fresh("late_native", "exact")
+    early = open_store(where)  # opened while the database was still an ordinary one
+    try:
+        late = open_store(StoreLocation("seekdb", path=where.path, database=where.database, vectors="native"))
+        late.close()
+        early.create_scope("p", "p", [])
+        early.create_memories("p", memories(3))
+        assert stored_vectors(early) == 3  # the early writer learned the mode from the lock it takes
+        assert [h.record.text for h in early.search_vector("p", MODEL, unit(2), 1)] == ["memory 2"]
+    finally:
+        early.close()
