@@ -79,7 +79,9 @@ def prepare_ms(client: httpx.Client, queries: list[str], calls: int) -> list[flo
     return samples
 
 
-def run_size(size: int, calls: int, work: Path, hybrid: bool, judge: bool, fulltext: str = "exact") -> bool:
+def run_size(
+    size: int, calls: int, work: Path, hybrid: bool, judge: bool, fulltext: str = "exact", vectors: str = "exact"
+) -> bool:
     print(f"\n== {size:,} active memories, {'hybrid (local model)' if hybrid else 'fts only'} ==")
     corpus = make_corpus(size)
     queries = make_queries()
@@ -87,7 +89,10 @@ def run_size(size: int, calls: int, work: Path, hybrid: bool, judge: bool, fullt
     rate: dict[str, float] = {}
     for backend, url in (
         ("sqlite", f"sqlite://{work / f'{size}-{hybrid}.db'}"),
-        ("seekdb", f"seekdb://{work / f'seekdb-{size}-{hybrid}-{fulltext}'}?fulltext={fulltext}"),
+        (
+            "seekdb",
+            f"seekdb://{work / f'seekdb-{size}-{hybrid}-{fulltext}-{vectors}'}?fulltext={fulltext}&vectors={vectors}",
+        ),
     ):
         settings = {"POWERCONTEXT_EMBEDDINGS": "local" if hybrid else "none", "POWERCONTEXT_LOG_LEVEL": "warning"}
         with server_on(url, work, settings) as server, http_client(server) as client:
@@ -130,6 +135,12 @@ def main() -> int:
         default="exact",
         help="the seekdb database's full-text search: exact (default) or the engine's FULLTEXT index",
     )
+    parser.add_argument(
+        "--seekdb-vectors",
+        choices=("exact", "native"),
+        default="exact",
+        help="the seekdb database's vector search: exact in-memory (default) or the engine's VECTOR(n) columns",
+    )
     args = parser.parse_args()
     print(describe_target())
     ok = True
@@ -139,7 +150,13 @@ def main() -> int:
                 if mode not in ("fts", "hybrid"):
                     parser.error(f"unknown mode {mode!r}")
                 ok &= run_size(
-                    size, args.calls, Path(tmp), mode == "hybrid", size <= args.judge_max, args.seekdb_fulltext
+                    size,
+                    args.calls,
+                    Path(tmp),
+                    mode == "hybrid",
+                    size <= args.judge_max,
+                    args.seekdb_fulltext,
+                    args.seekdb_vectors,
                 )
     print("\nALL PASS" if ok else "\nSOME TARGETS FAILED")
     return 0 if ok else 1

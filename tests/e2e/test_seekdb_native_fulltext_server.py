@@ -59,3 +59,30 @@ def test_a_server_on_a_native_fulltext_database_prepares_from_the_engine_index(t
         assert any(
             "The ledger closes at midnight" in line for line in selected_texts(http, "when does the ledger close")
         )
+
+
+def test_hybrid_prepare_on_native_fulltext_and_native_vectors(tmp_path: Path) -> None:
+    require_seekdb()
+    store = f"seekdb://{tmp_path / 'engine'}?fulltext=native&vectors=native"
+    settings = {"POWERCONTEXT_EMBEDDINGS": "local"}
+    with (
+        live_server(tmp_path, settings, store=store) as server,
+        httpx.Client(base_url=server.base_url, timeout=60) as http,
+    ):
+        assert http.post("/v1/scopes", json={"scope_id": "p:cjk", "title": "CJK"}).status_code == 201
+        items = [
+            {"text": "分布式数据库系统支持全文索引", "kind": "fact"},
+            {"text": "The ledger closes at midnight and reopens at six", "kind": "fact"},
+            {"text": "Payment retries back off exponentially", "kind": "decision"},
+        ]
+        r = http.post("/v1/scopes/p:cjk/atomic-memory/batch", json={"items": items})
+        assert r.status_code == 201, r.text
+        body = http.post(
+            "/v1/context/prepare",
+            json={"scope_id": "p:cjk", "query": "when is the books' closing time", "include_receipt": True},
+        ).json()
+        searches = body["receipt"]["retrieval"]["searches"]
+        assert {(g["family"], g["mode"]) for g in searches if g["family"] == "atomic-memory"} == {
+            ("atomic-memory", "hybrid")
+        }
+        assert "The ledger closes at midnight" in (body["content"] or "")
