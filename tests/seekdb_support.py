@@ -39,6 +39,34 @@ def location(database: str = "contract") -> StoreLocation:
     return StoreLocation("seekdb", path=engine_dir() / "engine", database=database)
 
 
+def fresh_location(database: str, fulltext: str = "exact", vectors: str = "exact") -> StoreLocation:
+    """A new, empty database on the session's engine (dropped first if a previous test left it), with the
+    store URL options ``fulltext`` and ``vectors``."""
+    from powercontext.store.oceanbase.engine import connect
+
+    base = location(database)
+    raw = connect(base)
+    try:
+        with raw.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{base.database}`")
+        raw.commit()
+    finally:
+        raw.close()
+    return StoreLocation(
+        "seekdb",
+        path=base.path,
+        database=database,
+        fulltext=fulltext,  # type: ignore[arg-type]
+        vectors=vectors,  # type: ignore[arg-type]
+    )
+
+
+def open_seekdb(where: StoreLocation) -> OceanBaseStore:
+    from powercontext.store.oceanbase.store import OceanBaseStore
+
+    return OceanBaseStore(where)
+
+
 @cache
 def seekdb_unavailable() -> str | None:
     """None when the engine opens and serves the schema; else the exact reason it does not."""

@@ -16,37 +16,16 @@ import pytest
 from powercontext.store.base import NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.text.tokenize import query_terms
-from tests.seekdb_support import location, require_seekdb
+from tests.seekdb_support import fresh_location, open_seekdb, require_seekdb
 
 if TYPE_CHECKING:  # importing the store needs the oceanbase extra
     from powercontext.store.oceanbase.store import OceanBaseStore
 
 
-def fresh(database: str, fulltext: str) -> StoreLocation:
-    """A new, empty database on the session's engine."""
-    from powercontext.store.oceanbase.engine import connect
-
-    base = location(database)
-    raw = connect(base)
-    try:
-        with raw.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{base.database}`")
-        raw.commit()
-    finally:
-        raw.close()
-    return StoreLocation("seekdb", path=base.path, database=database, fulltext=fulltext)  # type: ignore[arg-type]
-
-
-def open_store(where: StoreLocation) -> OceanBaseStore:
-    from powercontext.store.oceanbase.store import OceanBaseStore
-
-    return OceanBaseStore(where)
-
-
 @pytest.fixture
 def native() -> Iterator[OceanBaseStore]:
     require_seekdb()
-    store = open_store(fresh("native_fts", "native"))
+    store = open_seekdb(fresh_location("native_fts", fulltext="native"))
     store.create_scope("p", "p", [])
     store.create_scope("other", "o", [])
     yield store
@@ -108,11 +87,11 @@ def test_topic_memory_is_searched_by_the_engine_index_too(native: OceanBaseStore
 
 def test_a_native_database_stays_native_when_reopened_without_the_option() -> None:
     require_seekdb()
-    where = fresh("native_reopen", "native")
-    first = open_store(where)
+    where = fresh_location("native_reopen", fulltext="native")
+    first = open_seekdb(where)
     first.create_scope("p", "p", [])
     first.close()
-    plain = open_store(StoreLocation("seekdb", path=where.path, database=where.database))
+    plain = open_seekdb(StoreLocation("seekdb", path=where.path, database=where.database))
     try:
         plain.create_memories("p", [NewMemory("written by a Server started without the option", "fact", ())])
         # In the engine's index, which this writer maintained, and found through it.
@@ -126,16 +105,16 @@ def test_an_exact_database_with_data_refuses_the_option_and_says_how_to_switch()
     require_seekdb()
     from powercontext.store.oceanbase.engine import EngineUnavailable
 
-    where = fresh("exact_then_native", "exact")
-    store = open_store(where)
+    where = fresh_location("exact_then_native")
+    store = open_seekdb(where)
     store.create_scope("p", "p", [])
     store.create_memories("p", [NewMemory("already here", "fact", ())])
     store.close()
     with pytest.raises(EngineUnavailable) as refused:
-        open_store(StoreLocation("seekdb", path=where.path, database=where.database, fulltext="native"))
+        open_seekdb(StoreLocation("seekdb", path=where.path, database=where.database, fulltext="native"))
     assert "store copy" in str(refused.value) and "?fulltext=native" in str(refused.value)
     # Still an exact database, and it still works.
-    again = open_store(StoreLocation("seekdb", path=where.path, database=where.database))
+    again = open_seekdb(StoreLocation("seekdb", path=where.path, database=where.database))
     try:
         assert texts(again, "p", "already") == ["already here"]
     finally:

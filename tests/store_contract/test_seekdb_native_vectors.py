@@ -20,7 +20,7 @@ import pytest
 from powercontext.store.base import Embedding, NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.store.sqlite import SqliteStore
-from tests.seekdb_support import location, require_seekdb
+from tests.seekdb_support import fresh_location, open_seekdb, require_seekdb
 
 if TYPE_CHECKING:  # importing the store needs the oceanbase extra
     from powercontext.store.oceanbase.store import OceanBaseStore
@@ -34,27 +34,6 @@ def unit(seed: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def fresh(database: str, vectors: str = "native") -> StoreLocation:
-    """A new, empty database on the session's engine."""
-    from powercontext.store.oceanbase.engine import connect
-
-    base = location(database)
-    raw = connect(base)
-    try:
-        with raw.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{base.database}`")
-        raw.commit()
-    finally:
-        raw.close()
-    return StoreLocation("seekdb", path=base.path, database=database, vectors=vectors)  # type: ignore[arg-type]
-
-
-def open_store(where: StoreLocation) -> OceanBaseStore:
-    from powercontext.store.oceanbase.store import OceanBaseStore
-
-    return OceanBaseStore(where)
-
-
 def stored_vectors(store: OceanBaseStore) -> int:
     """Rows in the engine's VECTOR(DIM) table, read directly."""
     return int(store._reader().query(f"SELECT COUNT(*) FROM artifact_vectors_{DIM}").fetchone()[0])
@@ -63,7 +42,7 @@ def stored_vectors(store: OceanBaseStore) -> int:
 @pytest.fixture
 def native() -> Iterator[OceanBaseStore]:
     require_seekdb()
-    store = open_store(fresh("native_vec"))
+    store = open_seekdb(fresh_location("native_vec", vectors="native"))
     store.create_scope("p", "p", [])
     store.create_scope("other", "o", [])
     yield store
@@ -129,7 +108,7 @@ def test_store_copy_fills_the_vector_columns(tmp_path: Path) -> None:
     )
     assert copied.returncode == 0, copied.stderr
     assert "every table matches" in copied.stdout
-    store = open_store(parse_store_url(target))
+    store = open_seekdb(parse_store_url(target))
     try:
         assert stored_vectors(store) == 25
         assert [h.record.text for h in store.search_vector("p", MODEL, unit(7), 1)] == ["memory 7"]
@@ -141,15 +120,15 @@ def test_an_exact_database_with_embeddings_refuses_the_option() -> None:
     require_seekdb()
     from powercontext.store.oceanbase.engine import EngineUnavailable
 
-    where = fresh("exact_vec", "exact")
-    store = open_store(where)
+    where = fresh_location("exact_vec")
+    store = open_seekdb(where)
     store.create_scope("p", "p", [])
     store.create_memories("p", memories(2))
     store.close()
     with pytest.raises(EngineUnavailable) as refused:
-        open_store(StoreLocation("seekdb", path=where.path, database=where.database, vectors="native"))
+        open_seekdb(StoreLocation("seekdb", path=where.path, database=where.database, vectors="native"))
     assert "store copy" in str(refused.value) and "?vectors=native" in str(refused.value)
-    again = open_store(StoreLocation("seekdb", path=where.path, database=where.database))
+    again = open_seekdb(StoreLocation("seekdb", path=where.path, database=where.database))
     try:
         assert [h.record.text for h in again.search_vector("p", MODEL, unit(1), 1)] == ["memory 1"]
     finally:
@@ -169,10 +148,10 @@ def test_store_urls_carry_the_vectors_choice() -> None:
 
 def test_a_writer_started_before_the_database_went_native_keeps_the_native_indexes() -> None:
     require_seekdb()
-    where = fresh("late_native", "exact")
-    early = open_store(where)  # opened while the database was still an ordinary one
+    where = fresh_location("late_native")
+    early = open_seekdb(where)  # opened while the database was still an ordinary one
     try:
-        late = open_store(StoreLocation("seekdb", path=where.path, database=where.database, vectors="native"))
+        late = open_seekdb(StoreLocation("seekdb", path=where.path, database=where.database, vectors="native"))
         late.close()
         early.create_scope("p", "p", [])
         early.create_memories("p", memories(3))

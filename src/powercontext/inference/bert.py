@@ -113,10 +113,7 @@ class BertEncoder:
         ``ids`` and ``mask`` are ``(batch, length)`` with padding on the right; every row needs one real token.
         """
         batch, length = ids.shape
-        x = self.words.rows(ids) if isinstance(self.words, Int8Matrix) else self.words[ids]
-        x += self.positions[:length]
-        x += self.token_type0
-        x = _layer_norm(x.reshape(batch * length, -1), self.embed_norm_g, self.embed_norm_b)
+        x = self.token_inputs(ids)
         key_bias = np.where(mask, np.float32(0.0), _MASKED).astype(np.float32)[:, None, None, :]
         for layer in self.layers:
             x = self._block(layer, x, key_bias, batch, length)
@@ -124,6 +121,14 @@ class BertEncoder:
         summed: F32 = (x.reshape(batch, length, -1) * weights).sum(axis=1)
         summed /= weights.sum(axis=1)
         return summed
+
+    def token_inputs(self, ids: npt.NDArray[np.int64]) -> F32:
+        """The first block's input: word, position and segment embeddings, layer-normed, ``(batch * length, d)``."""
+        batch, length = ids.shape
+        x = self.words.rows(ids) if isinstance(self.words, Int8Matrix) else self.words[ids]
+        x += self.positions[:length]
+        x += self.token_type0
+        return _layer_norm(x.reshape(batch * length, -1), self.embed_norm_g, self.embed_norm_b)
 
     def _block(self, layer: EncoderLayer, x: F32, key_bias: F32, batch: int, length: int) -> F32:
         hidden = x.shape[1]

@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder, _layer_norm
-from powercontext.inference.quant import Int8Matrix
+from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder
 
 _MS = "com.microsoft"
 
@@ -142,12 +141,8 @@ class OnnxMiniLM:
 
     def mean_pooled(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> F32:
         """Same contract as ``BertEncoder.mean_pooled``."""
-        enc = self.encoder
         batch, length = ids.shape
-        x = enc.words.rows(ids) if isinstance(enc.words, Int8Matrix) else enc.words[ids]
-        x += enc.positions[:length]
-        x += enc.token_type0
-        x = _layer_norm(x.reshape(batch * length, -1), enc.embed_norm_g, enc.embed_norm_b)
+        x = self.encoder.token_inputs(ids)
         inputs = {"hidden": x.reshape(batch, length, -1), "mask": mask.astype(np.int32)}
         (summed,) = self._session.run(["pooled_sum"], inputs)
         out: F32 = np.asarray(summed, dtype=np.float32)

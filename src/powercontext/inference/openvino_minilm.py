@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder, _layer_norm
-from powercontext.inference.quant import Int8Matrix
+from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder
 
 
 def available() -> bool:
@@ -136,12 +135,8 @@ class OpenVinoMiniLM:
 
     def mean_pooled(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> F32:
         """Same contract as ``BertEncoder.mean_pooled``."""
-        enc = self.encoder
         batch, length = ids.shape
-        x = enc.words.rows(ids) if isinstance(enc.words, Int8Matrix) else enc.words[ids]
-        x += enc.positions[:length]
-        x += enc.token_type0
-        x = _layer_norm(x.reshape(batch * length, -1), enc.embed_norm_g, enc.embed_norm_b)
+        x = self.encoder.token_inputs(ids)
         with (self._single if batch == 1 else self._bulk).request() as request:
             result = request.infer({"hidden": x.reshape(batch, length, -1), "mask": mask})
             # The output buffer belongs to the request: copy it before the request serves another call.
