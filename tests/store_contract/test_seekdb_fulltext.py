@@ -12,7 +12,7 @@ import pytest
 from powercontext.store.base import NewMemory, Store
 from powercontext.store.sqlite import SqliteStore
 from powercontext.text.tokenize import query_terms, terms
-from tests.seekdb_support import location, require_seekdb, seekdb_store
+from tests.seekdb_support import fresh_location, require_seekdb, seekdb_store
 
 WORDS = [
     "deploy",
@@ -122,14 +122,7 @@ def test_one_row_per_posting_databases_migrate_to_packed_segments(tmp_path: Path
     finally:
         fresh.close()
 
-    legacy = location("legacy_fts")
-    raw = connect(legacy)
-    try:
-        with raw.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{legacy.database}`")
-        raw.commit()
-    finally:
-        raw.close()
+    legacy = fresh_location("legacy_fts")
     ensure_database(legacy)
     conn = Connection(connect(legacy, legacy.database), fulltext.FtsWriter())
     try:
