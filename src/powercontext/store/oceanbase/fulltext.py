@@ -285,7 +285,8 @@ def _add_documents(
     numbers: dict[str, int],
 ) -> None:
     """One new segment per touched (index, scope tag, term), written without reading anything back; a
-    term known to have reached ``MAX_SEGMENTS`` segments is compacted into one here."""
+    term known to have reached ``MAX_SEGMENTS`` open segments is compacted here into full segments and one
+    open rest."""
     # Every posting of the transaction in one array, sorted by (term key, doc), cut into one run per key:
     # a NumPy array per term cost ~25 µs each, ~36 ms of a 500-memory batch. Columns are built with
     # list.extend over each document's counters (no tuple per posting).

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
 
 TABLE: Final = "fts_native"
-# Rows per multi-row INSERT: bounded so one statement stays well under the packet limit.
-_INSERT_ROWS: Final = 500
 
 _DDL: Final = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
   fts_table VARCHAR(32) NOT NULL,
@@ -84,14 +82,11 @@ def write(
             chunk = docs[start : start + 1000]
             marks = ", ".join(["%s"] * len(chunk))
             conn.query(f"DELETE FROM {TABLE} WHERE fts_table = %s AND doc_id IN ({marks})", (table, *chunk))
-    for start in range(0, len(added), _INSERT_ROWS):
-        rows = added[start : start + _INSERT_ROWS]
-        values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
-        conn.query(
-            f"INSERT INTO {TABLE} (fts_table, doc_id, scope_tag, body) VALUES {values}"
-            " ON DUPLICATE KEY UPDATE scope_tag = VALUES(scope_tag), body = VALUES(body)",
-            [value for row in rows for value in row],
-        )
+    conn.insert_rows(
+        f"INSERT INTO {TABLE} (fts_table, doc_id, scope_tag, body) VALUES ",
+        added,
+        " ON DUPLICATE KEY UPDATE scope_tag = VALUES(scope_tag), body = VALUES(body)",
+    )
 
 
 def search(conn: Connection, table: str, scope_tag: str, terms: Sequence[str], limit: int) -> list[tuple[float, int]]:

@@ -71,14 +71,15 @@ class VectorMirror:
 
     def know(self, conn: Connection) -> None:
         """Learn the dimensions that already have a table."""
-        for (name,) in conn.query("SHOW TABLES LIKE 'artifact\\_vectors\\_%'").fetchall():
-            found = _TABLE.match(str(name))
-            if found:
-                self._known.add(int(found.group(1)))
-
-    def dimensions(self) -> set[int]:
+        names = [str(name) for (name,) in conn.query("SHOW TABLES LIKE 'artifact\\_vectors\\_%'").fetchall()]
+        found = {int(m.group(1)) for m in map(_TABLE.match, names) if m}
         with self._lock:
-            return set(self._known)
+            self._known |= found
+
+    def knows(self, dimension: int) -> bool:
+        """Whether a table for ``dimension`` is known to exist."""
+        with self._lock:
+            return dimension in self._known
 
     def write(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
         """Upsert (artifact, revision, model_id, float32 bytes) rows into their dimension's table."""

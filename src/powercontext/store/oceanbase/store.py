@@ -390,10 +390,9 @@ class OceanBaseStore(SqliteStore):
         self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
     ) -> list[tuple[int, float]]:
         if self._mirror.native and family != "code":
-            dimension = len(vector)
-            if dimension not in self._mirror.dimensions():
+            if not self._mirror.knows(len(vector)):
                 self._mirror.know(conn)  # another process may have created the table
-                if dimension not in self._mirror.dimensions():
+                if not self._mirror.knows(len(vector)):
                     return []  # nothing of this dimension was ever written
             return native_vectors.search(conn, scope_id, family, model_id, vector, limit)
         matrix_key = (scope_id, family, model_id)
