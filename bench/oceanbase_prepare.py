@@ -66,6 +66,49 @@ def server_on(store_url: str, log_dir: Path, settings: dict[str, str]) -> Iterat
             process.wait(timeout=30)
 
 
+def _tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by ``root`` and every process below it (the embedded seekdb engine is a child)."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while we looked
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        times[pid] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def settle(root: int, max_s: float, quiet_s: float = 8.0, quiet_share: float = 0.05) -> float:
+    """Wait until the Server's process tree has used under ``quiet_share`` of one core for ``quiet_s`` in a row,
+    at most ``max_s``; returns the seconds waited.
+
+    After a bulk import seekdb freezes and merges what was written. Measured after a 10,000-memory import with
+    embeddings: idle for 4 s, then ~11 CPU-seconds from the 5th to the 16th second. Prepares measured during
+    that merge measure the merge; a fixed sleep either waits too long or stops in the middle of it, and so
+    does a short quiet window.
+    """
+    start = time.perf_counter()
+    quiet_since, used = start, _tree_cpu_seconds(root)
+    while (now := time.perf_counter()) - start < max_s and now - quiet_since < quiet_s:
+        time.sleep(1.0)
+        cpu = _tree_cpu_seconds(root)
+        if cpu - used > quiet_share:
+            quiet_since = time.perf_counter()
+        used = cpu
+    return time.perf_counter() - start
+
+
 def prepare_ms(client: httpx.Client, queries: list[str], calls: int) -> list[float]:
     for i in range(WARMUP):
         client.post("/v1/context/prepare", json={"scope_id": "bench-project", "query": queries[i % len(queries)]})
@@ -105,14 +148,15 @@ def run_size(
         with server_on(url, work, settings) as server, http_client(server) as client:
             create_scope(client)
             seeded = seed_batches(client, corpus)
-            # Prepares are measured in steady state: seekdb keeps merging and freezing what the import wrote for
-            # a few seconds (the load average shows it), which is not what a Server serving later prepares sees.
-            time.sleep(settle_s)
+            # Prepares are measured in steady state, once the engine has merged what the import wrote: that is
+            # what a Server serving later prepares sees. The wait is printed.
+            waited = settle(server.process.pid, settle_s)
             rate[backend] = seeded.per_second
             samples = prepare_ms(client, queries, calls)
             p50[backend] = median(samples)
             print(
                 f"{backend}: ready in {server.ready_seconds:.1f} s; import {seeded.per_second:,.0f} memories/s;"
+                f" settled in {waited:.0f} s;"
                 f" prepare p50={median(samples):.2f} ms p95={percentile(samples, 95):.2f} ms;"
                 f" load average {os.getloadavg()[0]:.2f}"
             )
@@ -148,8 +192,9 @@ def main() -> int:
     parser.add_argument(
         "--settle",
         type=float,
-        default=10.0,
-        help="seconds to wait after the import before the prepares (both backends)",
+        default=120.0,
+        help="at most this many seconds to wait after the import, on both backends, until the Server and its"
+        " engine are idle (under 5%% of a core for 8 s in a row) before the prepares",
     )
     parser.add_argument(
         "--seekdb-vectors",

@@ -10,6 +10,7 @@ keeps the exact postings the BM25 ranking needs. Driver errors surface as the SQ
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
@@ -98,14 +99,39 @@ def _literal(raw: Any, value: Any) -> str:
 
 
 class Connection:
-    """One pymysql connection with SQLite-style ``execute``/``executemany``."""
+    """One pymysql connection with SQLite-style ``execute``/``executemany``.
 
-    def __init__(self, raw: Any, fts: FtsWriter, vectors: VectorMirror | None = None) -> None:
+    A reader may also hold a session of the embedded engine's C client (``native``, see
+    ``engine.native_reader``) with the heads of the statements it may serve (``text_reads``): statements
+    that select only text and numbers, named by their text up to the first table. Every other statement, and
+    every statement of a connection without one, goes through pymysql.
+    """
+
+    def __init__(
+        self,
+        raw: Any,
+        fts: FtsWriter,
+        vectors: VectorMirror | None = None,
+        native: Any | None = None,
+        text_reads: tuple[str, ...] = (),
+    ) -> None:
         self.raw = raw
         self._fts = fts
         self._vectors = vectors
+        self._native = native
+        self._text_reads = text_reads
+
+    def close(self) -> None:
+        native, self._native = self._native, None
+        if native is not None:
+            with contextlib.suppress(RuntimeError):
+                native.close()
+        self.raw.close()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
+        native = self._native
+        if native is not None and sql.lstrip().startswith(self._text_reads):
+            return self._read_native(native, translate(sql), params)
         insert = _FTS_INSERT.match(sql)
         if insert is not None:
             self._fts.add(self, insert.group(1), params[0], params[1], tuple(params[2:]))
@@ -128,6 +154,26 @@ class Connection:
                 return Result(rows, cur.lastrowid)
         except pymysql.MySQLError as exc:
             raise driver_error(exc) from exc
+
+    def _read_native(self, native: Any, sql: str, params: Sequence[Any]) -> Result:
+        # Parameters become literals escaped by the pymysql session, which knows the server's quoting mode;
+        # without parameters the text is sent as pymysql would send it.
+        text = sql % tuple(_literal(self.raw, v) for v in params) if params else sql
+        try:
+            cursor = native.cursor()
+            try:
+                cursor.execute(text)
+                rows = cursor.fetchall()
+            finally:
+                cursor.close()
+        except RuntimeError:  # SeekdbError, or the binding's own (a lost session, an undecodable value)
+            # The pymysql session serves this statement, and this connection's reads from now on: a broken
+            # C-client session costs speed, not the request. A statement that is itself wrong fails there.
+            self._native = None
+            with contextlib.suppress(RuntimeError):
+                native.close()
+            return self.query(sql, params)
+        return Result(rows, None)
 
     def insert_rows(self, head: str, rows: Sequence[Sequence[Any]], tail: str = "", row: str = "") -> None:
         """``head`` (``INSERT INTO t (a, b) VALUES``) with many rows, as few statements as the size cap allows.

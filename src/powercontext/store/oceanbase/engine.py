@@ -2,7 +2,8 @@
 
 An embedded instance serves its data directory through a private unix socket; this module opens each
 directory at most once per process and hands out pymysql connections to that socket, so every
-thread (and the store's writer) gets its own MySQL-protocol session.
+thread (and the store's writer) gets its own MySQL-protocol session. Reads of text and numbers on an
+embedded instance may also take a session of the engine's own C client (``native_reader``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,29 @@ def _embedded_options(location: StoreLocation) -> dict[str, Any]:
                 raise EngineUnavailable(f"seekdb could not open {directory}: {exc}") from exc
             _instances[directory] = instance
         return dict(instance.connection_options())
+
+
+def native_reader(location: StoreLocation) -> Any | None:
+    """An autocommit session of the embedded engine's own C client, or ``None`` (a server, or it cannot open).
+
+    That client decodes rows in C with the GIL released, where pymysql decodes them in Python: on a hybrid
+    prepare the full-text side's reads then stop holding up the query embedding on the other thread. It returns
+    every column as text, so it serves only reads that select no BLOB (``dialect.Connection``). The engine
+    enforces the statement deadline itself (``ob_query_timeout``), as pymysql's read timeout does for the rest.
+    """
+    if location.backend != "seekdb":
+        return None
+    _embedded_options(location)
+    assert location.path is not None
+    instance = _instances[str(location.path.resolve())]
+    try:
+        session = instance.connect(database=location.database, autocommit=True)
+        cursor = session.cursor()
+        cursor.execute(f"SET SESSION ob_query_timeout = {READ_TIMEOUT_S * 1_000_000}")
+        cursor.close()
+    except RuntimeError:  # SeekdbError is one: pymysql serves every read then
+        return None
+    return session
 
 
 def connect(location: StoreLocation, database: str | None = None) -> Any:

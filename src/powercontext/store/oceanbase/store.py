@@ -31,13 +31,15 @@ from powercontext.store.errors import IdempotencyConflict, StoreUnavailable
 from powercontext.store.location import StoreLocation
 from powercontext.store.oceanbase import fulltext, native_fulltext, native_vectors
 from powercontext.store.oceanbase.dialect import Connection
-from powercontext.store.oceanbase.engine import connect, ensure_database
+from powercontext.store.oceanbase.engine import connect, ensure_database, native_reader
 from powercontext.store.oceanbase.fulltext import FtsWriter
 from powercontext.store.oceanbase.migrations import apply_migrations
 from powercontext.store.sqlite import code as sqlite_code
 from powercontext.store.sqlite import experiences as sqlite_experiences
 from powercontext.store.sqlite import topics as sqlite_topics
 from powercontext.store.sqlite.driver import sqlite
+from powercontext.store.sqlite.family_rows import _SELECT as _SELECT_FAMILY_ROW
+from powercontext.store.sqlite.family_rows import _row as _family_row
 from powercontext.store.sqlite.family_rows import active_heads
 from powercontext.store.sqlite.family_rows import scope_tag as family_scope_tag
 from powercontext.store.sqlite.store import (
@@ -102,6 +104,11 @@ class OceanBaseStore(SqliteStore):
     def _connect(self) -> Connection:
         return Connection(connect(self.location, self.location.database), self._fts, self._mirror)
 
+    def _connect_reader(self) -> Connection:
+        raw = connect(self.location, self.location.database)
+        raw.autocommit(True)
+        return Connection(raw, self._fts, self._mirror, native_reader(self.location), _TEXT_READS)
+
     def _run_ddl(self, ddl: str) -> None:
         """DDL on a session of its own: it commits implicitly, which must not end a write transaction."""
         raw = connect(self.location, self.location.database)
@@ -116,8 +123,7 @@ class OceanBaseStore(SqliteStore):
             raise StoreUnavailable()
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None or not conn.raw.open:
-            conn = self._connect()
-            conn.raw.autocommit(True)
+            conn = self._connect_reader()
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)
@@ -179,7 +185,7 @@ class OceanBaseStore(SqliteStore):
         self._closed = True
         with self._readers_lock:
             for conn in self._readers:
-                conn.raw.close()
+                conn.close()
             self._readers.clear()
         with self._write_lock:
             self._writer.raw.close()
@@ -386,6 +392,53 @@ class OceanBaseStore(SqliteStore):
 
     # -- vectors -------------------------------------------------------------------------------
 
+    def search_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredMemory]:
+        """Active heads of the Scope by cosine similarity to ``vector``, among those embedded by ``model_id``."""
+        hits, rows = self._vector_rows(scope_id, FAMILY, model_id, vector, limit, _SELECT_MEMORY)
+        by_rowid = {row[0]: _record(row) for row in rows}
+        return [ScoredMemory(by_rowid[rowid], score) for rowid, score in hits if rowid in by_rowid]
+
+    def search_topic_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredTopic]:
+        """Active Topic Memory heads of one Scope by cosine similarity, among those embedded by ``model_id``."""
+        hits, raw = self._vector_rows(scope_id, TOPIC_MEMORY, model_id, vector, limit, _SELECT_FAMILY_ROW)
+        rows = {row.rowid: row for row in map(_family_row, raw)}
+        return [ScoredTopic(sqlite_topics._record(rows[rowid]), score) for rowid, score in hits if rowid in rows]
+
+    def _vector_rows(
+        self, scope_id: str, family: str, model_id: str, vector: Vector, limit: int, select: str
+    ) -> tuple[list[tuple[int, float]], list[tuple[Any, ...]]]:
+        """The best hits, (rowid, cosine), and the active head rows of them (``select``'s columns).
+
+        Every statement is a round trip to the engine, and the vector side of a hybrid prepare is its longest
+        path. So a matrix this process holds is ranked first, and its hits' rows are read in one statement
+        together with the (Scope, family) generation. If that generation is still the matrix's, the matrix was
+        current when the rows were read and the answer stands; if not, or if there was nothing to read, the
+        search runs the checked way: generation first, the matrix rebuilt if another process wrote, then the rows.
+        """
+        conn = self._reader()
+        matrix = None if self._mirror.native else self._vectors.peek((scope_id, family, model_id))
+        if matrix is not None:
+            generation = matrix.generation
+            hits = matrix.top(vector, limit)
+            if hits:
+                marks = ",".join("?" * len(hits))
+                rows = conn.execute(
+                    _with_generation(select) + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision"
+                    " AND a.state = 'active'",
+                    [scope_id, family, *(rowid for rowid, _ in hits)],
+                ).fetchall()
+                if rows and all((row[-1] or 0) == generation for row in rows):
+                    return hits, [row[:-1] for row in rows]
+        hits = self._vector_hits(conn, scope_id, family, model_id, vector, limit)
+        if not hits:
+            return [], []
+        marks = ",".join("?" * len(hits))
+        rows = conn.execute(
+            select + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'",
+            [rowid for rowid, _ in hits],
+        ).fetchall()
+        return hits, rows
+
     def _vector_hits(
         self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
     ) -> list[tuple[int, float]]:
@@ -408,3 +461,30 @@ class OceanBaseStore(SqliteStore):
             matrix = load_matrix(rows, len(vector), generation)
             self._vectors.install(matrix_key, matrix)
         return matrix.top(vector, limit)
+
+
+# The prepare path's reads whose columns are all text or numbers (the statement text up to its first table):
+# on the embedded engine they go through its C client (engine.native_reader), which returns every column as
+# text. A statement that selects a BLOB (vectors, packed postings) must never be listed.
+_TEXT_READS = tuple(
+    head.strip()
+    for head in (
+        "SELECT scope_id, title, context_references, created_at, updated_at FROM scopes",
+        "SELECT term, docs FROM fts_term_docs",
+        "SELECT 1 FROM artifacts",
+        "SELECT generation FROM vector_generations",
+        _SELECT_MEMORY.split("\nFROM artifacts a")[0],
+        _SELECT_FAMILY_ROW.split("\nFROM artifacts a")[0],
+    )
+)
+
+
+def _with_generation(select: str) -> str:
+    """``select`` (``SELECT … FROM artifacts a …``) with the (Scope, family) vector generation as a last column
+    (NULL before the first write): two parameters, the Scope and the family, before the statement's own."""
+    assert "\nFROM artifacts a" in select, "a select of artifact rows"
+    return select.replace(
+        "\nFROM artifacts a",
+        ", (SELECT generation FROM vector_generations WHERE scope_id = ? AND family = ?)\nFROM artifacts a",
+        1,
+    )

@@ -183,6 +183,11 @@ class VectorCache:
             matrix = self._matrices.get(key)
         return matrix if matrix is not None and matrix.generation == generation else None
 
+    def peek(self, key: VectorKey) -> VectorMatrix | None:
+        """The cached matrix, whatever its generation: the caller checks ``generation`` against the database."""
+        with self._lock:
+            return self._matrices.get(key)
+
     def install(self, key: VectorKey, matrix: VectorMatrix) -> None:
         with self._lock:
             current = self._matrices.get(key)
