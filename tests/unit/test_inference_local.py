@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from powercontext.inference import InferenceError
-from powercontext.inference.cpu_share import alongside_other_work
 from powercontext.inference.local import Backend, LocalMiniLM, load_tokenizer
 from powercontext.inference.onnx_minilm import available as onnx_available
 from powercontext.inference.openvino_minilm import available as openvino_available
@@ -196,18 +195,6 @@ def test_openvino_vectors_rank_like_the_float32_route(reference: tuple[list[str]
         np.argsort(-(query_plain @ plain[40:].T), axis=1)[:, :3],
     )
     assert LocalMiniLM(backend="openvino").model_id == LocalMiniLM(backend="numpy").model_id
-
-
-@pytest.mark.skipif(not openvino_available(), reason="no embeddings-fast")
-def test_a_query_embedded_alongside_other_work_gets_the_same_vector(reference: tuple[list[str], np.ndarray]) -> None:
-    # One text runs on the one-stream copy of the model, or on a one-thread stream when the caller computes
-    # something else meanwhile: the two compiled copies must give one vector (they round alike, not bitwise).
-    sentences, _ = reference
-    model = LocalMiniLM(backend="openvino")
-    alone = np.stack([model.embed([s])[0] for s in sentences[:20]])
-    with alongside_other_work():
-        beside = np.stack([model.embed([s])[0] for s in sentences[:20]])
-    assert np.sum(alone * beside, axis=1).min() >= 0.9999
 
 
 def test_auto_takes_the_fastest_installed_route() -> None:

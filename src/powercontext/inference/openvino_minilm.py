@@ -27,7 +27,6 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder
-from powercontext.inference.cpu_share import shares_cpu
 
 
 def available() -> bool:
@@ -115,9 +114,6 @@ class OpenVinoMiniLM:
     of ``threads`` threads, the lower latency for a small input. Measured on an idle 2-core machine: streams
     ~600-670 sentences/s against ~550-600 for one two-thread stream; one query 2.8-3.1 ms on two threads
     against 3.8-4.3 ms on one. The second compiled copy costs about 30 MB of RSS (measured: +223 MB against +192).
-    A text embedded while the caller computes something else (``cpu_share.alongside_other_work``) takes a
-    one-thread stream instead: two threads would wait for whichever lost its core. Measured at 10,000 memories,
-    alternating, a hybrid prepare on seekdb took 20.75 against 22.31 ms that way (SQLite: 15.27 against 15.07).
     """
 
     def __init__(self, encoder: BertEncoder, *, threads: int) -> None:
@@ -141,7 +137,7 @@ class OpenVinoMiniLM:
         """Same contract as ``BertEncoder.mean_pooled``."""
         batch, length = ids.shape
         x = self.encoder.token_inputs(ids)
-        with (self._single if batch == 1 and not shares_cpu() else self._bulk).request() as request:
+        with (self._single if batch == 1 else self._bulk).request() as request:
             result = request.infer({"hidden": x.reshape(batch, length, -1), "mask": mask})
             # The output buffer belongs to the request: copy it before the request serves another call.
             out: F32 = np.array(result[0], dtype=np.float32)

@@ -20,7 +20,6 @@ import numpy.typing as npt
 from powercontext.contract.common import SearchModePolicy
 from powercontext.domain.errors import RequestRefused
 from powercontext.domain.identity import ArtifactKey
-from powercontext.inference.cpu_share import alongside_other_work
 from powercontext.inference.errors import InferenceError, InferenceTimeout
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
 from powercontext.text.normalize import normalize_query
@@ -224,8 +223,7 @@ class ChannelSearch(Generic[H]):
         depth = max(2 * limit, 32)
 
         def vector_side() -> tuple[Vector | FallbackReason, list[H]]:
-            with alongside_other_work():
-                planned = channel.query_vector(round, normalized, scope_id)
+            planned = channel.query_vector(round, normalized, scope_id)
             return planned, ([] if isinstance(planned, str) else self._vectors(scope_id, planned, depth))
 
         pending = _submit(vector_side)
