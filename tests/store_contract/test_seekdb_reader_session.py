@@ -81,3 +81,15 @@ def test_a_reader_whose_c_client_session_is_lost_answers_through_pymysql(store: 
     assert [h.record.text for h in store.search_text("s", query_terms("zebrafish"), 5)] == [AWKWARD[0]]
     assert [h.record.text for h in store.search_vector("s", MODEL, axis(0).vector, 5)] == [AWKWARD[0]]
     assert store._reader() is reader and reader._native is None  # the same reader, now on pymysql alone
+
+
+def test_a_reader_whose_pymysql_session_broke_is_replaced_with_both_sessions(store: OceanBaseStore) -> None:
+    store.create_scope("s", "s", [])
+    store.create_memories("s", [NewMemory(AWKWARD[1], "fact", ())])
+    broken = store._reader()
+    broken.raw.close()  # as if the engine had dropped it
+
+    assert [h.record.text for h in store.search_text("s", query_terms("zebrafish"), 5)] == [AWKWARD[1]]
+    fresh = store._reader()
+    assert fresh is not broken and fresh._native is not None
+    assert broken._native is None  # the old C-client session was closed, not leaked

@@ -126,7 +126,8 @@ class Connection:
         if native is not None:
             with contextlib.suppress(RuntimeError):
                 native.close()
-        self.raw.close()
+        if self.raw.open:
+            self.raw.close()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
         native = self._native

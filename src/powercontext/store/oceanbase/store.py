@@ -123,10 +123,13 @@ class OceanBaseStore(SqliteStore):
             raise StoreUnavailable()
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None or not conn.raw.open:
-            conn = self._connect_reader()
-            self._local.conn = conn
+            fresh = self._connect_reader()
             with self._readers_lock:
-                self._readers.append(conn)
+                if conn is not None and conn in self._readers:  # its C-client session outlives the pymysql one
+                    conn.close()
+                    self._readers.remove(conn)
+                self._readers.append(fresh)
+            conn = self._local.conn = fresh
         return conn
 
     @contextmanager
