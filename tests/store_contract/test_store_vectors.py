@@ -50,6 +50,24 @@ def test_vector_search_follows_active_heads_through_every_write(open_store: Call
         assert nearest(store, "s", 2)[0] == "alpha two"
 
 
+def test_a_store_that_searched_before_another_wrote_answers_from_the_new_vectors(
+    open_store: Callable[[], Store],
+) -> None:
+    # The reader holds a matrix from its first search; the writer (another process's view) then revises one
+    # memory's vector and adds another. The reader's next searches must rank by the vectors now stored.
+    writer, reader = open_store(), open_store()
+    writer.create_scope("s", "S", [])
+    a = add(writer, "s", "alpha", 0)
+    leaning = (0.6 * basis(0) + 0.8 * basis(1)).astype(np.float32)
+    writer.create_memories("s", [NewMemory("leaning", "fact", (), embedding=Embedding(MODEL, leaning))])
+    assert nearest(reader, "s", 0, limit=1) == ["alpha"]
+
+    writer.revise_memory("s", a, 1, "alpha moved", None, None, Embedding(MODEL, basis(2)))
+    add(writer, "s", "newcomer", 3)
+    assert nearest(reader, "s", 0, limit=1) == ["leaning"]  # not the memory whose old vector was nearest
+    assert nearest(reader, "s", 3, limit=1) == ["newcomer"]  # a vector written after the reader's matrix
+
+
 def test_merge_embeds_the_result_and_hides_the_sources(store: Store) -> None:
     store.create_scope("s", "S", [])
     a, b = add(store, "s", "one", 0), add(store, "s", "two", 1)
