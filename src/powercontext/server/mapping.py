@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -22,23 +23,27 @@ def scope_view(record: ScopeRecord) -> Scope:
     )
 
 
+def _memory_fields(record: MemoryRecord) -> dict[str, Any]:
+    return {
+        "artifact_address": record.key.to_address(),
+        "head_revision": record.head_revision,
+        "state": record.state,
+        "kind": record.kind,
+        "text": record.text,
+        "tags": list(record.tags),
+        "created_at": record.created_at,
+        "merged_into": record.merged_into,
+        "merged_from": [k.to_address() for k in record.merged_from],
+    }
+
+
 def memory_view(record: MemoryRecord) -> AtomicMemory:
-    return AtomicMemory(
-        artifact_address=record.key.to_address(),
-        head_revision=record.head_revision,
-        state=record.state,
-        kind=record.kind,
-        text=record.text,
-        tags=list(record.tags),
-        created_at=record.created_at,
-        merged_into=record.merged_into,
-        merged_from=[k.to_address() for k in record.merged_from],
-    )
+    return AtomicMemory(**_memory_fields(record))
 
 
 def batch_item_view(record: MemoryRecord) -> AtomicMemoryBatchItem:
-    """A batch answer's item: the Atomic Memory and whether it was a replay."""
-    return AtomicMemoryBatchItem(**dict(memory_view(record)), replayed=record.replayed)
+    """A batch answer's item: the Atomic Memory and whether it was a replay (validated once, not twice)."""
+    return AtomicMemoryBatchItem(**_memory_fields(record), replayed=record.replayed)
 
 
 def hit_view(hit: ScoredMemory) -> AtomicMemoryHit:

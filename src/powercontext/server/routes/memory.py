@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from powercontext.contract.memory import (
     AtomicMemory,
@@ -30,14 +30,18 @@ def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> Atom
     "/atomic-memory/batch",
     status_code=201,
     operation_id="create_atomic_memories",
+    response_model=AtomicMemoryBatch,
     responses=errors(404, 409),
     summary="Create up to 500 Atomic Memories in one transaction",
 )
-def create_batch(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeDep) -> AtomicMemoryBatch:
+def create_batch(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeDep) -> Response:
     """All items or none. An item whose ``idempotency_key`` was already used with the same body is answered
     with the stored Atomic Memory and ``replayed: true``, so a retried import writes no duplicates."""
     records = runtime.create_memories(scope_id, [new_memory(item) for item in body.items])
-    return AtomicMemoryBatch(items=[batch_item_view(r) for r in records])
+    # Serialised here, from models validated once: returned as a model, the 500-item answer would be validated
+    # again on its way out (measured: ~20 µs per memory, a tenth of a SQLite import's time).
+    answer = AtomicMemoryBatch(items=[batch_item_view(r) for r in records])
+    return Response(answer.model_dump_json(), status_code=201, media_type="application/json")
 
 
 @router.post("/atomic-memory/search", operation_id="search_atomic_memory", responses=errors(404, 409, 503, 504))
