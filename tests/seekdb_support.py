@@ -42,16 +42,10 @@ def location(database: str = "contract") -> StoreLocation:
 def fresh_location(database: str, fulltext: str = "exact", vectors: str = "exact") -> StoreLocation:
     """A new, empty database on the session's engine (dropped first if a previous test left it), with the
     store URL options ``fulltext`` and ``vectors``."""
-    from powercontext.store.oceanbase.engine import connect
+    from powercontext.store.oceanbase.engine import execute_alone
 
     base = location(database)
-    raw = connect(base)
-    try:
-        with raw.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{base.database}`")
-        raw.commit()
-    finally:
-        raw.close()
+    execute_alone(base, f"DROP DATABASE IF EXISTS `{base.database}`")
     return StoreLocation(
         "seekdb",
         path=base.path,

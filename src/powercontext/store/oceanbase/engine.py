@@ -100,12 +100,18 @@ def connect(location: StoreLocation, database: str | None = None) -> Any:
         raise EngineUnavailable(f"cannot connect to {location.display()}: {reason}") from exc
 
 
-def ensure_database(location: StoreLocation) -> None:
-    """Create the location's database if it does not exist yet."""
-    conn = connect(location)
+def execute_alone(location: StoreLocation, statement: str, database: str | None = None) -> None:
+    """Run one statement on a session of its own and commit it (DDL commits implicitly, and must not end the
+    transaction of a session that is writing)."""
+    conn = connect(location, database)
     try:
         with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{location.database}`")
+            cur.execute(statement)
         conn.commit()
     finally:
         conn.close()
+
+
+def ensure_database(location: StoreLocation) -> None:
+    """Create the location's database if it does not exist yet."""
+    execute_alone(location, f"CREATE DATABASE IF NOT EXISTS `{location.database}`")

@@ -18,10 +18,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-
 from powercontext.store.oceanbase import native_mode
-from powercontext.store.sqlite.vectors import Vector
+from powercontext.store.sqlite.vectors import Vector, to_blob
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -116,6 +114,6 @@ def search(
         " JOIN artifacts a ON a.id = v.artifact AND v.revision = a.head_revision"
         " WHERE a.scope_id = %s AND a.family = %s AND a.state = 'active' AND v.model_id = %s"
         " ORDER BY d, a.id LIMIT %s",
-        (np.ascontiguousarray(vector, dtype="<f4").tobytes(), scope_id, family, model_id, limit),
+        (to_blob(vector), scope_id, family, model_id, limit),
     ).fetchall()
     return [(int(rowid), 1.0 - float(distance)) for rowid, distance in rows]

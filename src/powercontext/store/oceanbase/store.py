@@ -31,7 +31,7 @@ from powercontext.store.errors import IdempotencyConflict, StoreUnavailable
 from powercontext.store.location import StoreLocation
 from powercontext.store.oceanbase import fulltext, native_fulltext, native_vectors
 from powercontext.store.oceanbase.dialect import Connection
-from powercontext.store.oceanbase.engine import connect, ensure_database, native_reader
+from powercontext.store.oceanbase.engine import connect, ensure_database, execute_alone, native_reader
 from powercontext.store.oceanbase.fulltext import FtsWriter
 from powercontext.store.oceanbase.migrations import apply_migrations
 from powercontext.store.sqlite import code as sqlite_code
@@ -110,13 +110,7 @@ class OceanBaseStore(SqliteStore):
         return Connection(raw, self._fts, self._mirror, native_reader(self.location), _TEXT_READS)
 
     def _run_ddl(self, ddl: str) -> None:
-        """DDL on a session of its own: it commits implicitly, which must not end a write transaction."""
-        raw = connect(self.location, self.location.database)
-        try:
-            with raw.cursor() as cur:
-                cur.execute(ddl)
-        finally:
-            raw.close()
+        execute_alone(self.location, ddl, self.location.database)
 
     def _reader(self) -> Connection:
         if self._closed:
@@ -424,23 +418,11 @@ class OceanBaseStore(SqliteStore):
             generation = matrix.generation
             hits = matrix.top(vector, limit)
             if hits:
-                marks = ",".join("?" * len(hits))
-                rows = conn.execute(
-                    _with_generation(select) + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision"
-                    " AND a.state = 'active'",
-                    [scope_id, family, *(rowid for rowid, _ in hits)],
-                ).fetchall()
+                rows = _head_rows(conn, _with_generation(select), hits, (scope_id, family))
                 if rows and all((row[-1] or 0) == generation for row in rows):
                     return hits, [row[:-1] for row in rows]
         hits = self._vector_hits(conn, scope_id, family, model_id, vector, limit)
-        if not hits:
-            return [], []
-        marks = ",".join("?" * len(hits))
-        rows = conn.execute(
-            select + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'",
-            [rowid for rowid, _ in hits],
-        ).fetchall()
-        return hits, rows
+        return hits, (_head_rows(conn, select, hits) if hits else [])
 
     def _vector_hits(
         self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
@@ -480,6 +462,17 @@ _TEXT_READS = tuple(
         _SELECT_FAMILY_ROW.split("\nFROM artifacts a")[0],
     )
 )
+
+
+def _head_rows(
+    conn: Connection, select: str, hits: Sequence[tuple[int, float]], params: Sequence[Any] = ()
+) -> list[tuple[Any, ...]]:
+    """``select``'s rows of the hits that are still active heads (a hit may have been retired since)."""
+    marks = ",".join("?" * len(hits))
+    return conn.execute(
+        select + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'",
+        [*params, *(rowid for rowid, _ in hits)],
+    ).fetchall()
 
 
 def _with_generation(select: str) -> str:
