@@ -66,17 +66,20 @@ class Runtime:
         receipt_assembler: ReceiptAssembler | None = None,
         disabled_families: frozenset[str] = frozenset(),
         code_roots: tuple[Path, ...] = (),
+        code_allow_hardlinks: bool = False,
         reranker: MemoryReranker | None = None,
         expander: Expander | None = None,
         resolve_prompt: PromptResolver | None = None,
         generation: GenerationProvider | None = None,
     ) -> None:
-        """``code_roots``: the directories ``code_indexer`` may index (none by default). ``reranker`` and
+        """``code_roots``: the directories ``code_indexer`` may index (none by default); ``code_allow_hardlinks``
+        lets indexing and exact reads accept files with more than one hard link. ``reranker`` and
         ``expander`` apply whatever the settings say (an injected reranker declares its own evidence);
         ``resolve_prompt`` is where Prompts come from (default: the store's Scope-owned Prompts);
         ``generation`` is closed with the Runtime."""
         self.store = store
         self.code_roots = code_roots
+        self.code_allow_hardlinks = code_allow_hardlinks
         self.generation = generation or NoGeneration()
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
         self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
@@ -133,6 +136,7 @@ class Runtime:
             ),
             disabled_families=settings.disabled_families,
             code_roots=settings.code_roots,
+            code_allow_hardlinks=settings.code_allow_hardlinks,
             reranker=build_reranker(inference, generation),
             expander=build_expander(inference, generation, resolve_prompt),
             resolve_prompt=resolve_prompt,
@@ -218,7 +222,7 @@ class Runtime:
         """An indexer confined to ``code_roots`` that stores each new chunk's embedding when a provider is
         configured."""
         embed = self.embedder.embed_for_write if self.embedder.configured else None
-        return CodeIndexer(store, embed=embed, roots=self.code_roots)
+        return CodeIndexer(store, embed=embed, roots=self.code_roots, allow_hardlinks=self.code_allow_hardlinks)
 
     def _embedding_for(self, text: str) -> Embedding | None:
         return self.embedder.embed_for_write([text])[0]

@@ -49,6 +49,8 @@ class Settings:
     inspector: bool = True
     # Directories the Server may index over HTTP (POWERCONTEXT_CODE_ROOTS); empty: none.
     code_roots: tuple[Path, ...] = ()
+    # POWERCONTEXT_CODE_ALLOW_HARDLINKS: index and read files with more than one hard link.
+    code_allow_hardlinks: bool = False
     # Generation, rerank and expansion (POWERCONTEXT_GENERATION*, POWERCONTEXT_RERANK*, POWERCONTEXT_EXPANSION).
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     # POWERCONTEXT_STORE / --store; None: the SQLite file at db_path.
@@ -88,8 +90,15 @@ class Settings:
             else None,
             inspector=_switch(env, "POWERCONTEXT_INSPECTOR", default=True),
             code_roots=_code_roots(env.get("POWERCONTEXT_CODE_ROOTS", "")),
+            code_allow_hardlinks=code_hardlinks_allowed(env),
             inference=InferenceSettings.from_env(env),
         )
+
+
+def code_hardlinks_allowed(env: Mapping[str, str]) -> bool:
+    """``POWERCONTEXT_CODE_ALLOW_HARDLINKS``: whether code indexing and exact reads accept a file with more
+    than one hard link (by default refused: a hard link in a code root can name a file outside it)."""
+    return _switch(env, "POWERCONTEXT_CODE_ALLOW_HARDLINKS", default=False)
 
 
 def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:

@@ -82,10 +82,12 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
     from powercontext.contract.code import DEFAULT_MAX_FILE_BYTES
     from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
     from powercontext.search.embedding import GuardedEmbedder
+    from powercontext.settings import code_hardlinks_allowed
     from powercontext.store.errors import StoreError
     from powercontext.store.sqlite import SqliteStore
 
     try:
+        allow_hardlinks = code_hardlinks_allowed(os.environ)  # as the Server's setting, so both refuse alike
         provider = build_embedding_provider(EmbeddingConfig.from_env(os.environ))
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -103,7 +105,8 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
             def progress(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            report = CodeIndexer(store, embed=embed).index(
+            indexer = CodeIndexer(store, embed=embed, allow_hardlinks=allow_hardlinks)
+            report = indexer.index(
                 scope, target, max_file_bytes=max_file_bytes or DEFAULT_MAX_FILE_BYTES, progress=progress
             )
     except (StoreError, CodeError) as exc:

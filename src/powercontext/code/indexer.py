@@ -4,7 +4,7 @@ Files are read, hashed and chunked outside any transaction, then written in batc
 ``BATCH_FILES`` files (or ``BATCH_BYTES`` of text), one transaction each, so a large tree never holds
 the writer lock for the whole run. A file whose ``file_sha256`` is already indexed is skipped; a
 changed file has its chunks replaced; indexed files that are no longer candidates (deleted, now
-ignored, binary, too large or a symlink) are removed in the final transaction, which only runs once
+ignored, binary, too large, a symlink or hard-linked) are removed in the final transaction, which only runs once
 every batch succeeded. A failed run therefore leaves each file at either its previous or its new
 index state, and removes nothing; running it again completes it. A failed first run of a tree leaves
 no registration behind: the tree, with whatever batches it wrote, is forgotten.
@@ -71,17 +71,20 @@ class CodeIndexer:
         max_files: int = MAX_FILES,
         embed: Callable[[Sequence[str]], list[Embedding | None]] | None = None,
         roots: Sequence[Path] | None = None,
+        allow_hardlinks: bool = False,
     ) -> None:
         """``embed`` (e.g. ``GuardedEmbedder.embed_for_write``) gives each new chunk its vector, stored with it.
 
         ``roots`` confines indexing to these directories (an empty sequence: none at all); ``None`` lets
-        it index any directory this process can read, except ``/proc``, ``/sys`` and ``/dev``.
+        it index any directory this process can read, except ``/proc``, ``/sys`` and ``/dev``. Files with
+        more than one hard link are skipped (counted in ``files_skipped_other``) unless ``allow_hardlinks``.
         """
         self._store = store
         self._embed = embed
         self._roots = None if roots is None else tuple(roots)
         self._batch_files = batch_files
         self._max_files = max_files
+        self._allow_hardlinks = allow_hardlinks
 
     def index(
         self,
@@ -132,7 +135,7 @@ class CodeIndexer:
         batch_bytes = 0
         total = len(paths)
         for done, relative in enumerate(paths, start=1):
-            outcome, new = _prepare_file(root, relative, max_file_bytes, known.get(relative))
+            outcome, new = _prepare_file(root, relative, max_file_bytes, known.get(relative), self._allow_hardlinks)
             counts[outcome] += 1
             if outcome in ("indexed", "unchanged"):
                 kept.add(relative)
@@ -173,12 +176,12 @@ Outcome = Literal["indexed", "unchanged", "missing", "binary", "large", "other"]
 
 
 def _prepare_file(
-    root: Path, relative: str, max_bytes: int, known_sha256: str | None
+    root: Path, relative: str, max_bytes: int, known_sha256: str | None, allow_hardlinks: bool
 ) -> tuple[Outcome, NewCodeFile | None]:
     """One candidate's outcome, and its new index entry when it has to be (re-)written."""
     if not is_valid_relative_path(relative):  # not UTF-8, or unciteable (a backslash, a control character)
         return "other", None
-    read = read_tree_file(root, relative, max_bytes)
+    read = read_tree_file(root, relative, max_bytes, allow_hardlinks=allow_hardlinks)
     if read.outcome is ReadOutcome.MISSING:
         return "missing", None
     if read.outcome is ReadOutcome.TOO_LARGE:

@@ -47,6 +47,7 @@ class ReadOutcome(Enum):
     OK = "ok"
     MISSING = "missing"
     NOT_REGULAR = "not-regular"  # a symlink, a special file, or a path that leaves the tree
+    HARD_LINKED = "hard-linked"  # a file with more than one name: one of them may lie outside the tree
     TOO_LARGE = "too-large"
     UNREADABLE = "unreadable"
 
@@ -57,11 +58,14 @@ class FileRead:
     data: bytes = b""
 
 
-def read_tree_file(root: Path, relative: str, max_bytes: int) -> FileRead:
+def read_tree_file(root: Path, relative: str, max_bytes: int, *, allow_hardlinks: bool = False) -> FileRead:
     """The bytes of one regular file of the tree, at most ``max_bytes`` of them.
 
     Never reads through a symlink out of the tree, and never through a symlink at all in the last
-    component; never opens a FIFO or device; never reads more than ``max_bytes + 1`` bytes.
+    component; never opens a FIFO or device; never reads more than ``max_bytes + 1`` bytes. Unless
+    ``allow_hardlinks``, never reads a file with more than one hard link: a hard link is indistinguishable
+    from the file it names, which may lie outside the tree (``HARD_LINKED``). The checks run on the opened
+    file itself, so a file swapped between the check and the read is still the one checked.
     """
     full = inside(root, relative)
     if full is None:
@@ -77,6 +81,8 @@ def read_tree_file(root: Path, relative: str, max_bytes: int) -> FileRead:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return FileRead(ReadOutcome.NOT_REGULAR)
+        if info.st_nlink > 1 and not allow_hardlinks:
+            return FileRead(ReadOutcome.HARD_LINKED)
         if info.st_size > max_bytes:
             return FileRead(ReadOutcome.TOO_LARGE)
         blocks: list[bytes] = []

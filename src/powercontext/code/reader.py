@@ -41,20 +41,23 @@ def read_snippet(
     file_sha256_expected: str,
     start_line: int,
     end_line: int,
+    *,
+    allow_hardlinks: bool = False,
 ) -> CodeSnippet:
     """Lines ``start_line..end_line`` of an indexed file, when the file on disk still hashes to
     ``file_sha256_expected``.
 
     Only files in the tree's index can be read (an ignored ``.env`` stays unreadable). Raises
     ``InvalidCodePath``, ``InvalidLineRange``, ``CodeNotFound`` (unknown tree or path, or a range past the
-    end of the file) and ``CodeChanged`` (the disk no longer has that file).
+    end of the file) and ``CodeChanged`` (the disk no longer has that file, or it is now a symlink or, unless
+    ``allow_hardlinks``, a file with more than one hard link).
     """
     check_relative_path(path)
     if end_line < start_line:
         raise InvalidLineRange()
     tree = store.get_code_tree(scope_id, fingerprint)
     store.get_code_file(scope_id, fingerprint, path)
-    read = read_tree_file(Path(tree.root_path), path, tree.max_file_bytes)
+    read = read_tree_file(Path(tree.root_path), path, tree.max_file_bytes, allow_hardlinks=allow_hardlinks)
     if read.outcome is not ReadOutcome.OK:
         raise CodeChanged(None)
     current = file_sha256(read.data)

@@ -102,5 +102,14 @@ def snippet(
     end_line: Line,
 ) -> CodeSnippetResult:
     store = _code_store(runtime)
-    read = read_snippet(store, scope_id, fingerprint, path, file_sha256, start_line, end_line)
+    read = read_snippet(
+        store,
+        scope_id,
+        fingerprint,
+        path,
+        file_sha256,
+        start_line,
+        end_line,
+        allow_hardlinks=runtime.code_allow_hardlinks,
+    )
     return CodeSnippetResult(code_evidence=code_evidence_ref(read), text=read.text)
