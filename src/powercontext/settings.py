@@ -10,6 +10,7 @@ from pathlib import Path
 from powercontext.code.confine import is_never_indexable
 from powercontext.inference.config import EmbeddingConfig
 from powercontext.inference.generation_config import InferenceSettings
+from powercontext.server.host_guard import ALLOWED_HOSTS_VARIABLE, BadHostEntry, HostRules
 from powercontext.store.location import BadStoreUrl, StoreLocation, parse_store_url
 
 DEFAULT_HOST = "127.0.0.1"
@@ -51,6 +52,8 @@ class Settings:
     code_roots: tuple[Path, ...] = ()
     # POWERCONTEXT_CODE_ALLOW_HARDLINKS: index and read files with more than one hard link.
     code_allow_hardlinks: bool = False
+    # Host names the Server answers to besides loopback and its bind address (POWERCONTEXT_ALLOWED_HOSTS).
+    allowed_hosts: tuple[str, ...] = ()
     # Generation, rerank and expansion (POWERCONTEXT_GENERATION*, POWERCONTEXT_RERANK*, POWERCONTEXT_EXPANSION).
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     # POWERCONTEXT_STORE / --store; None: the SQLite file at db_path.
@@ -91,6 +94,7 @@ class Settings:
             inspector=_switch(env, "POWERCONTEXT_INSPECTOR", default=True),
             code_roots=_code_roots(env.get("POWERCONTEXT_CODE_ROOTS", "")),
             code_allow_hardlinks=code_hardlinks_allowed(env),
+            allowed_hosts=_allowed_hosts(env.get(ALLOWED_HOSTS_VARIABLE, "")),
             inference=InferenceSettings.from_env(env),
         )
 
@@ -99,6 +103,16 @@ def code_hardlinks_allowed(env: Mapping[str, str]) -> bool:
     """``POWERCONTEXT_CODE_ALLOW_HARDLINKS``: whether code indexing and exact reads accept a file with more
     than one hard link (by default refused: a hard link in a code root can name a file outside it)."""
     return _switch(env, "POWERCONTEXT_CODE_ALLOW_HARDLINKS", default=False)
+
+
+def _allowed_hosts(raw: str) -> tuple[str, ...]:
+    """Comma-separated ``name`` or ``name:port`` entries, checked now so a typo stops the Server at start-up."""
+    entries = tuple(e.strip() for e in raw.split(",") if e.strip())
+    try:
+        HostRules(extra=entries)
+    except BadHostEntry as exc:
+        raise SettingsError(str(exc)) from None
+    return entries
 
 
 def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:

@@ -81,7 +81,7 @@ async def _run_in_process(
         runtime = Runtime.from_settings(server_settings)
         try:
             transport = httpx.ASGITransport(app=create_app(runtime, close_runtime=False))
-            async with PowerContextClient("http://eval.invalid", transport=transport, timeout=120.0) as client:
+            async with PowerContextClient("http://127.0.0.1", transport=transport, timeout=120.0) as client:
                 return await run_suite(client, suite, settings, progress)
         finally:
             runtime.close()

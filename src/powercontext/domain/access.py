@@ -20,12 +20,13 @@ def _matches(pattern: str, scope_id: str) -> bool:
 class Principal:
     """A caller and its grants. Write implies read. Index (having the Server read a directory of its own
     file system into a Scope's code evidence) is a grant of its own: write does not imply it, and it
-    implies nothing else."""
+    implies nothing else. ``metrics`` is not about a Scope: it lets the caller read ``GET /metrics``."""
 
     name: str
     read: tuple[str, ...]
     write: tuple[str, ...]
     index: tuple[str, ...] = ()
+    metrics: bool = False  # may read the Server's Prometheus metrics (GET /metrics)
 
     def can_read(self, scope_id: str) -> bool:
         return any(_matches(p, scope_id) for p in (*self.read, *self.write))
@@ -39,7 +40,7 @@ class Principal:
 
 # Without an access file the Server is a single-user local service: one principal that may do anything
 # (indexing is still confined to the operator's POWERCONTEXT_CODE_ROOTS).
-OPEN_ACCESS = Principal("local", ("*",), ("*",), ("*",))
+OPEN_ACCESS = Principal("local", ("*",), ("*",), ("*",), metrics=True)
 
 
 class ScopeForbidden(RequestRefused):
@@ -56,3 +57,10 @@ class Unauthenticated(RequestRefused):
 
     def __init__(self) -> None:
         super().__init__("send 'Authorization: Bearer <token>' with a token listed in the Server's access file")
+
+
+class MetricsForbidden(RequestRefused):
+    code, status = "metrics-forbidden", 403
+
+    def __init__(self) -> None:
+        super().__init__('this token may not read the Server\'s metrics; ask for "metrics": true in the access file')

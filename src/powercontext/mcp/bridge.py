@@ -9,7 +9,8 @@ from urllib.parse import quote
 import httpx
 from mcp.server.mcpserver.exceptions import ToolError
 
-INTERNAL_BASE_URL = "http://powercontext.internal"
+# In-process calls (``/mcp`` on the Server) carry a loopback Host, which the Server's Host rules accept.
+INTERNAL_BASE_URL = "http://127.0.0.1"
 
 
 class ApiBridge(Protocol):

@@ -84,17 +84,9 @@ def mount_mcp(app: Any) -> Callable[[], AbstractAsyncContextManager[None]]:
         return HttpBridge(INTERNAL_BASE_URL, _authorization(ctx), transport=internal)
 
     server = build_server(bridge_for)
-    # Without an access file the Server is a local single-user service: keep the SDK's protection
-    # against DNS rebinding (Host/Origin must be loopback). With tokens, the token is the protection.
-    security = (
-        TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        if app.state.access is not None
-        else TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    )
+    # The Server's own Host/Origin guard (``server.host_guard``) covers /mcp like every other route, with the
+    # operator's POWERCONTEXT_ALLOWED_HOSTS; the SDK's narrower loopback-only check would be a second rule.
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, transport_security=security
     )

@@ -16,6 +16,7 @@ from powercontext.runtime import Runtime
 from powercontext.server.auth import AccessTable, authorize
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.gate import RequestGate
+from powercontext.server.host_guard import HostOriginGuard, HostRules
 from powercontext.server.inspector import INSPECTOR_PATHS, inspector_router
 from powercontext.server.mcp_route import mount_mcp_if_available
 from powercontext.server.middleware import RequestIdMiddleware
@@ -27,6 +28,7 @@ from powercontext.server.routes import (
     experiences,
     health,
     memory,
+    metrics,
     profile,
     prompts,
     scopes,
@@ -51,13 +53,15 @@ def create_app(
     close_runtime: bool = True,
     access: AccessTable | None = None,
     inspector: bool = True,
+    hosts: HostRules | None = None,
 ) -> FastAPI:
     """The Server for ``runtime``. ``None`` builds an app only for schema export.
 
     ``access`` turns on bearer-token principals with per-Scope grants; without it every caller may do anything.
     ``inspector`` serves the Context Inspector page at ``/inspector`` (static; it calls the API like any client).
     Either way the token (when required) and the body's size are checked before the body is read
-    (``server.gate``).
+    (``server.gate``). ``hosts`` lists the ``Host``/``Origin`` names the Server answers to (default: loopback
+    only; ``server.host_guard``); every route, ``/mcp`` and ``/metrics`` included, checks them first.
     """
 
     @asynccontextmanager
@@ -95,6 +99,7 @@ def create_app(
         code.router,
     )
     app.include_router(health.router)
+    app.include_router(metrics.router)  # its own token rule: the ``metrics`` grant
     for router in routers[1:]:
         app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403))
     if inspector:
@@ -104,7 +109,7 @@ def create_app(
     # For the Allow header of a 405: which methods each path template serves.
     app.state.route_methods = [
         (route.path_regex, route.methods)
-        for router in routers
+        for router in (*routers, metrics.router)
         for route in router.routes
         if isinstance(route, APIRoute)
     ]
@@ -121,6 +126,8 @@ def create_app(
     app.add_middleware(
         RequestGate, access=access, max_body_bytes=MAX_REQUEST_BODY_BYTES, public_paths=frozenset(public_paths)
     )
+    # Outside the gate: a request to a foreign host name is refused before its token is even looked at.
+    app.add_middleware(HostOriginGuard, rules=hosts or HostRules())
     app.state.metrics = ServerMetrics()
     app.add_middleware(TelemetryMiddleware, metrics=app.state.metrics)
     app.add_middleware(RequestIdMiddleware)

@@ -34,7 +34,7 @@ class AccessTable:
     @classmethod
     def load(cls, path: Path) -> AccessTable:
         """``{"principals": [{"name", "token_sha256", "read": [patterns], "write": [patterns],
-        "index": [patterns]}]}``."""
+        "index": [patterns], "metrics": bool}]}``."""
         try:
             data: Any = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -51,9 +51,12 @@ class AccessTable:
                     tuple(str(p) for p in entry.get("read", [])),
                     tuple(str(p) for p in entry.get("write", [])),
                     tuple(str(p) for p in entry.get("index", [])),
+                    metrics=entry.get("metrics", False),
                 )
             except (KeyError, TypeError, AttributeError):
                 raise AccessFileError(f"principal {i} needs a name and a token_sha256") from None
+            if not isinstance(principal.metrics, bool):
+                raise AccessFileError(f"principal {i}: metrics must be true or false")
             if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
                 raise AccessFileError(f"principal {i}: token_sha256 must be 64 hex digits")
             if digest in table:

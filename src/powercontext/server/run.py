@@ -30,6 +30,7 @@ def serve(settings: Settings) -> None:
     from powercontext.runtime import Runtime
     from powercontext.server.app import create_app
     from powercontext.server.auth import AccessTable
+    from powercontext.server.host_guard import HostRules
 
     configure_logging(settings.log_level)
     from powercontext.server.telemetry import configure_tracing
@@ -37,7 +38,8 @@ def serve(settings: Settings) -> None:
     configure_tracing()
     access = AccessTable.load(settings.access_file) if settings.access_file else None
     runtime = Runtime.from_settings(settings)
-    app = create_app(runtime, access=access, inspector=settings.inspector)
+    hosts = HostRules(settings.host, settings.allowed_hosts)
+    app = create_app(runtime, access=access, inspector=settings.inspector, hosts=hosts)
     logging.getLogger("powercontext.server").info("event=server.start host=%s port=%s", settings.host, settings.port)
     # uvicorn's own access log prints raw paths (Scope and Artifact ids); ours logs route templates.
     uvicorn.run(app, host=settings.host, port=settings.port, access_log=False, log_level="warning")

@@ -1,4 +1,5 @@
-"""One span and one latency sample per HTTP request, Prometheus metrics at ``/metrics``, and the
+"""One span and one latency sample per HTTP request, the Prometheus metrics ``/metrics`` serves
+(``routes.metrics``), and the
 OpenTelemetry SDK set-up from the standard ``OTEL_*`` variables (``otel`` extra).
 
 Content-free by construction: spans carry the method, the route *template* (never the path, which holds
@@ -17,7 +18,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from powercontext import observe
 
@@ -105,12 +106,6 @@ class TelemetryMiddleware:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
-            return
-        if scope["path"] == METRICS_PATH and scope["method"] == "GET":
-            body = self.metrics.exposition()
-            headers = [(b"content-type", CONTENT_TYPE_LATEST.encode()), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
             return
         raw_headers = scope.get("headers") or []
         internal = any(name == INTERNAL_HEADER for name, _ in raw_headers)
