@@ -234,14 +234,10 @@ def check_against_trace(data: Mapping[str, Any], trace: RecallTrace) -> None:
     for call in trace.searches:
         key = (call.round, call.family, call.mode, call.outcome, call.fallback_reason)
         searches[key] = searches.get(key, 0) + 1
-    stated_searches = [
-        ((g["round"], g["family"], g["mode"], g["outcome"], g["fallback_reason"]), g["count"])
-        for g in retrieval["searches"]
-    ]
-    # The groups' order is the assembler's (any deterministic order); their keys and counts are not.
-    if sorted(stated_searches, key=repr) != sorted(searches.items(), key=repr) or not all(
-        type(n) is int for _, n in stated_searches
-    ):
+    # In the order the calls first happened (round, then Scope order, then family): deterministic.
+    search_fields = ("round", "family", "mode", "outcome", "fallback_reason")
+    expected_searches = [{**dict(zip(search_fields, key, strict=True)), "count": n} for key, n in searches.items()]
+    if not _same(retrieval["searches"], expected_searches):
         raise ReceiptRejected("search_group_mismatch")
     configs: dict[str, dict[str, Any]] = {}
     groups: dict[tuple[int, str, str, str], int] = {}
