@@ -6,6 +6,9 @@ it, each stage gets what is left, a stage with nothing left is not started, and 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -178,3 +181,15 @@ def test_a_deadline_shorter_than_the_embedding_timeout_leaves_the_breaker_closed
         "reranks": [],
         "stages": {"scope.context": 1, "memory.search": 1, "context.build": 1},
     }
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "2.5", "600001"])
+def test_a_bad_deadline_stops_the_server_with_one_line(tmp_path: Path, value: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    env["POWERCONTEXT_PREPARE_DEADLINE_MS"] = value
+    command = [sys.executable, "-m", "powercontext", "server", "run", "--db", str(tmp_path / "x.db")]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: POWERCONTEXT_PREPARE_DEADLINE_MS must be a whole number of milliseconds from 1 to 600000"
+    ]
