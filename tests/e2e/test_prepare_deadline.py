@@ -123,7 +123,7 @@ def test_a_deadline_that_runs_out_before_rerank_skips_it(
     log = live.log_text()
     model_calls = chat.requests()
     embeddings.control(mode="answer")
-    print(f"prepare with a 3000 ms deadline answered in {elapsed * 1000:.0f} ms")
+    print(f"prepare with a 3000 ms deadline answered in {elapsed * 1000:.0f} ms", body["receipt"]["stages"])
     assert elapsed < 3.0 + MARGIN_S, elapsed
     assert model_calls == 1  # the expansion call; the rerank was never sent
     assert summary(body) == {
