@@ -286,7 +286,7 @@ def test_a_change_to_any_single_field_drops_the_receipt(served: Served, omission
 
 
 @settings(
-    max_examples=150,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
