@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -21,10 +22,12 @@ from powercontext.contract.receipt import OmissionReason
 from powercontext.domain.access import ScopeForbidden
 from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCandidate, round_robin
 from powercontext.domain.errors import RequestRefused
+from powercontext.inference.generation_config import DEFAULT_MAX_REQUESTS
 from powercontext.prompts.definitions import resolve_builtin
+from powercontext.recall.budget import DEFAULT_PREPARE_DEADLINE_MS, PrepareBudget
 from powercontext.recall.expansion import MAX_ROUNDS_AFTER_ZERO, Expander, ExpansionFailed
 from powercontext.recall.readers import CodeReader, FamilyReader, RecallContext, ScopePools, SearchableReader
-from powercontext.recall.rerank import MemoryReranker, PromptResolver, rerank_scopes
+from powercontext.recall.rerank import MemoryReranker, PromptResolver, rerank_scopes, will_invoke
 from powercontext.recall.trace import RecallTrace
 from powercontext.receipt.assembler import ReceiptAssembler, ReceiptEvidence, TraceReceiptAssembler
 from powercontext.receipt.validation import (
@@ -116,7 +119,11 @@ class PreparePipeline:
         reranker: MemoryReranker | None = None,
         expander: Expander | None = None,
         resolve_prompt: PromptResolver = resolve_builtin,
+        deadline_s: float = DEFAULT_PREPARE_DEADLINE_MS / 1000,
+        model_call_limit: int = DEFAULT_MAX_REQUESTS,
     ) -> None:
+        """``deadline_s`` bounds the provider calls of one prepare together; ``model_call_limit`` the
+        generation-model calls (expansion and rerank together)."""
         self.store = store
         self.embedder = embedder
         self.readers = readers
@@ -131,6 +138,8 @@ class PreparePipeline:
         self.reranker = reranker
         self.expander = expander
         self.resolve_prompt = resolve_prompt
+        self.deadline_s = deadline_s
+        self.model_call_limit = model_call_limit
         # Per-Scope pool sizes; with a reranker, Atomic Memory's coarse pool is its candidate_limit.
         self.limits: dict[Family, int] = dict(CANDIDATE_LIMITS)
         if reranker is not None:
@@ -145,9 +154,12 @@ class PreparePipeline:
             raise ScopeForbidden("read")
         plan = self.plan(request)
         query = normalize_query(request.query)  # once: every search and the query digest reuse it
-        trace = RecallTrace(requested_families=plan.families)
+        budget = PrepareBudget.start(self.deadline_s, self.model_call_limit)
+        trace = RecallTrace(requested_families=plan.families, budget=budget)
         try:
-            return self._run(request, request_id, may_read, plan, query, trace)
+            # Every provider call of this prepare ends by the prepare's deadline at the latest.
+            with budget.deadline.applied():
+                return self._run(request, request_id, may_read, plan, query, trace)
         finally:
             trace.finish()  # stage spans go out even when a stage failed
 
@@ -168,7 +180,11 @@ class PreparePipeline:
         last_round = self._expand(ctx, recall) if self.expander is not None else 0
         atomic = recall.groups.get("atomic-memory")
         if self.reranker is not None and atomic:
-            with trace.stage("memory.search"):  # rerank is part of Memory search (RFC 0080)
+            # Rerank is part of Memory search (RFC 0080): one more instance of that stage, when it runs.
+            stage: AbstractContextManager[None] = (
+                trace.stage("memory.search") if will_invoke(self.reranker, atomic, trace.budget) else nullcontext()
+            )
+            with stage:
                 kept = rerank_scopes(
                     self.reranker, self.resolve_prompt, query, atomic, CANDIDATE_LIMITS["atomic-memory"],
                     last_round, trace,

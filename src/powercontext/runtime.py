@@ -25,9 +25,14 @@ from powercontext.contract.prepare import (
 from powercontext.contract.receipt import MAX_RECEIPT_BYTES
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
 from powercontext.inference.generation import GenerationProvider, NoGeneration
-from powercontext.inference.generation_config import InferenceSettings, build_generation_provider
+from powercontext.inference.generation_config import (
+    DEFAULT_MAX_REQUESTS,
+    InferenceSettings,
+    build_generation_provider,
+)
 from powercontext.prepare import PreparePipeline, PrepareResult
 from powercontext.prompts.resolver import prompt_capabilities, prompt_resolver_for
+from powercontext.recall.budget import DEFAULT_PREPARE_DEADLINE_MS
 from powercontext.recall.deterministic import LexicalCoverageReranker
 from powercontext.recall.expansion import Expander, ModelExpander, WidenExpander
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
@@ -71,12 +76,16 @@ class Runtime:
         expander: Expander | None = None,
         resolve_prompt: PromptResolver | None = None,
         generation: GenerationProvider | None = None,
+        prepare_deadline_s: float = DEFAULT_PREPARE_DEADLINE_MS / 1000,
+        model_call_limit: int = DEFAULT_MAX_REQUESTS,
     ) -> None:
         """``code_roots``: the directories ``code_indexer`` may index (none by default); ``code_allow_hardlinks``
         lets indexing and exact reads accept files with more than one hard link. ``reranker`` and
         ``expander`` apply whatever the settings say (an injected reranker declares its own evidence);
         ``resolve_prompt`` is where Prompts come from (default: the store's Scope-owned Prompts);
-        ``generation`` is closed with the Runtime."""
+        ``generation`` is closed with the Runtime. ``receipt_assembler`` replaces the built-in one (its
+        Receipts are validated against what the prepare recorded). ``prepare_deadline_s`` bounds one prepare's
+        provider calls together, ``model_call_limit`` its expansion and rerank model calls together."""
         self.store = store
         self.code_roots = code_roots
         self.code_allow_hardlinks = code_allow_hardlinks
@@ -111,6 +120,8 @@ class Runtime:
             reranker=reranker,
             expander=expander,
             resolve_prompt=resolve_prompt or prompt_resolver_for(store),
+            deadline_s=prepare_deadline_s,
+            model_call_limit=model_call_limit,
         )
 
     @classmethod
@@ -141,6 +152,8 @@ class Runtime:
             expander=build_expander(inference, generation, resolve_prompt),
             resolve_prompt=resolve_prompt,
             generation=generation,
+            prepare_deadline_s=settings.prepare_deadline_ms / 1000,
+            model_call_limit=inference.generation.max_requests,
         )
         runtime.report_vector_index()
         return runtime

@@ -10,6 +10,7 @@ from pathlib import Path
 from powercontext.code.confine import is_never_indexable
 from powercontext.inference.config import EmbeddingConfig
 from powercontext.inference.generation_config import InferenceSettings
+from powercontext.recall.budget import DEFAULT_PREPARE_DEADLINE_MS
 from powercontext.server.host_guard import ALLOWED_HOSTS_VARIABLE, BadHostEntry, HostRules
 from powercontext.store.location import BadStoreUrl, StoreLocation, parse_store_url
 
@@ -58,6 +59,8 @@ class Settings:
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     # POWERCONTEXT_STORE / --store; None: the SQLite file at db_path.
     store: StoreLocation | None = None
+    # POWERCONTEXT_PREPARE_DEADLINE_MS: one prepare's provider calls (embedding, expansion, rerank) together.
+    prepare_deadline_ms: int = DEFAULT_PREPARE_DEADLINE_MS
 
     def store_location(self) -> StoreLocation:
         """Where the store lives: the configured URL, else SQLite at ``db_path``."""
@@ -96,6 +99,7 @@ class Settings:
             code_allow_hardlinks=code_hardlinks_allowed(env),
             allowed_hosts=_allowed_hosts(env.get(ALLOWED_HOSTS_VARIABLE, "")),
             inference=InferenceSettings.from_env(env),
+            prepare_deadline_ms=_milliseconds(env, "POWERCONTEXT_PREPARE_DEADLINE_MS", DEFAULT_PREPARE_DEADLINE_MS),
         )
 
 
@@ -183,3 +187,16 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
     if not value >= minimum:
         raise SettingsError(f"{name} must be at least {minimum:g}")
     return value
+
+
+MAX_PREPARE_DEADLINE_MS = 600_000
+
+
+def _milliseconds(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number of milliseconds from 1 to ``MAX_PREPARE_DEADLINE_MS``."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PREPARE_DEADLINE_MS:
+        raise SettingsError(f"{name} must be a whole number of milliseconds from 1 to {MAX_PREPARE_DEADLINE_MS}")
+    return int(raw)

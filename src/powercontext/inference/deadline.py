@@ -38,8 +38,19 @@ import httpx
 from powercontext.inference.direct_post import DirectPost
 from powercontext.inference.errors import InferenceTimeout, InferenceUnavailable
 
-__all__ = ["Deadline", "DeadlineTransport", "abandon_when", "environment_proxy", "post_to_provider"]
+__all__ = [
+    "MIN_CALL_S",
+    "Deadline",
+    "DeadlineTransport",
+    "abandon_when",
+    "active_deadline",
+    "environment_proxy",
+    "post_to_provider",
+]
 
+# A provider call with less time than this left before the active deadline would only be cut off: callers
+# that check (a prepare's stages) do not start it.
+MIN_CALL_S = 0.01
 POLL_S = 0.05  # how often a read waiting under ``abandon_when`` asks whether to give up
 # httpcore writes a request's headers and body in two sends; with Nagle's algorithm on, the body waits for
 # the peer to acknowledge the headers (a delayed ACK can hold it for up to 40 ms). Every HTTP client that
@@ -73,6 +84,11 @@ class Deadline:
 
 _active: ContextVar[Deadline | None] = ContextVar("powercontext_inference_deadline", default=None)
 _abandon: ContextVar[Callable[[], bool] | None] = ContextVar("powercontext_inference_abandon", default=None)
+
+
+def active_deadline() -> Deadline | None:
+    """The ``Deadline`` active on this thread (a prepare's, while it runs), or None."""
+    return _active.get()
 
 
 @contextmanager
@@ -334,9 +350,14 @@ def post_to_provider(
     """One provider call within a total deadline of ``timeout_s``: the answer's body when the status is 2xx,
     else ``InferenceTimeout`` / ``InferenceUnavailable`` with a content-free message naming ``server`` (e.g.
     "embedding"). httpx's exceptions are re-raised ``from None``: their messages and causes may carry the URL
-    or the body."""
+    or the body. A ``Deadline`` already active on this thread (a prepare's) ends the call earlier when it is
+    earlier."""
+    deadline = Deadline.after(timeout_s)
+    outer = _active.get()
+    if outer is not None and outer.at < deadline.at:
+        deadline = outer
     try:
-        with Deadline.after(timeout_s).applied():
+        with deadline.applied():
             status, raw = transport.post(url, headers, content, timeout_s, max_bytes)
     except httpx.TimeoutException:
         raise InferenceTimeout(f"the {server} server did not answer within the timeout") from None

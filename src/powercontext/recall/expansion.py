@@ -112,6 +112,11 @@ class ModelExpander:
         cached = trace.expansion_queries
         if cached is not None:
             return cached
+        # Skipped, not attempted, when the prepare's deadline leaves no time or its model calls are used up.
+        if not trace.budget.can_start():
+            raise ExpansionFailed("inference_timeout")
+        if not trace.budget.take_model_call():
+            raise ExpansionFailed("max_requests")
         trace.non_deterministic = True
         try:
             prompt = self._resolve(scope_id, RECALL_EXPAND)

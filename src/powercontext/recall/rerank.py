@@ -27,6 +27,7 @@ from powercontext.inference.generation import (
 from powercontext.inference.generation_config import SAFE_SETTINGS, ModelCallConfig
 from powercontext.prompts.definitions import MEMORY_RERANK, ResolvedPrompt
 from powercontext.prompts.errors import PromptUnavailable
+from powercontext.recall.budget import PrepareBudget
 from powercontext.recall.trace import RecallTrace
 
 log = logging.getLogger("powercontext.recall")
@@ -71,15 +72,32 @@ class RerankResult:
 
 
 class RerankSession:
-    """One prepare's rerank budget: at most ``max_requests`` model calls, and no further call after the
-    provider failed (the rest of the prepare reuses that failure class instead of paying another timeout)."""
+    """One prepare's rerank budget: at most ``max_requests`` model calls and the prepare's shared ``budget``
+    (its deadline, and the model calls expansion and rerank make together), and no further call after the
+    provider failed (instead of paying another timeout).
 
-    def __init__(self, max_requests: int) -> None:
+    A Scope the session does not allow is not invoked at all: it has no rerank group and keeps its coarse order.
+    """
+
+    def __init__(self, max_requests: int, budget: PrepareBudget | None = None) -> None:
         self.remaining = max_requests
         self.failure: RerankReason | None = None
+        self.budget = budget or PrepareBudget.unbounded()
+
+    def refusal(self) -> str | None:
+        """Why a model-backed rerank may not be invoked now (``provider_failed``, ``deadline`` or
+        ``max_requests``), or None when it may; nothing is counted."""
+        if self.failure is not None:
+            return "provider_failed"
+        if not self.budget.can_start():
+            return "deadline"
+        if self.remaining <= 0 or self.budget.model_calls_left <= 0:
+            return "max_requests"
+        return None
 
     def take(self) -> bool:
-        if self.remaining <= 0:
+        """Count one model call against both limits; False (nothing counted) when either is reached."""
+        if self.remaining <= 0 or not self.budget.take_model_call():
             return False
         self.remaining -= 1
         return True
@@ -132,9 +150,7 @@ class ListwiseReranker:
         prompt: ResolvedPrompt | None,
         session: RerankSession,
     ) -> RerankResult:
-        if session.failure is not None:
-            return RerankResult(None, "failed", session.failure)
-        if prompt is None or not session.take():
+        if prompt is None:
             return RerankResult(None, "failed", "inference_unavailable")
         messages = [ChatMessage("system", prompt.compiled_text), ChatMessage("user", rerank_message(query, candidates))]
         try:
@@ -190,53 +206,30 @@ def rerank_scopes(
     """Each Scope's pool reranked (or kept in coarse order), cut to ``limit``, with the evidence recorded.
 
     Candidates the reranker left out are ``rerank_not_selected``; on a fallback or failure the coarse tail
-    beyond ``limit`` is ``family_limit``, as it would be without a reranker. An empty pool invokes nothing.
+    beyond ``limit`` is ``family_limit``, as it would be without a reranker. An empty pool invokes nothing, and
+    neither does a Scope a model-backed reranker's session refuses (its request limit or the prepare's is
+    reached, the deadline leaves no time, or the provider already failed in this prepare): such a Scope has no
+    rerank group (the RFC: no invocation, no group) and is counted as an unreranked pool.
     """
-    session = RerankSession(reranker.max_requests)
+    session = RerankSession(reranker.max_requests, trace.budget)
     kept_pools: list[list[Candidate]] = []
     outcomes: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
     for scope_id, pool in pools:
-        if not pool:
-            kept_pools.append([])
-            continue
-        if reranker.model_backed:  # even if it fails: a model was asked (or meant to be)
-            trace.non_deterministic = True
-        prompt: ResolvedPrompt | None = None
-        if reranker.prompt_key is not None:
-            try:  # once per Scope, before the model call, frozen for the invocation
-                prompt = resolve_prompt(scope_id, reranker.prompt_key)
-            except Exception as exc:  # PromptUnavailable, or a resolver that broke: the same for this rerank
-                # The Scope's own Prompt cannot be honoured: no rerank with another one. No config can be
-                # stated for an invocation that never got its Prompt, so the Receipt is dropped.
-                error_type = "PromptUnavailable" if isinstance(exc, PromptUnavailable) else type(exc).__name__
-                key = reranker.prompt_key
-                log.warning("event=rerank.failed reason=prompt_unavailable key=%s error_type=%s", key, error_type)
-                trace.evidence_gap = "prompt_unavailable"
-                outcomes["failed"] += 1
-                kept_pools.append(_coarse(pool, limit, trace))
-                continue
-        try:
-            result = reranker.rerank(query, pool, limit, prompt, session)
-            record = reranker.evidence(prompt)
-        except Exception as exc:  # an injected reranker's bug: the coarse order, and no evidence to state
-            log.warning("event=rerank.failed reason=reranker_error error_type=%s", type(exc).__name__)
-            trace.evidence_gap = "missing_evidence"
-            outcomes["failed"] += 1
+        refusal = session.refusal() if pool and reranker.model_backed else None
+        if not pool or refusal is not None:
+            if refusal is not None:
+                skipped[refusal] += 1
             kept_pools.append(_coarse(pool, limit, trace))
             continue
-        if record is None or not record.is_complete() or record.model_backed != reranker.model_backed:
-            trace.evidence_gap = "missing_evidence"
-        else:
-            trace.record_rerank(round, record, result.outcome, result.reason)
-        outcomes[result.outcome] += 1
-        if result.order is None:
-            kept_pools.append(_coarse(pool, limit, trace))
-            continue
-        chosen = [pool[i] for i in result.order[:limit]]
-        trace.omit("atomic-memory", "rerank_not_selected", len(pool) - len(chosen))
-        kept_pools.append(chosen)
+        outcome, kept = _rerank_pool(reranker, resolve_prompt, query, scope_id, pool, limit, round, trace, session)
+        outcomes[outcome] += 1
+        kept_pools.append(kept)
+    for reason, count in skipped.items():  # content-free: how many Scopes went unreranked, and why
+        log.warning("event=rerank.skipped reason=%s scopes=%d", reason, count)
+    outcomes["skipped"] = sum(skipped.values())
     observe.note_rerank(
-        outcomes,
+        +outcomes,
         sum(len(pool) for _, pool in pools),
         sum(len(kept) for kept in kept_pools),
         trace.active_span,
@@ -244,6 +237,61 @@ def rerank_scopes(
     return kept_pools
 
 
+def _rerank_pool(
+    reranker: MemoryReranker,
+    resolve_prompt: PromptResolver,
+    query: str,
+    scope_id: str,
+    pool: list[Candidate],
+    limit: int,
+    round: int,
+    trace: RecallTrace,
+    session: RerankSession,
+) -> tuple[str, list[Candidate]]:
+    """One Scope's rerank invocation: its outcome and the candidates kept."""
+    prompt: ResolvedPrompt | None = None
+    if reranker.prompt_key is not None:
+        try:  # once per Scope, before the model call, frozen for the invocation
+            prompt = resolve_prompt(scope_id, reranker.prompt_key)
+        except Exception as exc:  # PromptUnavailable, or a resolver that broke: the same for this rerank
+            # The Scope's own Prompt cannot be honoured: no rerank with another one. No config can be
+            # stated for an invocation that never got its Prompt, so the Receipt is dropped.
+            error_type = "PromptUnavailable" if isinstance(exc, PromptUnavailable) else type(exc).__name__
+            key = reranker.prompt_key
+            log.warning("event=rerank.failed reason=prompt_unavailable key=%s error_type=%s", key, error_type)
+            trace.evidence_gap = "prompt_unavailable"
+            return "failed", _coarse(pool, limit, trace)
+    if reranker.model_backed:
+        session.take()  # refusal() said there is room: this invocation counts against both limits
+        trace.non_deterministic = True  # even if it fails: a model was asked
+    try:
+        result = reranker.rerank(query, pool, limit, prompt, session)
+        record = reranker.evidence(prompt)
+    except Exception as exc:  # an injected reranker's bug: the coarse order, and no evidence to state
+        log.warning("event=rerank.failed reason=reranker_error error_type=%s", type(exc).__name__)
+        trace.evidence_gap = "missing_evidence"
+        return "failed", _coarse(pool, limit, trace)
+    if record is None or not record.is_complete() or record.model_backed != reranker.model_backed:
+        trace.evidence_gap = "missing_evidence"
+    else:
+        trace.record_rerank(round, record, result.outcome, result.reason)
+    if result.order is None:
+        return result.outcome, _coarse(pool, limit, trace)
+    chosen = [pool[i] for i in result.order[:limit]]
+    trace.omit("atomic-memory", "rerank_not_selected", len(pool) - len(chosen))
+    return result.outcome, chosen
+
+
 def _coarse(pool: list[Candidate], limit: int, trace: RecallTrace) -> list[Candidate]:
     trace.omit("atomic-memory", "family_limit", max(0, len(pool) - limit))
     return pool[:limit]
+
+
+def will_invoke(reranker: MemoryReranker, pools: Sequence[tuple[str, list[Candidate]]], budget: PrepareBudget) -> bool:
+    """Whether ``rerank_scopes`` would invoke ``reranker`` at all (then it is a stage of this prepare).
+
+    A session only ever refuses more as a prepare goes on, so the first non-empty pool decides.
+    """
+    if not any(pool for _, pool in pools):
+        return False
+    return not reranker.model_backed or RerankSession(reranker.max_requests, budget).refusal() is None

@@ -18,6 +18,7 @@ from opentelemetry import context as otel_context
 from powercontext import observe
 from powercontext.contract.common import Family
 from powercontext.contract.receipt import OmissionReason, SearchFallback, SearchMode, SearchOutcome
+from powercontext.recall.budget import PrepareBudget
 
 if TYPE_CHECKING:  # the rerank module records onto the trace; the trace only holds its records
     from powercontext.recall.rerank import RerankConfigRecord
@@ -70,6 +71,8 @@ class RecallTrace:
     evidence_gap: str | None = None
     # The model expander's alternative queries for this prepare: request-local, never reported anywhere.
     expansion_queries: list[str] | None = field(default=None, repr=False)
+    # What this prepare may still spend on providers (time, model calls); not evidence, never reported.
+    budget: PrepareBudget = field(default_factory=PrepareBudget.unbounded, repr=False, compare=False)
     # Stage spans recorded while tracing is on, handed over by ``finish``.
     _spans: list[observe.StageSpan] = field(default_factory=list, repr=False, compare=False)
     _tracing: bool | None = field(default=None, repr=False, compare=False)

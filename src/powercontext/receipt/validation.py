@@ -24,8 +24,9 @@ from powercontext.contract.receipt import (
     PreparedContextReceipt,
 )
 from powercontext.inference.generation_config import SAFE_SETTINGS
+from powercontext.recall.trace import RecallTrace
 from powercontext.receipt.assembler import ReceiptEvidence, omission_counts
-from powercontext.receipt.digests import config_digest
+from powercontext.receipt.digests import config_digest, wire_config
 from powercontext.text.normalize import query_digest, sha256_digest
 
 # Every stage name a Receipt may carry: the runtime stages that exist (rerank time is part of memory.search).
@@ -122,9 +123,12 @@ def serialize_valid_receipt(data: Mapping[str, Any], evidence: ReceiptEvidence) 
     if data["requested_max_bytes"] != evidence.requested_max_bytes:
         raise ReceiptRejected("requested_max_bytes_mismatch")
     _check_retrieval(data, evidence)
+    check_against_trace(data, evidence.trace)
     _check_omitted(data, evidence)
     stages = [s["stage"] for s in data["stages"]]
     if len(set(stages)) != len(stages) or not set(stages) <= STAGE_NAMES:
+        raise ReceiptRejected("stage_mismatch")
+    if not _same(data["stages"], expected_stages(evidence.trace)):
         raise ReceiptRejected("stage_mismatch")
     raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if len(raw) > MAX_RECEIPT_BYTES:
@@ -207,3 +211,54 @@ def _check_omitted(data: Mapping[str, Any], evidence: ReceiptEvidence) -> None:
         raise ReceiptRejected("omission_mismatch")
     if dict(stated) != omission_counts(evidence.build, evidence.trace):
         raise ReceiptRejected("omission_mismatch")
+
+
+# -- what the trace recorded, field by field ------------------------------------------------------------------
+#
+# Written from the trace's records here, not by calling the assembler: whatever an assembler states must equal
+# what the prepare recorded, so an assembler that drops, adds, splits or inflates anything is caught.
+
+
+def _same(stated: Any, expected: Any) -> bool:
+    """Equal as JSON, types included (``1`` is not ``1.0``, ``true`` is not ``1``), key order aside."""
+    return json.dumps(stated, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def check_against_trace(data: Mapping[str, Any], trace: RecallTrace) -> None:
+    """Rounds, search groups, rerank configs and rerank groups exactly as ``trace`` recorded them."""
+    retrieval = data["retrieval"]
+    rounds = [{"round": r.round, "outcome": r.outcome, "retained": r.retained} for r in trace.rounds]
+    if not _same(retrieval["rounds"], rounds):
+        raise ReceiptRejected("round_mismatch")
+    searches: dict[tuple[Any, ...], int] = {}
+    for call in trace.searches:
+        key = (call.round, call.family, call.mode, call.outcome, call.fallback_reason)
+        searches[key] = searches.get(key, 0) + 1
+    # In the order the calls first happened (round, then Scope order, then family): deterministic.
+    search_fields = ("round", "family", "mode", "outcome", "fallback_reason")
+    expected_searches = [{**dict(zip(search_fields, key, strict=True)), "count": n} for key, n in searches.items()]
+    if not _same(retrieval["searches"], expected_searches):
+        raise ReceiptRejected("search_group_mismatch")
+    configs: dict[str, dict[str, Any]] = {}
+    groups: dict[tuple[int, str, str, str], int] = {}
+    for rerank in trace.reranks:
+        config = wire_config(rerank.config)
+        configs.setdefault(config["config_id"], config)
+        group = (rerank.round, config["config_id"], rerank.outcome, rerank.reason)
+        groups[group] = groups.get(group, 0) + 1
+    if not _same(retrieval["rerank_configs"], [configs[digest] for digest in sorted(configs)]):
+        raise ReceiptRejected("rerank_config_mismatch")
+    fields = ("round", "config_id", "outcome", "fallback_reason")
+    expected_groups = [{**dict(zip(fields, key, strict=True)), "count": n} for key, n in sorted(groups.items())]
+    if not _same(retrieval["reranks"], expected_groups):
+        raise ReceiptRejected("rerank_group_mismatch")
+
+
+def expected_stages(trace: RecallTrace) -> list[dict[str, Any]]:
+    """Each stage that ran, in first-run order: its durations summed in the order they were recorded (then
+    rounded to the microsecond) and its instance count."""
+    totals: dict[str, tuple[float, int]] = {}
+    for sample in trace.stages:
+        duration, count = totals.get(sample.stage, (0.0, 0))
+        totals[sample.stage] = (duration + sample.duration_ms, count + 1)
+    return [{"stage": s, "duration_ms": round(d, 3), "count": n} for s, (d, n) in totals.items()]

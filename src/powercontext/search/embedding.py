@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from powercontext import observe
 from powercontext.inference.base import EmbeddingProvider
-from powercontext.inference.deadline import abandon_when
+from powercontext.inference.deadline import MIN_CALL_S, abandon_when, active_deadline
 from powercontext.inference.errors import InferenceError
 from powercontext.store.base import Embedding
 
@@ -80,6 +80,10 @@ class GuardedEmbedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed now, whatever the breaker says (explicit requests); a failure opens the breaker."""
         budget = self.provider.call_budget_s(len(texts))
+        # A caller's deadline (a prepare's) that ends before the provider's own: a timeout then says nothing
+        # about the provider, so it does not open the breaker.
+        outer = active_deadline()
+        cut_by_caller = budget is not None and outer is not None and outer.remaining() < budget
         call = next(self._calls)
         with self._lock:
             timeouts_before = self._timeouts
@@ -98,6 +102,9 @@ class GuardedEmbedder:
                 vectors = self.provider.embed(texts)
         except InferenceError as exc:
             observe.note_provider_call(exc.reason)
+            if cut_by_caller and exc.reason == "inference_timeout":
+                log.warning("event=inference.embed.failed reason=deadline provider=%s", self.provider.name)
+                raise
             with self._lock:
                 self._open = (self._clock() + self.cooldown_s, exc.reason)
                 if exc.reason == "inference_timeout":
@@ -163,6 +170,11 @@ class VectorChannel:
         open_reason = self.embedder.open_reason()
         if open_reason is not None:
             return open_reason
+        deadline = active_deadline()
+        if deadline is not None and deadline.remaining() < MIN_CALL_S:
+            # The prepare's deadline leaves no time for the call: skipped, as a timeout would have ended it.
+            self.failure = (round, "inference_timeout")
+            return "inference_timeout"
         try:
             vector: npt.NDArray[np.float32] = self.embedder.embed([text])[0]
         except InferenceError as exc:
