@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Literal
 
 from powercontext import __version__
-from powercontext.assembly.builder import PreparedContextBuilder
+from powercontext.assembly.builder import BuilderLimits, PreparedContextBuilder
+from powercontext.assembly.render import date_precision
 from powercontext.code.indexer import CodeIndexer
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
@@ -131,6 +132,7 @@ class Runtime:
                 settings.hybrid_rrf_k,
                 "rrf" if settings.hybrid_fusion == "rrf" else "score",
             ),
+            builder=PreparedContextBuilder(BuilderLimits(dates=date_precision(settings.context_dates))),
             disabled_families=settings.disabled_families,
             code_roots=settings.code_roots,
             reranker=build_reranker(inference, generation),

@@ -53,6 +53,8 @@ class Settings:
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     # POWERCONTEXT_STORE / --store; None: the SQLite file at db_path.
     store: StoreLocation | None = None
+    # How precisely each injected item shows when it was true (POWERCONTEXT_CONTEXT_DATES: off, day, minute).
+    context_dates: str = "day"
 
     def store_location(self) -> StoreLocation:
         """Where the store lives: the configured URL, else SQLite at ``db_path``."""
@@ -89,6 +91,7 @@ class Settings:
             inspector=_switch(env, "POWERCONTEXT_INSPECTOR", default=True),
             code_roots=_code_roots(env.get("POWERCONTEXT_CODE_ROOTS", "")),
             inference=InferenceSettings.from_env(env),
+            context_dates=_choice(env, "POWERCONTEXT_CONTEXT_DATES", ("day", "off", "minute")),
         )
 
 
