@@ -253,13 +253,23 @@ class PreparedContextBuilder:
         return "no_fitting_truncation"
 
     def _fit(self, candidate: Candidate, key: ArtifactKey, available: int) -> tuple[str, int, bool] | OmissionReason:
-        """The largest rendering that fits ``available`` bytes, or the reason none does."""
+        """The largest rendering that fits ``available`` bytes, or the reason none does.
+
+        The date goes only when the item fits with it: at the smallest budget the content matters more."""
+        observed = observed_label(candidate.observed, self.limits.dates)
+        fitted = self._fit_dated(candidate, key, available, observed)
+        if fitted == "no_fitting_truncation" and observed is not None:
+            return self._fit_dated(candidate, key, available, None)
+        return fitted
+
+    def _fit_dated(
+        self, candidate: Candidate, key: ArtifactKey, available: int, observed: str | None
+    ) -> tuple[str, int, bool] | OmissionReason:
         limits = self.limits
         text = candidate.text
         source_bytes = len(text.encode("utf-8"))
         capped = source_bytes > limits.max_entry_bytes
         body = truncate_with_ellipsis(text, limits.max_entry_bytes) if capped else text
-        observed = observed_label(candidate.observed, limits.dates)
         whole = render_item(key, candidate.kind, body, capped, observed)
         whole_bytes = len(whole.encode("utf-8"))
         if whole_bytes <= available:
