@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Literal
 
 from powercontext import __version__
-from powercontext.assembly.builder import PreparedContextBuilder
+from powercontext.assembly.builder import BuilderLimits, PreparedContextBuilder
+from powercontext.assembly.render import date_precision
 from powercontext.code.indexer import CodeIndexer
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
@@ -38,6 +39,7 @@ from powercontext.recall.expansion import Expander, ModelExpander, WidenExpander
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
 from powercontext.recall.readers import AtomicMemoryReader, CodeEvidenceReader, CodeReader, FamilyReader
 from powercontext.recall.rerank import ListwiseReranker, MemoryReranker, PromptResolver
+from powercontext.recall.supersession import superseded
 from powercontext.receipt.assembler import ReceiptAssembler, TraceReceiptAssembler
 from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
@@ -58,6 +60,16 @@ from powercontext.store.base import (
 from powercontext.store.code import CodeStore
 
 ATOMIC_MEMORY: Family = "atomic-memory"
+# How many full-text hits for a new memory's text are checked for what it may supersede.
+ATOMIC_SUPERSESSION_POOL = 16
+
+
+def _observed_of(record: MemoryRecord) -> str:
+    return record.observed
+
+
+def _text_of(record: MemoryRecord) -> str:
+    return record.text
 
 
 class Runtime:
@@ -145,6 +157,7 @@ class Runtime:
                 settings.hybrid_rrf_k,
                 "rrf" if settings.hybrid_fusion == "rrf" else "score",
             ),
+            builder=PreparedContextBuilder(BuilderLimits(dates=date_precision(settings.context_dates))),
             disabled_families=settings.disabled_families,
             code_roots=settings.code_roots,
             code_allow_hardlinks=settings.code_allow_hardlinks,
@@ -187,6 +200,13 @@ class Runtime:
         embeddings = self.embedder.embed_for_write([item.text for item in items])
         with_vectors = [replace(item, embedding=e) for item, e in zip(items, embeddings, strict=True)]
         return self.store.create_memories(scope_id, with_vectors)
+
+    def possibly_superseded(self, record: MemoryRecord) -> list[MemoryRecord]:
+        """Active Atomic Memories of ``record``'s Scope, observed earlier, that ``record`` may replace (the
+        ranking's supersession rule over a full-text search for its text). A hint: nothing is changed."""
+        hits = self.atomic_search.search(record.key.scope_id, record.text, "fts", ATOMIC_SUPERSESSION_POOL).hits
+        others = [h.record for h in hits if h.record.key.artifact_id != record.key.artifact_id]
+        return superseded(record.text, record.observed, others, _observed_of, _text_of)
 
     def revise_memory(
         self,

@@ -61,6 +61,8 @@ class Settings:
     store: StoreLocation | None = None
     # POWERCONTEXT_PREPARE_DEADLINE_MS: one prepare's provider calls (embedding, expansion, rerank) together.
     prepare_deadline_ms: int = DEFAULT_PREPARE_DEADLINE_MS
+    # How precisely each injected item shows when it was true (POWERCONTEXT_CONTEXT_DATES: off, day, minute).
+    context_dates: str = "day"
 
     def store_location(self) -> StoreLocation:
         """Where the store lives: the configured URL, else SQLite at ``db_path``."""
@@ -100,6 +102,7 @@ class Settings:
             allowed_hosts=_allowed_hosts(env.get(ALLOWED_HOSTS_VARIABLE, "")),
             inference=InferenceSettings.from_env(env),
             prepare_deadline_ms=_milliseconds(env, "POWERCONTEXT_PREPARE_DEADLINE_MS", DEFAULT_PREPARE_DEADLINE_MS),
+            context_dates=_choice(env, "POWERCONTEXT_CONTEXT_DATES", ("day", "off", "minute")),
         )
 
 

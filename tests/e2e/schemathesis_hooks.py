@@ -6,7 +6,8 @@ failures are ever dropped, and only these (docs/operations.md, "Rules the schema
 * cross-field and state rules JSON Schema cannot express: a Scope listing itself, a merge naming a
   source twice, one section per family and Experience's section cap, a Candidate's target and
   expected revision together, a Topic revise changing something, unique Profile keys, a line range
-  that ends before it starts, an index path that must exist on the Server;
+  that ends before it starts, an index path that must exist on the Server, an ``observed_at`` that is not a
+  calendar date or lies in the future;
 * UTF-8 byte bounds on text (``maxLength`` counts characters, not bytes);
 * integers spelled with a fraction (``8.0``): schemathesis draws them because JSON Schema 2020-12
   counts them as integers, but OpenAPI 3.1.0, which the document declares, defines ``integer`` as a
@@ -30,6 +31,9 @@ SEMANTIC_MESSAGES = (
     "give at least one of title, body or tags",
     "each key may appear only once",
     "UTF-8 bytes; the limit is",
+    # observed_at: a date the pattern admits but the calendar has not (2025-02-30), or one in the future.
+    "observed_at must be an RFC 3339",
+    "observed_at is in the future",
 )
 INTEGER_TYPE_MESSAGE = "Input should be a valid integer"
 

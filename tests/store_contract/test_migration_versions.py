@@ -47,7 +47,37 @@ def test_a_sqlite_database_at_version_6_upgrades_through_the_no_op_step(tmp_path
     store = SqliteStore(path)
     try:
         versions = [row[0] for row in store._reader().execute("SELECT version FROM schema_migrations")]
-        assert max(versions) == 7 and len(versions) == 7
+        latest = sqlite_migrations.LATEST_VERSION
+        assert max(versions) == latest and len(versions) == latest
         assert store.create_scope("v7", "t", []).scope_id == "v7"  # and the store works
+    finally:
+        store.close()
+
+
+def test_memories_written_before_observed_at_existed_read_as_observed_when_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "v7.db"
+    store = SqliteStore(path)
+    store.create_scope("s", "t", [])
+    store.close()
+    with contextlib.closing(sqlite.connect(path)) as conn:  # a version-7 database with a memory in it
+        conn.execute("ALTER TABLE revisions DROP COLUMN observed_at")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 8")
+        then = "2024-01-02T03:04:05.000Z"
+        conn.execute(
+            "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at, updated_at)"
+            " VALUES ('s', 'atomic-memory', 'am_old', 1, 'active', ?, ?)",
+            (then, then),
+        )
+        conn.execute(
+            "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at)"
+            " VALUES (last_insert_rowid(), 1, 'fact', 'An old fact.', '[]', ?)",
+            (then,),
+        )
+        conn.commit()
+    store = SqliteStore(path)
+    try:
+        record = store.read_head("s", "am_old")
+        assert record.text == "An old fact."
+        assert record.observed == "2024-01-02T03:04:05.000Z"
     finally:
         store.close()

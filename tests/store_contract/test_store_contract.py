@@ -374,3 +374,19 @@ def test_reopen_keeps_data(open_store: Callable[[], Store]) -> None:
     assert second.ready()
     assert second.read_head(sid, key.artifact_id).text == "persisted memory"
     assert hits(second, sid, "persisted") == [key]
+
+
+def test_observed_at_is_kept_per_revision(store: Store) -> None:
+    store.create_scope("obs", "t", [])
+    given = "2024-11-02T08:00:00.000Z"
+    items = [NewMemory(f"deploy note {n}", "fact", (), observed_at=given) for n in range(4)]
+    items.append(NewMemory("deploy note now", "fact", ()))
+    created = store.create_memories("obs", items)
+    assert [r.observed_at for r in created[:4]] == [given] * 4
+    assert created[4].observed == created[4].created_at
+    for record in created:
+        head = store.read_head("obs", record.key.artifact_id)
+        assert head.observed == record.observed
+    revised = store.revise_memory("obs", created[0].key.artifact_id, 1, "deploy note revised", None, None)
+    assert revised.observed == revised.created_at  # a revision states something as of when it is written
+    assert store.read_revision("obs", created[0].key.artifact_id, 1).observed == given

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,8 @@ def fill(store: SqliteStore) -> list[str]:
         m = NewMemory(f"memory {i} about deploy cache 数据库 {i % 7}", "fact", ("t",), f"key-{i}", "d", None)
         if i % 3 == 0:
             m = NewMemory(m.text, m.kind, m.tags, m.idempotency_key, m.request_digest, Embedding("m1", unit(i)))
+        if i % 5 == 0:  # when it was true, given by the writer (kept by the copy; compared by read_head below)
+            m = dataclasses.replace(m, observed_at=f"2024-0{1 + i % 9}-15T08:00:00.000Z")
         ids.append(store.create_memories("app" if i % 2 else "team", [m])[0].key.artifact_id)
     store.revise_memory("app", ids[1], 1, "revised deploy cache text", None, None, Embedding("m1", unit(99)))
     store.change_lifecycle("app", ids[3], "forget", None)
@@ -88,6 +91,7 @@ def test_copy_moves_every_table_and_resumes_after_an_interruption(tmp_path: Path
             except Exception:
                 continue
             assert destination.read_head(scope_id, artifact_id) == want
+            assert destination.read_head(scope_id, artifact_id).observed == want.observed
             for revision in range(1, want.head_revision + 1):
                 assert destination.read_revision(scope_id, artifact_id, revision) == source.read_revision(
                     scope_id, artifact_id, revision

@@ -255,3 +255,36 @@ def test_exact_fit_is_not_truncated() -> None:
     smaller = build({AM: [cand(1, "exactly fitting memory body " * 5)]}, max_bytes=size - 1)
     assert smaller.items[0].truncated
     assert smaller.context.content_bytes <= size - 1
+
+
+# -- dates -------------------------------------------------------------------------------------
+
+
+def dated(n: int, text: str, observed: str = "2025-03-20T09:30:59.000Z") -> Candidate:
+    return Candidate(key(n), "decision", text, observed)
+
+
+@pytest.mark.parametrize(("precision", "label"), [("day", "2025-03-20"), ("minute", "2025-03-20T09:30Z")])
+def test_an_item_shows_when_it_was_true(precision: str, label: str) -> None:
+    result = build({AM: [dated(1, "Deploys moved to Tuesdays.")]}, dates=precision)
+    [fragment] = parse_fragments(result.context.content or "")
+    assert fragment.item["observed"] == label
+    assert list(fragment.item) == ["citation", "kind", "observed", "truncated", "content"]
+    assert result.items[0].rendered_bytes == fragment.size
+
+
+def test_dates_off_and_undated_candidates_show_no_date() -> None:
+    for result in (build({AM: [dated(1, "A dated fact.")]}, dates="off"), build({AM: [cand(2)]})):
+        [fragment] = parse_fragments(result.context.content or "")
+        assert "observed" not in fragment.item
+
+
+def test_at_the_smallest_budget_a_truncated_item_drops_its_date_rather_than_the_item() -> None:
+    result = build({AM: [dated(1, "lantern " * 150)]}, max_bytes=512)
+    [fragment] = parse_fragments(result.context.content or "")
+    assert fragment.item["truncated"] is True and "observed" not in fragment.item
+    assert result.context.content_bytes <= 512
+    # With room, the truncated item keeps its date.
+    roomy = build({AM: [dated(1, "lantern " * 150)]}, max_bytes=1024)
+    [kept] = parse_fragments(roomy.context.content or "")
+    assert kept.item["truncated"] is True and kept.item["observed"] == "2025-03-20"

@@ -98,7 +98,7 @@ def test_artifact_view_tells_families_apart_by_the_address() -> None:
     samples: list[tuple[dict[str, Any], type]] = [
         (
             {**common, "artifact_address": _address("atomic-memory", "am_1"), "state": "active", "kind": "fact",
-             "text": "t", "tags": [], "merged_into": None, "merged_from": []},
+             "text": "t", "tags": [], "merged_into": None, "merged_from": [], "observed_at": "t"},
             AtomicMemory,
         ),
         (

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from powercontext.assembly.render import (
     ENVELOPE_BYTES,
     SEPARATOR_BYTES,
+    DatePrecision,
+    observed_label,
     render_code_item,
     render_context,
     render_item,
@@ -40,6 +42,8 @@ class BuilderLimits:
     code_limit: int = 4
     max_entry_bytes: int = 2000
     min_truncated_bytes: int = MIN_TRUNCATED_BYTES
+    # How precisely each item shows when its statement was true (POWERCONTEXT_CONTEXT_DATES).
+    dates: DatePrecision = "day"
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,13 +253,24 @@ class PreparedContextBuilder:
         return "no_fitting_truncation"
 
     def _fit(self, candidate: Candidate, key: ArtifactKey, available: int) -> tuple[str, int, bool] | OmissionReason:
-        """The largest rendering that fits ``available`` bytes, or the reason none does."""
+        """The largest rendering that fits ``available`` bytes, or the reason none does.
+
+        The date goes only when the item fits with it: at the smallest budget the content matters more."""
+        observed = observed_label(candidate.observed, self.limits.dates)
+        fitted = self._fit_dated(candidate, key, available, observed)
+        if fitted == "no_fitting_truncation" and observed is not None:
+            return self._fit_dated(candidate, key, available, None)
+        return fitted
+
+    def _fit_dated(
+        self, candidate: Candidate, key: ArtifactKey, available: int, observed: str | None
+    ) -> tuple[str, int, bool] | OmissionReason:
         limits = self.limits
         text = candidate.text
         source_bytes = len(text.encode("utf-8"))
         capped = source_bytes > limits.max_entry_bytes
         body = truncate_with_ellipsis(text, limits.max_entry_bytes) if capped else text
-        whole = render_item(key, candidate.kind, body, capped)
+        whole = render_item(key, candidate.kind, body, capped, observed)
         whole_bytes = len(whole.encode("utf-8"))
         if whole_bytes <= available:
             return whole, whole_bytes, capped
@@ -272,7 +287,7 @@ class PreparedContextBuilder:
             if len(content.encode("utf-8")) < limits.min_truncated_bytes:
                 lo = mid + 1
                 continue
-            fragment = render_item(key, candidate.kind, content, True)
+            fragment = render_item(key, candidate.kind, content, True, observed)
             size = len(fragment.encode("utf-8"))
             if size <= available:
                 best = (fragment, size)

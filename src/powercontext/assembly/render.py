@@ -7,6 +7,7 @@ citation, and each item's citation is machine-readable next to its content.
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 from powercontext.contract.common import CodeEvidenceRef
 from powercontext.domain.identity import ArtifactKey
@@ -27,21 +28,40 @@ ENVELOPE_BYTES = len(ENVELOPE.encode("utf-8"))
 SEPARATOR_BYTES = len(SEPARATOR)
 
 
-def render_item(key: ArtifactKey, kind: str, content: str, truncated: bool) -> str:
-    """One item fragment (no separator). ``content`` is the exact, possibly truncated, body text."""
-    return json.dumps(
-        {
-            "citation": {
-                "scope_id": key.scope_id,
-                "artifact": {"family": key.family, "artifact_id": key.artifact_id, "revision": key.revision},
-            },
-            "kind": kind,
-            "truncated": truncated,
-            "content": content,
+DatePrecision = Literal["off", "day", "minute"]
+DATE_PRECISIONS: tuple[DatePrecision, ...] = ("off", "day", "minute")
+
+
+def date_precision(name: str) -> DatePrecision:
+    """The precision named ``name`` (one of ``DATE_PRECISIONS``)."""
+    for precision in DATE_PRECISIONS:
+        if precision == name:
+            return precision
+    raise ValueError(f"date precision must be one of {', '.join(DATE_PRECISIONS)}")
+
+
+def observed_label(observed: str | None, precision: DatePrecision) -> str | None:
+    """The date an item shows (``2026-11-02`` or ``2026-11-02T09:30Z``) from a canonical UTC timestamp."""
+    if observed is None or precision == "off":
+        return None
+    return observed[:10] if precision == "day" else observed[:16] + "Z"
+
+
+def render_item(key: ArtifactKey, kind: str, content: str, truncated: bool, observed: str | None = None) -> str:
+    """One item fragment (no separator). ``content`` is the exact, possibly truncated, body text; ``observed``
+    the date label the agent sees (none: no ``observed`` key), so it can tell a newer statement from an older."""
+    item: dict[str, object] = {
+        "citation": {
+            "scope_id": key.scope_id,
+            "artifact": {"family": key.family, "artifact_id": key.artifact_id, "revision": key.revision},
         },
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+        "kind": kind,
+    }
+    if observed is not None:
+        item["observed"] = observed
+    item["truncated"] = truncated
+    item["content"] = content
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
 
 
 def render_code_item(ref: CodeEvidenceRef, content: str, truncated: bool) -> str:

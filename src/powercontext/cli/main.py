@@ -57,7 +57,8 @@ def _print_memory(memory: AtomicMemory, as_json: bool) -> None:
         return
     ref = memory.artifact_address.artifact
     typer.echo(
-        f"{ref.artifact_id} revision {ref.revision} (head {memory.head_revision}, {memory.state}, {memory.kind})"
+        f"{ref.artifact_id} revision {ref.revision} (head {memory.head_revision}, {memory.state}, {memory.kind},"
+        f" observed {memory.observed_at[:10]})"
     )
     if memory.merged_into:
         typer.echo(f"merged into {memory.merged_into}")
@@ -133,12 +134,24 @@ def memory_add(
     kind: Annotated[str, typer.Option(help=f"One of: {KINDS}.")] = "fact",
     tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="Retry-safe key.")] = None,
+    observed_at: Annotated[
+        str | None,
+        typer.Option(help="When it was true, if not now: an RFC 3339 date or date-time (2025-07-16T09:30:00Z)."),
+    ] = None,
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:
-    """Add one Atomic Memory."""
-    memory = _run(url, lambda c: c.add_memory(scope, text, kind, tag or [], idempotency_key))  # type: ignore[arg-type]
+    """Add one Atomic Memory; says which earlier memories it may replace."""
+    memory = _run(
+        url,
+        lambda c: c.add_memory(scope, text, kind, tag or [], idempotency_key, observed_at),  # type: ignore[arg-type]
+    )
     _print_memory(memory, as_json)
+    if as_json or not memory.possibly_supersedes:
+        return
+    typer.echo("\nThis may replace earlier memories on the same subject (nothing was changed):")
+    for artifact_id in memory.possibly_supersedes:
+        typer.echo(f"  {artifact_id}: if it is outdated, run  powercontext memory retire {artifact_id} -s {scope}")
 
 
 @memory_app.command("reindex")
@@ -198,7 +211,9 @@ def _settings(
 def memory_import(
     file: Annotated[
         Path,
-        typer.Argument(exists=True, dir_okay=False, help="JSONL: one {text, kind, tags?, idempotency_key?} a line."),
+        typer.Argument(
+            exists=True, dir_okay=False, help="JSONL: one {text, kind, tags?, idempotency_key?, observed_at?} a line."
+        ),
     ],
     scope: ScopeOption,
     url: UrlOption = DEFAULT_URL,

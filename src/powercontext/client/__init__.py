@@ -19,6 +19,7 @@ from powercontext.contract.memory import (
     AtomicMemoryBatch,
     AtomicMemoryBatchItem,
     AtomicMemoryCreate,
+    AtomicMemoryCreated,
     AtomicMemorySearchResult,
 )
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
@@ -122,9 +123,14 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         kind: MemoryKind,
         tags: Sequence[str] = (),
         idempotency_key: str | None = None,
-    ) -> AtomicMemory:
-        item = AtomicMemoryCreate(text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key)
-        return await self._call("POST", f"{_mem(scope_id)}", AtomicMemory, _wire(item))
+        observed_at: str | None = None,
+    ) -> AtomicMemoryCreated:
+        """Create one memory. ``observed_at`` (RFC 3339) is when it was true, if not now; the answer's
+        ``possibly_supersedes`` lists earlier memories on the same subject it may replace (nothing is retired)."""
+        item = AtomicMemoryCreate(
+            text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key, observed_at=observed_at
+        )
+        return await self._call("POST", f"{_mem(scope_id)}", AtomicMemoryCreated, _wire(item))
 
     async def add_memories(self, scope_id: str, items: Sequence[AtomicMemoryCreate]) -> list[AtomicMemoryBatchItem]:
         """Create up to 500 memories in one transaction (all or nothing); ``replayed`` marks items whose

@@ -17,6 +17,7 @@ from powercontext.contract.common import (
     SearchModePolicy,
     StrictModel,
 )
+from powercontext.contract.observed import ObservedAt
 
 MAX_BODY_BYTES = 8000
 MAX_BATCH_ITEMS = 500
@@ -50,6 +51,7 @@ class AtomicMemoryCreate(_BodyModel):
     idempotency_key: IdempotencyKey | None = Field(
         default=None, description="Same key and same body return the first result; another body is a 409."
     )
+    observed_at: ObservedAt | None = None
 
 
 class AtomicMemoryBatchCreate(StrictModel):
@@ -88,8 +90,20 @@ class AtomicMemory(StrictModel):
     text: str
     tags: list[str]
     created_at: str
+    observed_at: str = Field(
+        description="When this revision's statement was true (UTC): as given at create, else created_at."
+    )
     merged_into: str | None = Field(description="Artifact id of the merge result, when state is merged.")
     merged_from: list[ArtifactAddress]
+
+
+class AtomicMemoryCreated(AtomicMemory):
+    """A single create's answer: the Atomic Memory, and the active ones it may replace."""
+
+    possibly_supersedes: list[ArtifactId] = Field(
+        description="Artifact ids of active Atomic Memories in this Scope, observed earlier, that cover the same "
+        "subject (the ranking's supersession rule). A hint only: nothing is changed; retire them if replaced."
+    )
 
 
 class AtomicMemoryBatchItem(AtomicMemory):

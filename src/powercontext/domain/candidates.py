@@ -31,6 +31,7 @@ class Candidate:
     key: ArtifactKey | None
     kind: str
     text: str
+    observed: str | None = None  # when the revision's statement was true (canonical UTC); None: unknown
 
 
 @dataclass(frozen=True, slots=True)

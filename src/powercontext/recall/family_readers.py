@@ -32,7 +32,12 @@ class TopicMemoryReader:
                 scope_id, ctx.query, "auto", limit or self._limit, channel=ctx.channel, round=ctx.round
             )
         ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
-        return [(scope_id, [Candidate(h.record.key, "topic", h.record.render_text()) for h in outcome.hits])]
+        return [
+            (
+                scope_id,
+                [Candidate(h.record.key, "topic", h.record.render_text(), h.record.created_at) for h in outcome.hits],
+            )
+        ]
 
 
 class ExperienceReader:
@@ -54,7 +59,9 @@ class ExperienceReader:
                 outcome = self._search.search(scope_id, ctx.query, limit or self._limit)
             # The adapter says which mode ran; it is recorded as given.
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", "none")
-            pool = [Candidate(h.record.key, "experience", h.record.render_text()) for h in outcome.hits]
+            pool = [
+                Candidate(h.record.key, "experience", h.record.render_text(), h.record.created_at) for h in outcome.hits
+            ]
             groups.append((scope_id, pool))
         return groups
 
@@ -80,5 +87,5 @@ class ProfileReader:
                 ctx.trace.record_search(0, self.family, "none", "not_run", "none")
                 continue
             ctx.trace.record_search(0, self.family, "snapshot", "completed", "none")
-            candidates.append(Candidate(snapshot.key, "profile", snapshot.render_text()))
+            candidates.append(Candidate(snapshot.key, "profile", snapshot.render_text(), snapshot.created_at))
         return candidates

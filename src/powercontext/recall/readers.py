@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from powercontext.contract.common import Family
 from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCandidate, round_robin
+from powercontext.recall.supersession import SEARCH_DEPTH_FACTOR, asks_for_history, newer_first
 from powercontext.recall.trace import RecallTrace
 from powercontext.search.channels import ChannelSearch
 from powercontext.search.code import CodeSearch
@@ -71,13 +72,35 @@ class AtomicMemoryReader:
     def read_groups(self, ctx: RecallContext, limit: int | None = None) -> ScopePools:
         groups: ScopePools = []
         for scope_id in ctx.scope_ids:
+            pool = limit or self._limit
+            history = asks_for_history(ctx.query)
             with ctx.trace.stage("memory.search"):
                 outcome = self._search.search(
-                    scope_id, ctx.query, "auto", limit or self._limit, channel=ctx.channel, round=ctx.round
+                    scope_id,
+                    ctx.query,
+                    "auto",
+                    pool,
+                    channel=ctx.channel,
+                    round=ctx.round,
+                    depth=pool if history else pool * SEARCH_DEPTH_FACTOR,
                 )
+                hits = outcome.hits[:pool] if history else newer_first(outcome.hits, pool, _observed, _text)
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
-            groups.append((scope_id, [Candidate(h.record.key, h.record.kind, h.record.text) for h in outcome.hits]))
+            groups.append((scope_id, [_candidate(h) for h in hits]))
         return groups
+
+
+def _observed(hit: ScoredMemory) -> str:
+    return hit.record.observed
+
+
+def _text(hit: ScoredMemory) -> str:
+    return hit.record.text
+
+
+def _candidate(hit: ScoredMemory) -> Candidate:
+    record = hit.record
+    return Candidate(record.key, record.kind, record.text, record.observed)
 
 
 class CodeEvidenceReader:

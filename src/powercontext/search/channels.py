@@ -185,10 +185,15 @@ class ChannelSearch(Generic[H]):
         *,
         channel: VectorChannel | None = None,
         round: int = 0,
+        depth: int | None = None,
     ) -> SearchOutcome[H]:
+        """``depth`` (at least ``limit``) asks for more hits than ``limit`` for the caller's own re-ordering; the
+        first ``limit`` of them are still exactly what a search at ``limit`` returns (hybrid fusion keeps the
+        channel depth of ``limit``)."""
         normalized = normalize_query(query)
+        depth = max(limit, depth or limit)
         if mode == "fts" or (mode == "auto" and self._vector is None):
-            return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", "none")
+            return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", "none")
         if mode in ("vector", "hybrid"):
             if not self.vectors_available:
                 raise ModeUnavailable(mode)
@@ -197,19 +202,19 @@ class ChannelSearch(Generic[H]):
             except InferenceError as exc:
                 raise SearchInferenceFailed(exc) from None
             if mode == "vector":
-                return SearchOutcome(self._vectors(scope_id, vector, limit), "vector", "none")
-            return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit), "hybrid", "none")
+                return SearchOutcome(self._vectors(scope_id, vector, depth), "vector", "none")
+            return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit, depth), "hybrid", "none")
         # auto: hybrid when the provider is configured and answers, else fts with the honest reason.
         channel = channel or VectorChannel(self._embedder)
         if channel.will_compute(scope_id, normalized):
-            return self._auto_overlapped(scope_id, normalized, limit, channel, round)
+            return self._auto_overlapped(scope_id, normalized, limit, depth, channel, round)
         planned = channel.query_vector(round, normalized, scope_id)
         if isinstance(planned, str):
-            return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", planned)
-        return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit), "hybrid", "none")
+            return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", planned)
+        return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit, depth), "hybrid", "none")
 
     def _auto_overlapped(
-        self, scope_id: str, normalized: str, limit: int, channel: VectorChannel, round: int
+        self, scope_id: str, normalized: str, limit: int, depth: int, channel: VectorChannel, round: int
     ) -> SearchOutcome[H]:
         """``auto`` with the vector side (embed the query, rank by cosine) on another thread while the
         full-text search runs on this one.
@@ -218,20 +223,20 @@ class ChannelSearch(Generic[H]):
         all release the GIL, so on two cores the vector side no longer adds its whole time to the prepare. A
         remote provider's call stays on the request thread, where its deadline and the breaker govern it
         without queueing behind other requests. The full-text list is the hybrid depth; if the vector channel
-        drops out, the fts answer is searched again at ``limit`` so it is exactly what a plain fts search returns.
+        drops out, the fts answer is searched again at ``depth`` so it is exactly what a plain fts search returns.
         """
-        depth = max(2 * limit, 32)
+        channel_depth = _channel_depth(limit)
 
         def vector_side() -> tuple[Vector | FallbackReason, list[H]]:
             planned = channel.query_vector(round, normalized, scope_id)
-            return planned, ([] if isinstance(planned, str) else self._vectors(scope_id, planned, depth))
+            return planned, ([] if isinstance(planned, str) else self._vectors(scope_id, planned, channel_depth))
 
         pending = _submit(vector_side)
-        fts = self._fts(scope_id, normalized, depth)
+        fts = self._fts(scope_id, normalized, channel_depth)
         planned, vec = pending.result()
         if isinstance(planned, str):
-            return SearchOutcome(self._fts(scope_id, normalized, limit), "fts", planned)
-        return SearchOutcome(self._fuse(fts, vec, limit), "hybrid", "none")
+            return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", planned)
+        return SearchOutcome(self._fuse(fts, vec, depth), "hybrid", "none")
 
     def _fts(self, scope_id: str, normalized: str, limit: int) -> list[H]:
         return self._text(scope_id, query_terms(normalized, SEARCH_QUERY_TERMS), limit)
@@ -240,17 +245,22 @@ class ChannelSearch(Generic[H]):
         assert self._vector is not None
         return self._vector(scope_id, self._embedder.model_id, vector, limit)
 
-    def _hybrid(self, scope_id: str, normalized: str, vector: Vector, limit: int) -> list[H]:
-        # Each channel contributes a deeper list than asked for, so fusion can promote an item that
-        # only one channel ranks highly.
-        depth = max(2 * limit, 32)
-        return self._fuse(self._fts(scope_id, normalized, depth), self._vectors(scope_id, vector, depth), limit)
+    def _hybrid(self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int) -> list[H]:
+        channel_depth = _channel_depth(limit)
+        fts = self._fts(scope_id, normalized, channel_depth)
+        return self._fuse(fts, self._vectors(scope_id, vector, channel_depth), depth)
 
     def _fuse(self, fts: list[H], vec: list[H], limit: int) -> list[H]:
         w = self.weights
         if w.fusion == "rrf":
             return fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
         return fuse_scores([(fts, w.fts), (vec, w.vector)], limit)
+
+
+def _channel_depth(limit: int) -> int:
+    """Each channel of a hybrid search contributes a deeper list than asked for, so fusion can promote an item
+    that only one channel ranks highly."""
+    return max(2 * limit, 32)
 
 
 _pool_lock = threading.Lock()

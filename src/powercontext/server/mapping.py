@@ -32,6 +32,7 @@ def _memory_fields(record: MemoryRecord) -> dict[str, Any]:
         "text": record.text,
         "tags": list(record.tags),
         "created_at": record.created_at,
+        "observed_at": record.observed,
         "merged_into": record.merged_into,
         "merged_from": [k.to_address() for k in record.merged_from],
     }
@@ -57,11 +58,16 @@ def hit_view(hit: ScoredMemory) -> AtomicMemoryHit:
     )
 
 
-def request_digest(item: BaseModel) -> str:
-    """Digest of a create request without its ``idempotency_key``: what a replay must repeat exactly."""
-    body = item.model_dump(mode="json", exclude={"idempotency_key"})
+def request_digest(item: BaseModel, *, unset: frozenset[str] = frozenset()) -> str:
+    """Digest of a create request without its ``idempotency_key``: what a replay must repeat exactly.
+
+    Fields named in ``unset`` are left out when they are None, so a field added later does not change the
+    digests of requests stored before it existed."""
+    absent = {name for name in unset if getattr(item, name) is None}
+    body = item.model_dump(mode="json", exclude={"idempotency_key", *absent})
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def new_memory(item: AtomicMemoryCreate) -> NewMemory:
-    return NewMemory(item.text, item.kind, tuple(item.tags), item.idempotency_key, request_digest(item))
+    digest = request_digest(item, unset=frozenset({"observed_at"}))
+    return NewMemory(item.text, item.kind, tuple(item.tags), item.idempotency_key, digest, observed_at=item.observed_at)

@@ -41,6 +41,7 @@ class NewMemory:
     # Digest of the request body without the key: same key + same digest replays, else conflicts.
     request_digest: str = ""
     embedding: Embedding | None = None
+    observed_at: str | None = None  # canonical UTC; None: when it is recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,12 @@ class MemoryRecord:
     merged_from: tuple[ArtifactKey, ...]
     # True only on a create answered from an earlier create with the same idempotency key.
     replayed: bool = False
+    observed_at: str | None = None  # as given at create; None: the revision's created_at
+
+    @property
+    def observed(self) -> str:
+        """When the revision's statement was true: as given, else when it was recorded."""
+        return self.observed_at or self.created_at
 
 
 @dataclass(frozen=True, slots=True)

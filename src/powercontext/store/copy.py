@@ -40,7 +40,7 @@ TABLES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
     (
         "revisions",
         ("artifact", "revision"),
-        ("artifact", "revision", "kind", "body", "tags", "merged_from", "created_at", "fields"),
+        ("artifact", "revision", "kind", "body", "tags", "merged_from", "created_at", "fields", "observed_at"),
     ),
     ("idempotency_keys", ("scope_id", "idem_key"), ("scope_id", "idem_key", "request_digest", "artifact")),
     ("fts_term_docs", ("scope_id", "term"), ("scope_id", "term", "docs")),
@@ -172,7 +172,7 @@ def _index_heads(conn: Any, revisions: list[tuple[Any, ...]]) -> None:
     from powercontext.store.sqlite.experiences import EXPERIENCE_FTS, _searchable
     from powercontext.store.sqlite.topics import TOPIC_FTS
 
-    for artifact, revision, _kind, body, _tags, _merged_from, _created, fields in revisions:
+    for artifact, revision, _kind, body, _tags, _merged_from, _created, fields, _observed in revisions:
         head = conn.execute(
             "SELECT scope_id, family FROM artifacts WHERE id = ? AND head_revision = ? AND state = 'active'",
             (artifact, revision),

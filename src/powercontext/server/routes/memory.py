@@ -9,6 +9,7 @@ from powercontext.contract.memory import (
     AtomicMemoryBatch,
     AtomicMemoryBatchCreate,
     AtomicMemoryCreate,
+    AtomicMemoryCreated,
     AtomicMemoryLifecycle,
     AtomicMemoryMerge,
     AtomicMemoryRevise,
@@ -22,8 +23,12 @@ router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"])
 
 
 @router.post("/atomic-memory", status_code=201, operation_id="create_atomic_memory", responses=errors(404, 409))
-def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemory:
-    return memory_view(runtime.create_memories(scope_id, [new_memory(body)])[0])
+def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemoryCreated:
+    """The answer lists ``possibly_supersedes``: earlier active memories on the same subject that this one may
+    replace (retire them if so; nothing is changed here)."""
+    record = runtime.create_memories(scope_id, [new_memory(body)])[0]
+    older = [r.key.artifact_id for r in runtime.possibly_superseded(record)]
+    return AtomicMemoryCreated(**memory_view(record).model_dump(), possibly_supersedes=older)
 
 
 @router.post(

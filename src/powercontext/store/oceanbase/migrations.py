@@ -221,6 +221,11 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
             "DROP TABLE fts_postings",
         ],
     ),
+    (
+        8,
+        # When the revision's statement was true; NULL reads as created_at (see the SQLite migration 8).
+        ["ALTER TABLE revisions ADD COLUMN observed_at VARCHAR(40)"],
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

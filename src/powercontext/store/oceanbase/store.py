@@ -15,6 +15,7 @@ compare-and-set the same way, statement for statement. What differs lives here:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Iterator, Sequence
@@ -219,7 +220,8 @@ class OceanBaseStore(SqliteStore):
                 artifact_id = new_artifact_id()
                 record_key = ArtifactKey(scope_id, FAMILY, artifact_id, 1)
                 fresh.append((len(results), item, artifact_id))
-                results.append(MemoryRecord(record_key, 1, "active", item.kind, item.text, item.tags, now, None, ()))
+                record = MemoryRecord(record_key, 1, "active", item.kind, item.text, item.tags, now, None, ())
+                results.append(dataclasses.replace(record, observed_at=item.observed_at))
             if fresh:
                 self._insert_fresh(conn, scope_id, fresh, now)
         return results
@@ -239,8 +241,11 @@ class OceanBaseStore(SqliteStore):
             [(rowids[a], scope_id, FAMILY, a, 1, "active", now, now) for _, _, a in fresh],
         )
         conn.insert_rows(
-            "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES ",
-            [(rowids[a], 1, item.kind, item.text, json.dumps(list(item.tags)), now) for _, item, a in fresh],
+            "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at, observed_at) VALUES ",
+            [
+                (rowids[a], 1, item.kind, item.text, json.dumps(list(item.tags)), now, item.observed_at)
+                for _, item, a in fresh
+            ],
         )
         counts = TermCounts(scope_id)
         if any(item.embedding is not None for _, item, _ in fresh):

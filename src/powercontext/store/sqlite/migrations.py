@@ -210,6 +210,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- its own index. Recorded so both backends stay at the same version.
         """,
     ),
+    (
+        8,
+        """
+        -- When the revision's statement was true (RFC 3339, given by the writer: an import of a project's
+        -- history keeps its dates). NULL means "when it was recorded": reads fall back to created_at, so
+        -- existing rows need no rewrite.
+        ALTER TABLE revisions ADD COLUMN observed_at TEXT;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -63,7 +63,7 @@ _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 _SELECT_MEMORY = """
 SELECT a.id, a.scope_id, a.artifact_id, r.revision, a.head_revision, a.state, r.kind, r.body, r.tags,
-       r.created_at, a.merged_into, r.merged_from
+       r.created_at, a.merged_into, r.merged_from, r.observed_at
 FROM artifacts a JOIN revisions r ON r.artifact = a.id
 """
 
@@ -259,9 +259,9 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
                 rowid = cur.lastrowid
                 tags = json.dumps(list(item.tags))
                 conn.execute(
-                    "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at)"
-                    " VALUES (?, 1, ?, ?, ?, ?)",
-                    (rowid, item.kind, item.text, tags, now),
+                    "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at, observed_at)"
+                    " VALUES (?, 1, ?, ?, ?, ?, ?)",
+                    (rowid, item.kind, item.text, tags, now, item.observed_at),
                 )
                 counts.index(conn, rowid, item.text)
                 self._changes.touch(conn, scope_id, FAMILY)
@@ -274,7 +274,11 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
                         (scope_id, item.idempotency_key, item.request_digest, rowid),
                     )
                 key = ArtifactKey(scope_id, FAMILY, artifact_id, 1)
-                results.append(MemoryRecord(key, 1, "active", item.kind, item.text, item.tags, now, None, ()))
+                results.append(
+                    MemoryRecord(
+                        key, 1, "active", item.kind, item.text, item.tags, now, None, (), observed_at=item.observed_at
+                    )
+                )
             counts.flush(conn)
         return results
 
@@ -630,7 +634,9 @@ class TermCounts:
 
 
 def _record(row: Any) -> MemoryRecord:
-    (_, scope_id, artifact_id, revision, head, state, kind, body, tags, created, merged_into, merged_from) = row
+    (_, scope_id, artifact_id, revision, head, state, kind, body, tags, created, merged_into, merged_from, observed) = (
+        row
+    )
     # Most memories have no tags and no merge sources: skipping json.loads for "[]" matters on a 30-item pool.
     sources = (
         ()
@@ -647,4 +653,5 @@ def _record(row: Any) -> MemoryRecord:
         created,
         merged_into,
         sources,
+        observed_at=observed,
     )

@@ -1,0 +1,211 @@
+"""Newer first when memories disagree: a re-ordering step over one Scope's ranked Atomic Memory hits.
+
+Project notes go stale: "we deploy on Fridays" is followed months later by "deploys moved to Tuesdays", and
+full-text ranking often puts the older note first (it tends to restate the subject more fully). The rule:
+a hit *B* supersedes a hit *A* ranked above it when
+
+* B was observed later than A (``observed_at``; ties never supersede),
+* B says that something changed (one of ``CHANGE_MARKERS``: "now", "moved", "replaced", "from … to", …), and
+* A and B cover the same subject: the distinctive terms they share carry at least ``SUBJECT_OVERLAP`` of the
+  weight of the smaller one's terms, with at least ``MIN_SHARED_TERMS`` shared. A term's weight is its rarity
+  within the hits being ordered (log inverse frequency), so words every hit shares (the query's own) count
+  little and a shared version number, product or person counts a lot.
+
+Then B moves to just above A. Nothing is removed: every hit keeps its place relative to the others, and a
+successor found beyond the requested depth is added (up to ``MAX_PULLED`` of them), so the caller's pool only
+grows. A query that asks for history ("originally", "used to", "before", …) or for a reason ("why": the rationale
+lives in the statement that made the decision, not in later ones) is left as ranked.
+
+The thresholds were derived on the project-memory evaluation suite; docs/evaluation.md has the ablation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Final, TypeVar
+
+from powercontext.text.tokenize import term_set
+
+SUBJECT_OVERLAP: Final = 0.25
+MIN_SHARED_TERMS: Final = 2
+# How deep the search looks for successors of the hits it returns (three times the Atomic Memory pool).
+SEARCH_DEPTH_FACTOR: Final = 3
+MAX_PULLED: Final = 4
+MIN_POOL: Final = 16
+
+CHANGE_MARKERS: Final = re.compile(
+    r"\b(now|no longer|instead|replac(?:ed|es|ing)|mov(?:ed|es)|switched|migrat(?:ed|ing)|upgraded|bumped|raised|"
+    r"lowered|reduced|increased|extended|shortened|chang(?:ed|es)|went from|from \S+ to|reverted|rolled back|"
+    r"deprecated|removed|retired|dropped|supersed(?:ed|es)|renamed|handed|t(?:ook|akes) over|no more|any ?more|"
+    r"as of|since)\b",
+    re.IGNORECASE,
+)
+HISTORY_MARKERS: Final = re.compile(
+    r"\b(originally|original|used to|before|first|previous(?:ly)?|earlier|history|historically|initially|"
+    r"formerly|prior|back when|at the time|old|why)\b",
+    re.IGNORECASE,
+)
+# Function words carry no subject; the rarity weight would discount most of them, but not in a small pool.
+_FUNCTION_WORDS: Final = frozenset(
+    term
+    for word in [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "no",
+        "not",
+        "now",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "too",
+        "was",
+        "we",
+        "were",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "will",
+        "with",
+        "you",
+        "your",
+        "all",
+        "any",
+        "also",
+        "after",
+        "before",
+        "via",
+        "per",
+        "each",
+        "only",
+        "still",
+        "new",
+        "use",
+        "used",
+        "using",
+        "uses",
+    ]
+    for term in term_set(word)
+)
+
+T = TypeVar("T")
+
+
+def asks_for_history(query: str) -> bool:
+    """Whether ``query`` asks how things were, or why, so older statements are what it wants."""
+    return HISTORY_MARKERS.search(query) is not None
+
+
+@lru_cache(maxsize=16_384)
+def subject_terms(text: str) -> frozenset[str]:
+    """The distinct terms of ``text`` that can name a subject (no function words, no single digits)."""
+    return frozenset(t for t in term_set(text) if t not in _FUNCTION_WORDS and not (t.isdigit() and len(t) == 1))
+
+
+@lru_cache(maxsize=16_384)
+def says_something_changed(text: str) -> bool:
+    return CHANGE_MARKERS.search(text) is not None
+
+
+class _Subjects:
+    """The subject terms of a list of texts, weighted by rarity within that list."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.terms = [subject_terms(t) for t in texts]
+        frequency = Counter(t for terms in self.terms for t in terms)
+        # In a list of a few texts every shared term would look common; below ``MIN_POOL`` they count as rare.
+        size = max(len(texts), MIN_POOL)
+        self.weight = {t: math.log((size + 1) / (n + 0.5)) for t, n in frequency.items()}
+        self.totals = [sum(self.weight[t] for t in terms) for terms in self.terms]
+
+    def same(self, i: int, j: int) -> bool:
+        """Whether texts ``i`` and ``j`` cover the same subject."""
+        shared = self.terms[i] & self.terms[j]
+        if len(shared) < MIN_SHARED_TERMS:
+            return False
+        smaller = min(self.totals[i], self.totals[j])
+        return smaller > 0 and sum(self.weight[t] for t in shared) / smaller >= SUBJECT_OVERLAP
+
+
+def newer_first(
+    hits: Sequence[T],
+    limit: int,
+    observed: Callable[[T], str],
+    text: Callable[[T], str],
+) -> list[T]:
+    """``hits`` (ranked, possibly deeper than ``limit``) as the first ``limit`` in rank order with each
+    one's successors moved just above it; successors found past ``limit`` are added (at most ``MAX_PULLED``)."""
+    texts = [text(h) for h in hits]
+    subjects = _Subjects(texts)
+    times = [observed(h) for h in hits]
+    order: list[int] = []
+    placed: set[int] = set()
+    pulled = 0
+    for i in range(min(limit, len(hits))):
+        if i in placed:
+            continue
+        successors = []
+        for j in range(i + 1, len(hits)):
+            if j in placed or times[j] <= times[i] or (j >= limit and pulled >= MAX_PULLED):
+                continue
+            if says_something_changed(texts[j]) and subjects.same(i, j):
+                successors.append(j)
+                pulled += j >= limit
+        for j in sorted(successors, key=lambda j: times[j], reverse=True):
+            order.append(j)
+            placed.add(j)
+        order.append(i)
+        placed.add(i)
+    return [hits[k] for k in order]
+
+
+def superseded(
+    text: str,
+    observed: str,
+    others: Sequence[T],
+    observed_of: Callable[[T], str],
+    text_of: Callable[[T], str],
+) -> list[T]:
+    """Those of ``others`` (e.g. the hits of a search for ``text``) that a statement ``text`` observed at
+    ``observed`` supersedes by the same rule as ``newer_first``."""
+    if not says_something_changed(text):
+        return []
+    subjects = _Subjects([text, *(text_of(o) for o in others)])
+    return [o for n, o in enumerate(others, start=1) if observed_of(o) < observed and subjects.same(n, 0)]
