@@ -71,9 +71,10 @@ class AtomicMemoryReader:
     def read_groups(self, ctx: RecallContext, limit: int | None = None) -> ScopePools:
         groups: ScopePools = []
         for scope_id in ctx.scope_ids:
+            probe = None if ctx.trace.probe is None else ctx.trace.probe.channel(ctx.round, self.family, scope_id)
             with ctx.trace.stage("memory.search"):
                 outcome = self._search.search(
-                    scope_id, ctx.query, "auto", limit or self._limit, channel=ctx.channel, round=ctx.round
+                    scope_id, ctx.query, "auto", limit or self._limit, channel=ctx.channel, round=ctx.round, probe=probe
                 )
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
             groups.append((scope_id, [Candidate(h.record.key, h.record.kind, h.record.text) for h in outcome.hits]))

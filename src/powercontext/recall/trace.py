@@ -20,6 +20,7 @@ from powercontext.contract.common import Family
 from powercontext.contract.receipt import OmissionReason, SearchFallback, SearchMode, SearchOutcome
 
 if TYPE_CHECKING:  # the rerank module records onto the trace; the trace only holds its records
+    from powercontext.recall.probe import ExplainProbe
     from powercontext.recall.rerank import RerankConfigRecord
 
 # Stages that a ``record_search`` follows: the search's attributes go onto their span.
@@ -70,6 +71,8 @@ class RecallTrace:
     evidence_gap: str | None = None
     # The model expander's alternative queries for this prepare: request-local, never reported anywhere.
     expansion_queries: list[str] | None = field(default=None, repr=False)
+    # Per-candidate evidence for the diagnostic explain route; None on every other prepare.
+    probe: ExplainProbe | None = field(default=None, repr=False, compare=False)
     # Stage spans recorded while tracing is on, handed over by ``finish``.
     _spans: list[observe.StageSpan] = field(default_factory=list, repr=False, compare=False)
     _tracing: bool | None = field(default=None, repr=False, compare=False)
