@@ -188,3 +188,39 @@ def test_hybrid_run_reports_both_channels_and_the_fused_score(tmp_path: Path) ->
     assert top["matched_terms"] == ["payment", "deploy"]
     lunch = next(c for c in memories if not c["matched_terms"])
     assert lunch["bm25"] is None, "no term matched: it is in the vector list only"
+
+
+def test_cli_and_both_clients_explain(crowded: tuple[Api, str, list[str]], server: LiveServer) -> None:
+    import asyncio
+    import subprocess
+    import sys
+
+    from powercontext.client import PowerContextClient
+    from powercontext.client.sync import SyncPowerContextClient
+    from powercontext.contract.explain import ExplainContextRequest
+
+    _, sid, ids = crowded
+    env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": server.base_url}
+    command = [sys.executable, "-m", "powercontext", "context", "explain", "-s", sid, "-q", "release train"]
+    done = subprocess.run(
+        [*command, "--expect", ids[19], "--json"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert [e["where"] for e in answer["expected"]] == ["deeper_search"]
+    table = subprocess.run(command, capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=60)
+    assert table.returncode == 0, table.stderr
+    assert "entry_limit" in table.stdout and "#1 (" in table.stdout and "experience: no candidates" in table.stdout
+
+    request = ExplainContextRequest(scope_id=sid, query="release train", expected=[ids[0]])
+    with SyncPowerContextClient(server.base_url) as client:
+        synced = client.explain_context(request)
+
+    async def explain_async() -> Any:
+        async with PowerContextClient(server.base_url) as client:
+            return await client.explain_context(request)
+
+    awaited = asyncio.run(explain_async())
+    assert synced.prepared.content == awaited.prepared.content
+    assert [e.where for e in synced.expected] == ["candidate"]
+    assert [c.artifact_address for c in synced.candidates] == [c.artifact_address for c in awaited.candidates]

@@ -19,6 +19,7 @@ from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreO
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.evaluate import eval_app
+from powercontext.cli.explain import context_explain
 from powercontext.cli.families import experience_app, profile_app, topic_app
 from powercontext.cli.hosts import hosts_app, mcp_command
 from powercontext.cli.prompts import prompt_app
@@ -381,6 +382,9 @@ def context_prepare(
     from powercontext.cli.views import print_prepared
 
     print_prepared(prepared, include_receipt)
+
+
+context_app.command("explain")(context_explain)
 
 
 def _section(text: str) -> dict[str, object]:
