@@ -28,6 +28,18 @@ def _identity(item: dict[str, Any]) -> tuple[Any, ...]:
     return (a["scope_id"], a["artifact"]["family"], a["artifact"]["artifact_id"], a["artifact"]["revision"])
 
 
+def _reasons_add_up(explained: dict[str, Any]) -> Counter[tuple[str, str]]:
+    """Per-candidate omission reasons, checked against the Receipt's counts (a family with no candidates has none)."""
+    per_item = Counter(
+        (c["family"], c["fate"]["reason"]) for c in explained["candidates"] if c["fate"]["outcome"] == "omitted"
+    )
+    counted = Counter({(g["family"], g["reason"]): g["count"] for g in explained["prepared"]["receipt"]["omitted"]})
+    for family in [f["family"] for f in explained["families"] if f["candidates"] == 0]:
+        del counted[(family, "not_retrieved")]
+    assert per_item == counted
+    return per_item
+
+
 def _explain(api: Api, body: dict[str, Any]) -> dict[str, Any]:
     r = api.post("/v1/context/explain", body)
     assert r.status_code == 200, r.text
@@ -65,12 +77,7 @@ def test_selection_is_the_prepares_byte_for_byte(crowded: tuple[Api, str, list[s
     assert [_identity(c) for c in chosen] == [_identity(s) for s in strip]
     assert [c["fate"]["rendered_bytes"] for c in chosen] == [s["rendered_bytes"] for s in strip]
     # Every other candidate carries one of the Receipt's reasons, and they add up to its counts.
-    per_item = Counter(
-        (c["family"], c["fate"]["reason"]) for c in explained["candidates"] if c["fate"]["outcome"] == "omitted"
-    )
-    counted = Counter({(g["family"], g["reason"]): g["count"] for g in again["receipt"]["omitted"]})
-    del counted[("experience", "not_retrieved")]  # a family with no candidates: no item to list
-    assert per_item == counted
+    per_item = _reasons_add_up(explained)
     assert per_item[("atomic-memory", "entry_limit")] + per_item[("atomic-memory", "no_fitting_truncation")] > 0
     # The explain data never leaks into prepare's answer.
     assert set(prepared) == {"schema", "status", "content", "content_bytes", "receipt"}
@@ -125,6 +132,17 @@ def test_bad_requests_are_refused(crowded: tuple[Api, str, list[str]]) -> None:
     assert api.post("/v1/context/explain", {"scope_id": sid, "query": "x", "expected": [""]}).status_code == 422
     missing = api.post("/v1/context/explain", {"scope_id": "explain:nowhere", "query": "x"})
     assert missing.status_code == 404 and error_code(missing) == "scope-not-found"
+    odd_bodies: list[dict[str, Any]] = [
+        {"expected": ["%2F..%2F", "a" * 128, "am_\u00e9t\u00e9", "x@1"]},
+        {"query": "发布 列车 release\u0000train " * 300, "max_bytes": 512},
+        {"assembly": {"sections": [{"family": "experience", "limit": 2}, {"family": "profile", "limit": 8}]}},
+        {"include_code": True, "include_receipt": False, "expected": ["x"]},
+    ]
+    for extra in odd_bodies:
+        r = api.post("/v1/context/explain", {"scope_id": sid, "query": "release train", **extra})
+        assert r.status_code in (200, 422), r.text
+        if r.status_code == 200:
+            assert strict_json(r.content)["prepared"]["receipt"]["requested_max_bytes"] >= 512
 
 
 def _digest(token: str) -> str:
@@ -224,3 +242,21 @@ def test_cli_and_both_clients_explain(crowded: tuple[Api, str, list[str]], serve
     assert synced.prepared.content == awaited.prepared.content
     assert [e.where for e in synced.expected] == ["candidate"]
     assert [c.artifact_address for c in synced.candidates] == [c.artifact_address for c in awaited.candidates]
+
+
+def test_rerank_exclusions_and_widened_rounds_are_per_candidate(tmp_path: Path) -> None:
+    settings = {"POWERCONTEXT_RERANK": "deterministic", "POWERCONTEXT_EXPANSION": "widen"}
+    with live_server(tmp_path, settings) as live:
+        api = Api(live.base_url)
+        sid = api.new_scope()
+        for i in range(40):
+            api.add(sid, f"canary rollout step {i} " + "gate " * (i % 7), "note")
+        api.add(sid, "The canary owner is the platform team.", "fact")
+        body = {"scope_id": sid, "query": "canary rollout owner", "include_receipt": True}
+        explained = _explain(api, body)
+        prepared = strict_json(api.prepare(sid, "canary rollout owner", include_receipt=True).content)
+        api.close()
+    assert explained["prepared"]["content"] == prepared["content"]
+    assert explained["prepared"]["receipt"]["selected"] == prepared["receipt"]["selected"]
+    per_item = _reasons_add_up(explained)
+    assert per_item[("atomic-memory", "rerank_not_selected")] > 0

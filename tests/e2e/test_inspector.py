@@ -191,6 +191,9 @@ def test_page_shows_the_receipt_rows_and_exact_revisions(seeded: Seeded, page: W
     assert p.text_content("#budget-text") == f"{body['content_bytes']} of 8000 bytes"
     assert receipt["receipt_id"] in p.text_content("#receipt-ids")
     assert p.locator("#stage-chart rect").count() == len(receipt["stages"])
+    # The why table has the code range too, injected, with its own rank.
+    code_rows = p.locator('tr.candidate-row[data-identity^="code "]')
+    assert code_rows.count() >= 1 and code_rows.first.get_attribute("data-fate") == "selected"
 
     # Expanding a memory row reads its exact revision, even after it was forgotten.
     forgotten = next(
