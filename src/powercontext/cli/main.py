@@ -19,6 +19,7 @@ from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreO
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.evaluate import eval_app
+from powercontext.cli.explain import context_explain
 from powercontext.cli.families import experience_app, profile_app, topic_app
 from powercontext.cli.hosts import hosts_app, mcp_command
 from powercontext.cli.prompts import prompt_app
@@ -398,6 +399,9 @@ def context_prepare(
     print_prepared(prepared, include_receipt)
 
 
+context_app.command("explain")(context_explain)
+
+
 def _section(text: str) -> dict[str, object]:
     family, sep, limit = text.partition("=")
     if not sep or not limit.strip().isdigit():
@@ -414,15 +418,16 @@ def inspect(
     url: UrlOption = DEFAULT_URL,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address only.")] = False,
 ) -> None:
-    """Open the Context Inspector in a browser, pre-filled with a Scope and a query.
+    """Open the Context Inspector in a browser on the explained results of a Scope and a query.
 
-    The Scope and query travel in the address's fragment, which the browser never sends to the Server.
+    The address is the page's permalink: opening it runs the request. The Scope and query travel in the
+    address's fragment, which the browser never sends to the Server.
     A token, when the Server needs one, is asked for on the page and kept only in that tab.
     """
     import webbrowser
     from urllib.parse import quote, urlencode
 
-    fragment = urlencode({"scope": scope, "q": query, "max_bytes": str(max_bytes)}, quote_via=quote)
+    fragment = urlencode({"scope": scope, "q": query, "max_bytes": str(max_bytes), "run": "1"}, quote_via=quote)
     address = f"{url.rstrip('/')}/inspector#{fragment}"
     typer.echo(address)
     if not no_browser and not webbrowser.open(address):

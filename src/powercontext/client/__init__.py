@@ -14,6 +14,7 @@ from powercontext.client.prompts import PromptClientMixin
 from powercontext.contract.capabilities import Capabilities
 from powercontext.contract.code import CodeIndexResult, CodeQueryResult, CodeSnippetResult
 from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchModePolicy
+from powercontext.contract.explain import ContextExplanation, ExplainContextRequest
 from powercontext.contract.memory import (
     AtomicMemory,
     AtomicMemoryBatch,
@@ -98,6 +99,10 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
     async def prepare_context(self, request: PrepareContextRequest) -> PreparedContext:
         """Prepare one injection-ready context. Unset optional fields are not sent."""
         return await self._call("POST", "/v1/context/prepare", PreparedContext, request.to_wire())
+
+    async def explain_context(self, request: ExplainContextRequest) -> ContextExplanation:
+        """Why each candidate of one prepare was selected or omitted (diagnostic; not for injection)."""
+        return await self._call("POST", "/v1/context/explain", ContextExplanation, request.to_wire())
 
     async def capabilities(self) -> Capabilities:
         return await self._call("GET", "/v1/capabilities", Capabilities)
