@@ -115,9 +115,10 @@ def test_expected_ids_say_where_they_landed(crowded: tuple[Api, str, list[str]])
     landed = {e["artifact_id"]: e for e in explained["expected"]}
     assert landed[ids[0]]["where"] == "candidate"
     assert landed[ids[0]]["fate"]["outcome"] in ("selected", "omitted")
-    # The longest note ranks last: below the pool in this run, so a deeper search finds it.
+    # The longest note ranks last: below the pool, in the part of the run's own search that only the newer-first
+    # rule looks at (three times the pool), so no deeper search is needed to place it.
     deep = landed[ids[19]]
-    assert deep["where"] == "deeper_search" and deep["pool_depth"] == 16
+    assert deep["where"] == "below_pool" and deep["pool_depth"] == 16
     assert min(r["rank"] for r in deep["ranks"]) > 16
     assert "not_retrieved" in deep["explanation"]
     assert landed[unrelated]["where"] == "not_found" and landed["am_missing"]["where"] == "not_found"
@@ -225,7 +226,7 @@ def test_cli_and_both_clients_explain(crowded: tuple[Api, str, list[str]], serve
     )
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
-    assert [e["where"] for e in answer["expected"]] == ["deeper_search"]
+    assert [e["where"] for e in answer["expected"]] == ["below_pool"]
     table = subprocess.run(command, capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=60)
     assert table.returncode == 0, table.stderr
     assert "entry_limit" in table.stdout and "#1 (" in table.stdout and "experience: no candidates" in table.stdout
@@ -260,3 +261,17 @@ def test_rerank_exclusions_and_widened_rounds_are_per_candidate(tmp_path: Path) 
     assert explained["prepared"]["receipt"]["selected"] == prepared["receipt"]["selected"]
     per_item = _reasons_add_up(explained)
     assert per_item[("atomic-memory", "rerank_not_selected")] > 0
+
+
+def test_an_expected_id_past_the_runs_own_search_is_found_by_a_deeper_one(server: LiveServer) -> None:
+    api = Api(server.base_url)
+    sid = api.new_scope(prefix="explain-deep")
+    items = [{"text": f"signal flare note {i}: " + "ballast " * i, "kind": "note"} for i in range(60)]
+    r = api.post(f"/v1/scopes/{sid}/atomic-memory/batch", {"items": items})
+    assert r.status_code == 201, r.text
+    last = artifact_id(r.json()["items"][-1])  # the longest note ranks last, beyond three pools
+    explained = _explain(api, {"scope_id": sid, "query": "signal flare", "expected": [last]})
+    [landed] = explained["expected"]
+    assert landed["where"] == "deeper_search"
+    assert min(r["rank"] for r in landed["ranks"]) > 48
+    api.close()
