@@ -29,7 +29,8 @@ from tests.support import Api, free_port, unique
 
 NODE_BIN = REPO_ROOT / ".ci" / "node" / "node_modules" / ".bin"
 OPENCODE_VERSION = "1.18.33"
-BUDGET_MS = 1500
+# Generous so that a loaded CI machine still starts the hook's interpreter in time; the bound scales with it.
+BUDGET_MS = 3000
 QUESTION = "How do payments deploys reach production from the release branch?"
 HOST_TIMEOUT_S = 240
 HOST_SLACK_S = 1.0
@@ -219,8 +220,9 @@ def prepared(
 
 
 def with_question(requests: list[dict[str, Any]]) -> list[str]:
-    """Each model request that carries the user's question, as text."""
-    texts = [json.dumps(r["body"], ensure_ascii=False) for r in requests]
+    """Each of the agent's model requests (they offer tools; OpenCode's title request does not) that carries
+    the user's question, as text."""
+    texts = [json.dumps(r["body"], ensure_ascii=False) for r in requests if r["body"].get("tools")]
     return [t for t in texts if QUESTION in t]
 
 

@@ -25,6 +25,7 @@ from tests.conftest import REPO_ROOT, LiveServer, code_roots_for_tests, live_ser
 from tests.support import Api, unique
 
 EXPECTED_TOOLS = {
+    "scope_list",
     "capabilities",
     "memory_add",
     "memory_search",

@@ -114,9 +114,6 @@ def mcp_command(
     """Serve the PowerContext MCP tools over stdio (the tools call the Server at --url with POWERCONTEXT_TOKEN)."""
     import os
 
-    try:
-        from powercontext.mcp.stdio import serve_stdio
-    except ImportError:
-        typer.echo("error: the MCP server needs the 'mcp' extra: pip install 'powercontext[mcp]'", err=True)
-        raise typer.Exit(2) from None
+    from powercontext.mcp.stdio import serve_stdio
+
     serve_stdio(url, os.environ.get("POWERCONTEXT_TOKEN") or None)
