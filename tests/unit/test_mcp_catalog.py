@@ -12,8 +12,8 @@ from powercontext.mcp import catalog
 
 
 def test_enums_and_bounds_match_the_contract() -> None:
-    assert catalog.MEMORY_KINDS == get_args(MemoryKind)
-    assert catalog.SEARCH_MODES == get_args(SearchModePolicy)
+    assert get_args(MemoryKind) == catalog.MEMORY_KINDS
+    assert get_args(SearchModePolicy) == catalog.SEARCH_MODES
     limit = AtomicMemorySearchRequest.model_json_schema()["properties"]["limit"]
     assert (limit["minimum"], limit["maximum"]) == (1, catalog.MEMORY_SEARCH_LIMIT)
     assert catalog.FAMILY_SEARCH_LIMIT == MAX_FAMILY_SEARCH_LIMIT
