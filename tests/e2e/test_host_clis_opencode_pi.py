@@ -243,6 +243,9 @@ def test_context_reaches_the_model_on_the_first_prompt(
     carrying = with_question(requests)
     assert carrying, "the prompt reached the model"
     assert all(marker in text for text in carrying), "every model call of the turn carries the prepared context"
+    if host == "opencode":  # opencode.json's mcp entry started `powercontext mcp`: its tools reach the model
+        offered = {t["function"]["name"] for r in requests for t in r["body"].get("tools", [])}
+        assert {"powercontext_scope_list", "powercontext_memory_search"} <= offered, sorted(offered)
 
 
 @pytest.mark.parametrize("host", HOSTS)
