@@ -15,7 +15,6 @@ import signal
 import sys
 import threading
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 from powercontext import __version__
 from powercontext.mcp.catalog import TOOLS
@@ -36,7 +35,7 @@ class ApiClient:
     """One bearer token against one Server; each call has a total deadline and follows no redirect."""
 
     def __init__(self, url: str, token: str | None, deadline_s: float = CALL_DEADLINE_S) -> None:
-        self._url = urlsplit(url.rstrip("/"))
+        self._url_text = url.rstrip("/")
         self._headers = {"Accept": "application/json", "Content-Type": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -44,13 +43,14 @@ class ApiClient:
 
     def _request(self, method: str, path: str, body: Any) -> tuple[int, bytes]:
         import http.client  # loaded on the first tool call, not before initialize
+        from urllib.parse import urlsplit
 
-        secure = self._url.scheme == "https"
-        factory = http.client.HTTPSConnection if secure else http.client.HTTPConnection
-        connection = factory(self._url.hostname or "127.0.0.1", self._url.port, timeout=self._deadline_s)
+        url = urlsplit(self._url_text)
+        factory = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        connection = factory(url.hostname or "127.0.0.1", url.port, timeout=self._deadline_s)
         try:
             data = None if body is None else json.dumps(body).encode("utf-8")
-            connection.request(method, self._url.path + path, body=data, headers=self._headers)
+            connection.request(method, url.path + path, body=data, headers=self._headers)
             response = connection.getresponse()
             return response.status, response.read()
         finally:
