@@ -11,4 +11,4 @@ The modules here import only the standard library so a hook process starts fast.
 
 from __future__ import annotations
 
-HOSTS = ("claude-code", "codex")
+HOSTS = ("claude-code", "codex", "opencode", "pi")
