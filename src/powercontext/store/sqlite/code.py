@@ -190,7 +190,7 @@ class SqliteCodeStore(SqliteConnections):
         # When even the rarest term is in too many chunks to rank them all, only the first
         # POSTING_BUDGET matches (in index order) are ranked.
         try:
-            terms, rankable = _affordable_terms(conn, scope_id, tag, terms)
+            terms, rankable = _affordable_terms(conn, scope_id, terms)
             if not terms:
                 return []
             window = "ORDER BY rank LIMIT ?" if rankable else "LIMIT ?"
@@ -212,7 +212,7 @@ class SqliteCodeStore(SqliteConnections):
         return [ScoredCodeChunk(CodeChunkRecord(*row[1:]), -row[0]) for row in rows]
 
 
-def _affordable_terms(conn: Any, scope_id: str, tag: str, terms: Sequence[str]) -> tuple[list[str], bool]:
+def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
     """The query terms worth scoring, and whether ranking every match is affordable.
 
     A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
@@ -228,7 +228,7 @@ def _affordable_terms(conn: Any, scope_id: str, tag: str, terms: Sequence[str]) 
     if scope_chunks <= POSTING_BUDGET:
         return list(terms), True
     marks = ",".join("?" * len(terms))
-    vocab = scope_fts.vocab_name(tag)
+    vocab = scope_fts.vocab_name(code_scope_tag(scope_id))
     docs = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", list(terms)))
     kept: list[str] = []
     total = 0
