@@ -45,6 +45,15 @@ def require_constants(*names: str) -> Callable[[dict[str, Any]], None]:
     return hook
 
 
+MAX_UTF8_BYTES_KEYWORD: Final = "x-max-utf8-bytes"
+
+
+def utf8_bytes_schema(max_bytes: int) -> dict[str, Any]:
+    """JSON-schema keywords of a text bounded in UTF-8 bytes: ``maxLength`` (a character is at least one byte,
+    so it holds) and ``x-max-utf8-bytes``, the bound itself, from which the request size limits are computed."""
+    return {"maxLength": max_bytes, MAX_UTF8_BYTES_KEYWORD: max_bytes}
+
+
 # Revisions are SQLite integers: bounding them turns an absurd number into a 422, not an overflow.
 MAX_REVISION = 2**31 - 1
 Revision = Annotated[StrictInt, Field(ge=1, le=MAX_REVISION)]

@@ -16,6 +16,7 @@ from powercontext.contract.common import (
     LifecycleState,
     SearchModePolicy,
     StrictModel,
+    utf8_bytes_schema,
 )
 from powercontext.contract.memory import AtomicMemory, IdempotencyKey
 from powercontext.contract.memory import Tag as TagText
@@ -62,7 +63,12 @@ TopicTitle = Annotated[
 ]
 TopicBody = Annotated[
     str,
-    Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..16000 bytes."),
+    Field(
+        min_length=1,
+        pattern=NON_BLANK,
+        description="UTF-8 text, 1..16000 bytes.",
+        json_schema_extra=utf8_bytes_schema(MAX_TOPIC_BODY_BYTES),
+    ),
     AfterValidator(utf8_bounded("body", MAX_TOPIC_BODY_BYTES)),
 ]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
@@ -76,7 +82,12 @@ def _field(name: str) -> object:
     return AfterValidator(utf8_bounded(name, MAX_EXPERIENCE_FIELD_BYTES))
 
 
-_FIELD_TEXT = Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..4000 bytes.")
+_FIELD_TEXT = Field(
+    min_length=1,
+    pattern=NON_BLANK,
+    description="UTF-8 text, 1..4000 bytes.",
+    json_schema_extra=utf8_bytes_schema(MAX_EXPERIENCE_FIELD_BYTES),
+)
 Situation = Annotated[str, _FIELD_TEXT, _field("situation")]
 WhatWorked = Annotated[str, _FIELD_TEXT, _field("what_worked")]
 WhatToAvoid = Annotated[str, _FIELD_TEXT, _field("what_to_avoid")]
@@ -266,7 +277,12 @@ class ProfileEntry(StrictModel):
     ]
     value: Annotated[
         str,
-        Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..2000 bytes."),
+        Field(
+            min_length=1,
+            pattern=NON_BLANK,
+            description="UTF-8 text, 1..2000 bytes.",
+            json_schema_extra=utf8_bytes_schema(MAX_PROFILE_VALUE_BYTES),
+        ),
         AfterValidator(utf8_bounded("value", MAX_PROFILE_VALUE_BYTES)),
     ]
 
