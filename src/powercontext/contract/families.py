@@ -21,6 +21,7 @@ from powercontext.contract.common import (
 from powercontext.contract.memory import AtomicMemory, IdempotencyKey
 from powercontext.contract.memory import Tag as TagText
 from powercontext.contract.prompts import PromptArtifact
+from powercontext.contract.schema_rules import all_or_none_of, at_least_one_of
 
 MAX_TOPIC_TITLE_CHARS = 200
 MAX_TOPIC_BODY_BYTES = 16_000
@@ -30,7 +31,6 @@ MAX_PROFILE_VALUE_BYTES = 2_000
 MAX_PROFILE_ENTRIES = 64
 MAX_TAGS = 32
 MAX_FAMILY_SEARCH_LIMIT = 20
-
 
 
 def utf8_bounded(name: str, max_bytes: int) -> Callable[[str], str]:
@@ -108,6 +108,8 @@ class TopicMemoryCreate(StrictModel):
 
 
 class TopicMemoryRevise(StrictModel):
+    model_config = StrictModel.model_config | {"json_schema_extra": at_least_one_of("title", "body", "tags")}
+
     expected_revision: Revision = Field(description="The head revision the change is based on.")
     title: TopicTitle | None = Field(default=None, description="Omit to keep the current title.")
     body: TopicBody | None = Field(default=None, description="Omit to keep the current body.")
@@ -164,6 +166,10 @@ class TopicMemorySearchResult(StrictModel):
 
 class ExperienceProposal(StrictModel):
     """The proposed content of a Candidate."""
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": all_or_none_of("target_artifact_id", "expected_revision")
+    }
 
     situation: Situation
     what_worked: WhatWorked

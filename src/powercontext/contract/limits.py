@@ -109,7 +109,7 @@ def _value_bytes(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> in
     if "$ref" in schema:
         return _value_bytes(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, depth)
     options = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
-    if options:
+    if options and "type" not in schema:  # alternatives; beside a type they are only extra rules (schema_rules)
         return max(_value_bytes(option, defs, depth) for option in options)
     if "enum" in schema or "const" in schema:
         values = schema.get("enum", [schema.get("const")])
