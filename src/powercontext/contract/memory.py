@@ -16,6 +16,7 @@ from powercontext.contract.common import (
     Revision,
     SearchModePolicy,
     StrictModel,
+    utf8_bytes_schema,
 )
 from powercontext.contract.observed import ObservedAt
 
@@ -37,7 +38,12 @@ def check_body(text: str) -> str:
 
 
 class _BodyModel(StrictModel):
-    text: str = Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..8000 bytes.")
+    text: str = Field(
+        min_length=1,
+        pattern=NON_BLANK,
+        description="UTF-8 text, 1..8000 bytes.",
+        json_schema_extra=utf8_bytes_schema(MAX_BODY_BYTES),
+    )
 
     @field_validator("text")
     @classmethod

@@ -47,6 +47,7 @@ ObservedAt = Annotated[
     str,
     Field(
         pattern=OBSERVED_PATTERN,
+        max_length=40,
         description="When the statement was true (RFC 3339 date or date-time with zone; stored as UTC). At most "
         "5 minutes in the future. Omit for now.",
         examples=["2025-07-16T09:30:00Z"],

@@ -6,10 +6,11 @@ from fastapi import APIRouter, Request, Response
 
 from powercontext.contract.explain import ContextExplanation, ExplainContextRequest
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.errors import request_id_of
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
 
-router = APIRouter(prefix="/v1/context", tags=["context"])
+router = APIRouter(prefix="/v1/context", tags=["context"], route_class=OffLoopBodyRoute)
 
 
 @router.post(

@@ -16,10 +16,11 @@ from powercontext.contract.memory import (
     AtomicMemorySearchRequest,
     AtomicMemorySearchResult,
 )
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
 from powercontext.server.routes.deps import RuntimeDep, errors
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"])
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"], route_class=OffLoopBodyRoute)
 
 
 @router.post("/atomic-memory", status_code=201, operation_id="create_atomic_memory", responses=errors(404, 409))
