@@ -64,6 +64,7 @@ def largest_batch_item() -> dict[str, Any]:
         "kind": max(properties["kind"]["enum"], key=len),
         "tags": [_ASTRAL_CHAR * tags["items"]["maxLength"]] * tags["maxItems"],
         "idempotency_key": _QUOTE * key["maxLength"],
+        "observed_at": "2000-01-01T00:00:00.000000000+00:00",  # the longest RFC 3339 form it takes
     }
 
 
