@@ -4,11 +4,17 @@
 * ``.mcp.json`` (committed): ``mcpServers.powercontext`` runs ``powercontext mcp``;
 * ``.claude/settings.local.json`` (this machine; Claude Code keeps it out of git): the user's approval of
   that project MCP server, ``enabledMcpjsonServers: ["powercontext"]``. Without it ``claude mcp list``
-  shows the server as pending approval and ``claude -p`` never starts it. Recorded only with consent.
+  shows the server as pending approval and ``claude -p`` never starts it;
+* ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json``): Claude Code reads the local approval above only
+  for a workspace the user trusts, so install sets ``projects["<dir>"].hasTrustDialogAccepted`` when it is
+  not already set, and marks that it did (``powercontextRecordedTrust``) so uninstall removes only its own.
+
+Both trust records are written only with consent (``--yes`` or an answered prompt).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +39,34 @@ from powercontext.hosts.files import (
 )
 
 SERVER = "powercontext"
+TRUST_KEY = "hasTrustDialogAccepted"
+OUR_MARK = "powercontextRecordedTrust"
+
+
+def claude_json(ctx: HostContext) -> Path:
+    base = ctx.env.get("CLAUDE_CONFIG_DIR")
+    return (Path(base) if base else ctx.home) / ".claude.json"
+
+
+def _workspace_trust(ctx: HostContext, add: bool) -> FileChange:
+    path = claude_json(ctx)
+    before = read_text(path)
+    data = parse_json_object(path, before)
+    projects = data.get("projects")
+    entry = projects.get(str(ctx.project)) if isinstance(projects, dict) else None
+    changed = False
+    if add and not (isinstance(entry, dict) and entry.get(TRUST_KEY) is True):
+        project_entry = data.setdefault("projects", {}).setdefault(str(ctx.project), {})
+        project_entry.update({TRUST_KEY: True, OUR_MARK: True})
+        changed = True
+    elif not add and isinstance(entry, dict) and entry.pop(OUR_MARK, None) is True:
+        entry.pop(TRUST_KEY, None)
+        changed = True
+    after = json.dumps(data, indent=2, ensure_ascii=False) + "\n" if changed else before
+    why = "trust this workspace in Claude Code (it reads local MCP approvals only in trusted workspaces)"
+    return FileChange(
+        path, before, after if after != before else before, why if add else "remove that trust", trust=add
+    )
 
 
 class ClaudeCode:
@@ -67,6 +101,7 @@ class ClaudeCode:
         prune_empty(local, "enabledMcpjsonServers")
         why = "approve the project MCP server `powercontext` for this project on this machine"
         changes.append(FileChange(local_path, before, render_json(local), why, trust=True))
+        changes.append(_workspace_trust(ctx, add=True))
         return changes
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
@@ -88,6 +123,7 @@ class ClaudeCode:
             local["enabledMcpjsonServers"] = [s for s in local["enabledMcpjsonServers"] if s != SERVER]
             prune_empty(local, "enabledMcpjsonServers")
         changes.append(FileChange(local_path, before, render_json(local), "remove the MCP approval"))
+        changes.append(_workspace_trust(ctx, add=False))
         return [c for c in changes if c.changed]
 
     def _hook_files(self, ctx: HostContext) -> list[Path]:
@@ -131,6 +167,11 @@ class ClaudeCode:
         approved = (
             SERVER in (local.get("enabledMcpjsonServers") or []) or local.get("enableAllProjectMcpServers") is True
         )
+        projects = parse_json_object(claude_json(ctx), read_text(claude_json(ctx))).get("projects")
+        entry = projects.get(str(ctx.project)) if isinstance(projects, dict) else None
+        if not (isinstance(entry, dict) and entry.get(TRUST_KEY) is True):
+            detail = f"workspace not trusted in {claude_json(ctx)}: Claude Code ignores the local MCP approval"
+            checks.append(Check("claude-code-workspace-trust", "fail", detail, fix))
         if approved:
             checks.append(Check("claude-code-mcp-approval", "ok", f"approved in {local_path}"))
         else:

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from powercontext.hosts.adapter import Check, HostContext
 from powercontext.hosts.diagnostics import read_state
+from powercontext.hosts.files import InstallError
 from powercontext.hosts.recall import HookSettings
 from powercontext.hosts.registry import ADAPTERS
 from powercontext.hosts.scope import ScopeConfigError, find_repo_root, resolve_scope
@@ -83,7 +84,10 @@ def run_checks(cwd: Path, settings: HookSettings, home: Path, hosts: list[str] |
     if not wanted:
         checks.append(Check("hosts", "warn", "no host installed here", "powercontext hosts install claude-code"))
     for name in wanted:
-        checks += ADAPTERS[name].checks(ctx)
+        try:
+            checks += ADAPTERS[name].checks(ctx)
+        except InstallError as exc:  # a host config file it cannot read
+            checks.append(Check(name, "fail", str(exc), f"powercontext hosts install {name} --yes"))
     checks.append(_last_run(settings))
     return checks
 
