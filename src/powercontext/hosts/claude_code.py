@@ -61,6 +61,8 @@ def _workspace_trust(ctx: HostContext, add: bool) -> FileChange:
         changed = True
     elif not add and isinstance(entry, dict) and entry.pop(OUR_MARK, None) is True:
         entry.pop(TRUST_KEY, None)
+        if not entry and isinstance(projects, dict):
+            del projects[str(ctx.project)]  # the entry install created: nothing else in it
         changed = True
     after = json.dumps(data, indent=2, ensure_ascii=False) + "\n" if changed else before
     why = "trust this workspace in Claude Code (it reads local MCP approvals only in trusted workspaces)"
