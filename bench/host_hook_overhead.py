@@ -17,6 +17,7 @@ run. Targets (issue 21): hook ≤ 100 ms per host; hook + MCP ≤ 350 ms for ``c
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -114,6 +115,26 @@ def bench_host(host: str, rounds: int, server_url: str, scope: str, base: Path) 
     return {name: median(values) for name, values in samples.items()}
 
 
+def hook_alone(server_url: str, base: Path, runs: int = 15) -> tuple[float, float]:
+    """Median process time of the hook by itself (Server up, context injected) and of a bare interpreter."""
+    project = _project(base, "hook-alone")
+    (project / ".powercontext.toml").write_text('scope_id = "bench:hosts"\n')
+    payload = json.dumps({"session_id": "b", "cwd": str(project), "prompt": PROMPT}).encode()
+    env = {**os.environ, "POWERCONTEXT_URL": server_url, "POWERCONTEXT_HOOK_STATE_DIR": str(base / "state")}
+    hook, bare = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [str(VENV_BIN / "powercontext"), "hook", "claude-code"], input=payload, env=env, capture_output=True
+        )
+        hook.append(time.perf_counter() - started)
+        assert b"additionalContext" in done.stdout, done.stderr
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - started)
+    return median(hook), median(bare)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
@@ -131,6 +152,12 @@ def main() -> int:
                     "/v1/scopes/bench:hosts/atomic-memory", json={"text": text, "kind": "fact"}
                 ).raise_for_status()
             client.post("/v1/context/prepare", json={"scope_id": "bench:hosts", "query": PROMPT}).raise_for_status()
+            hook_s, bare_s = hook_alone(server.base_url, base)
+            print(
+                f"hook process alone (injecting): {hook_s * 1000:.0f} ms;"
+                f" bare interpreter start: {bare_s * 1000:.0f} ms"
+            )
+            print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
             for host in args.hosts.split(","):
                 figures = bench_host(host, args.rounds, server.base_url, "bench:hosts", base)
                 print(f"{host}: median wall time per prompt over {args.rounds} rounds")
