@@ -72,6 +72,6 @@ def test_claude_code_receives_context_and_survives_a_down_or_hung_server(tmp_pat
         outcome = box.last_hook_outcome()
         assert (outcome["outcome"], outcome["reason"]) == ("server_unavailable", "timeout")
         assert float(str(outcome["duration_ms"])) <= HOOK_BUDGET_MS + 500
-        # Whole run: the budget plus slack for a loaded machine, never the host's 10 s hook timeout.
-        assert hung_s - down_s < HOOK_BUDGET_MS / 1000 + 3.0
+        # The whole run never waits for the host's own 10 s hook timeout (generous: a loaded machine is slow).
+        assert hung_s - down_s < 8.0
         print(json.dumps({"down_s": round(down_s, 2), "hung_s": round(hung_s, 2)}))
