@@ -255,8 +255,10 @@ def test_doctor_names_a_down_server_and_a_missing_mcp_extra(project: Path, home:
     assert doctor_lines(down.stdout)["claude-code-mcp-approval"].startswith("✔")
 
 
-def test_doctor_says_when_powercontext_is_not_on_path(project: Path, home: Path) -> None:
-    assert pc("hosts", "install", "claude-code", "--yes", cwd=project, env=user_env(home)).returncode == 0
-    off_path = pc("hosts", "doctor", "--host", "claude-code", cwd=project, env=user_env(home, path="/nonexistent"))
+def test_install_and_doctor_say_when_powercontext_is_not_on_path(project: Path, home: Path) -> None:
+    off = user_env(home, path="/nonexistent")
+    installed = pc("hosts", "install", "claude-code", "--yes", cwd=project, env=off)
+    assert installed.returncode == 0 and "`powercontext` is not on PATH" in installed.stderr
+    off_path = pc("hosts", "doctor", "--host", "claude-code", cwd=project, env=off)
     assert off_path.returncode == 1
     assert "`powercontext` is not on PATH" in doctor_lines(off_path.stdout)["claude-code-hook-command"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -88,6 +89,9 @@ def hosts_install(
         typer.echo(f"NOT recorded: {host} will not use what it was not trusted with (above) until you run:", err=True)
         typer.echo(f"  powercontext hosts install {host} --yes" + (f" --scope {scope}" if scope else ""), err=True)
         raise typer.Exit(1)
+    if shutil.which("powercontext") is None:
+        typer.echo("warning: `powercontext` is not on PATH; the hook and MCP entries run it from PATH", err=True)
+        typer.echo("  fix: activate its venv where you start the host, or: pipx install powercontext", err=True)
     typer.echo(
         f"ready: the next {host} prompt in {ctx.project} gets PowerContext recall (check: powercontext hosts doctor)"
     )
