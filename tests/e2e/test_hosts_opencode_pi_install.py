@@ -94,7 +94,7 @@ def test_doctor_checks_what_opencode_and_pi_will_run(
     doctor = pc("hosts", "doctor", "--url", server.base_url, cwd=project, env=env)
     lines = {line.split()[1]: line for line in doctor.stdout.splitlines() if line.strip()}
     for name in ("opencode-plugin", "opencode-hook", "pi-extension", "pi-hook"):
-        assert lines[name].startswith("ok"), doctor.stdout
+        assert lines[name].startswith("✔"), doctor.stdout
     assert str(Path(sys.executable).parent) in lines["opencode-hook"]
 
     (project / ".pi" / "extensions" / "powercontext.ts").write_text("// edited\n")
@@ -102,5 +102,5 @@ def test_doctor_checks_what_opencode_and_pi_will_run(
     broken = pc("hosts", "doctor", "--url", server.base_url, cwd=project, env=no_python)
     assert broken.returncode == 1
     lines = {line.split()[1]: line for line in broken.stdout.splitlines() if line.strip()}
-    assert lines["pi-extension"].startswith("warn") and "hosts install pi" in lines["pi-extension"]
-    assert lines["pi-hook"].startswith("FAIL") and "POWERCONTEXT_PYTHON" in lines["pi-hook"]
+    assert lines["pi-extension"].startswith("!") and "hosts install pi" in lines["pi-extension"]
+    assert lines["pi-hook"].startswith("✘") and "POWERCONTEXT_PYTHON" in lines["pi-hook"]
