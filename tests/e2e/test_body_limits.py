@@ -224,6 +224,8 @@ def test_each_route_reads_at_most_its_largest_valid_request(open_server: LiveSer
     routes = limits["route_max_bytes"]
     assert limits["request_max_bytes"] == max(routes.values()) == routes[BATCH]
     assert "GET /v1/scopes" not in routes  # a route without a body takes none
+    # A tiny request (a lifecycle change is some 60 bytes) still gets room for formatting: the floor is 64 KiB.
+    assert routes["POST /v1/scopes/{scope_id}/topic-memory/{artifact_id}/lifecycle"] == 65536
     prepare, profile = largest_valid_prepare(), largest_valid_profile()
     # The published limits are the largest valid requests, built here from the documented field bounds.
     assert 0 <= routes[PREPARE] - len(prepare) < 64  # the limit counts the longest family name in every section

@@ -24,8 +24,8 @@ class Limits(StrictModel):
     route_max_bytes: dict[str, StrictInt] = Field(
         default_factory=dict,
         description="Each route's body limit, keyed 'METHOD /path/template': the size of the largest valid "
-        "request to it. A larger body is refused with 413 body-too-large before it is parsed. A route not "
-        "listed takes no body.",
+        "request to it, and never under 65536. A larger body is refused with 413 body-too-large before it is "
+        "parsed. A route not listed takes no body.",
     )
     receipt_max_bytes: StrictInt = Field(description="A Receipt whose serialized JSON is larger is dropped whole.")
 

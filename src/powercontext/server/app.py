@@ -101,7 +101,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)  # its own token rule: the ``metrics`` grant
     for router in routers[1:]:
-        app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403))
+        app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403, 413))
     if inspector:
         app.include_router(inspector_router())
     # The routes behind ``authorize``: their body errors answer 401/403 first (``refusal_before_validation``).

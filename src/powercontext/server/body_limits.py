@@ -1,7 +1,9 @@
 """Each route's request body limit: the size of the largest valid request to it, from its body model.
 
-The gate looks the limit up before routing, by method and path. A route without a body takes none (limit 0).
-A path no API route serves (``/mcp``, the Inspector's files, an unknown path) gets the largest limit of all:
+The gate looks the limit up before routing, by method and path. No limit is under ``MIN_ROUTE_BODY_BYTES``
+(64 KiB): a small route's largest valid request is a few dozen bytes, and a valid body written with wider
+indentation, or an invalid one with an extra field, should get its answer (200, 422), not a 413. A path no
+API route serves (``/mcp``, the Inspector's files, an unknown path) gets the largest limit of all:
 the MCP transport reads its own bodies, and an unknown path is answered 404 without reading one.
 """
 
@@ -15,7 +17,9 @@ from fastapi.routing import APIRoute
 
 from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES, largest_request_bytes
 
-__all__ = ["BodyLimits", "RouteBodyLimit"]
+__all__ = ["MIN_ROUTE_BODY_BYTES", "BodyLimits", "RouteBodyLimit"]
+
+MIN_ROUTE_BODY_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,7 @@ class RouteBodyLimit:
     path: str  # the route template, as the OpenAPI document names it
     pattern: re.Pattern[str]
     max_bytes: int
+    takes_body: bool
 
 
 class BodyLimits:
@@ -32,7 +37,7 @@ class BodyLimits:
     def __init__(self, routes: Iterable[APIRoute]) -> None:
         self.routes = sorted(
             (
-                RouteBodyLimit(method, route.path, route.path_regex, _route_limit(route))
+                RouteBodyLimit(method, route.path, route.path_regex, *_route_limit(route))
                 for route in routes
                 for method in route.methods or ()
             ),
@@ -50,9 +55,12 @@ class BodyLimits:
 
     def published(self) -> dict[str, int]:
         """``"METHOD /template"`` to limit, for every route that takes a body (``GET /v1/capabilities``)."""
-        return {f"{limit.method} {limit.path}": limit.max_bytes for limit in self.routes if limit.max_bytes}
+        return {f"{limit.method} {limit.path}": limit.max_bytes for limit in self.routes if limit.takes_body}
 
 
-def _route_limit(route: APIRoute) -> int:
+def _route_limit(route: APIRoute) -> tuple[int, bool]:
     annotation = route.body_field.field_info.annotation if route.body_field is not None else None
-    return 0 if annotation is None else largest_request_bytes(annotation)  # type: ignore[arg-type]
+    if annotation is None:
+        return MIN_ROUTE_BODY_BYTES, False
+    largest = largest_request_bytes(annotation)  # type: ignore[arg-type]
+    return max(largest, MIN_ROUTE_BODY_BYTES), True
