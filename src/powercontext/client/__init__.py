@@ -28,6 +28,7 @@ from powercontext.contract.memory import (
     AtomicMemoryBatch,
     AtomicMemoryBatchItem,
     AtomicMemoryCreate,
+    AtomicMemoryList,
     AtomicMemorySearchResult,
 )
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
@@ -145,6 +146,16 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
     ) -> AtomicMemorySearchResult:
         body = {"query": query, "mode": mode, "limit": limit}
         return await self._call("POST", f"{_mem(scope_id)}/search", AtomicMemorySearchResult, body)
+
+    async def list_memories(
+        self, scope_id: str, limit: int = 50, cursor: str | None = None, state: str = "active"
+    ) -> AtomicMemoryList:
+        """One page of heads, newest first; pass the answer's ``next_cursor`` as ``cursor`` for the next.
+        ``state``: active (default), forgotten, retired, merged or all."""
+        params: dict[str, str | int] = {"limit": limit, "state": state}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return await self._call("GET", _mem(scope_id), AtomicMemoryList, params=params)
 
     async def revise_memory(
         self,

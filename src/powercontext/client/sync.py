@@ -37,6 +37,7 @@ from powercontext.contract.memory import (
     AtomicMemory,
     AtomicMemoryBatchItem,
     AtomicMemoryCreate,
+    AtomicMemoryList,
     AtomicMemorySearchResult,
 )
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
@@ -173,6 +174,12 @@ class SyncPowerContextClient:
 
     def list_scopes(self) -> list[Scope]:
         return self._run(self._client.list_scopes())
+
+    def list_memories(
+        self, scope_id: str, limit: int = 50, cursor: str | None = None, state: str = "active"
+    ) -> AtomicMemoryList:
+        """One page of heads, newest first; pass the answer's ``next_cursor`` as ``cursor`` for the next."""
+        return self._run(self._client.list_memories(scope_id, limit, cursor, state))
 
     def merge_memories(
         self, scope_id: str, sources: Sequence[tuple[str, int]], text: str, kind: MemoryKind, tags: Sequence[str] = ()
