@@ -85,8 +85,8 @@ def check(step: str, stdout: str) -> None:
     elif "code index" in step:
         assert re.search(r"[1-9][0-9]* indexed", stdout), stdout
     elif "code query" in step:
-        first_hit = stdout.strip().splitlines()[0]
-        assert "src/powercontext/code/chunking.py" in first_hit, stdout
+        count, first_hit = stdout.strip().splitlines()[:2]
+        assert count.endswith("hit(s)") and "src/powercontext/code/chunking.py:" in first_hit, stdout
     else:
         raise AssertionError(f"a tour step this test does not check yet: {step}")
 

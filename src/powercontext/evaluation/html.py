@@ -97,7 +97,7 @@ def _category_table(report: Mapping[str, Any]) -> str:
         cells = []
         for _, key in columns:
             if key is None:
-                cells.append(_fmt(group["latency_ms"]["p50"]))
+                cells.append(f"{group['latency_ms']['p50']:.1f}")
             elif (key in ranked and not group["scored"]) or (key in outdated and not group["with_outdated"]):
                 cells.append("–")  # nothing to score: an abstain-only group, or no outdated ids
             elif key == "abstain_mean_bytes" and not group["abstain"]:
