@@ -124,3 +124,12 @@ def test_memory_import_prints_json(server: LiveServer, scope: str, tmp_path: Pat
     assert json.loads(again.stdout) == {"scope_id": scope, "imported": 0, "existed": 2}
     created = run_cli("scope", "create", scope + "-x", "--json", url=server.base_url)
     assert json.loads(created.stdout)["scope_id"] == scope + "-x"
+
+
+def test_store_copy_prints_json(tmp_path: Path) -> None:
+    source, target = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    result = run_cli("store", "copy", "--from", source, "--to", target, "--json")
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["matches"] is True
+    assert {"table": "scopes", "source": 0, "destination": 0} in answer["tables"]

@@ -130,3 +130,13 @@ def test_the_page_in_chromium(
     page.close()
     assert after["baseline"]["path"].endswith("report.json")
     json.dumps(after)  # the report stays plain JSON
+
+
+def test_compare_prints_json(runs: tuple[Path, dict[str, Any], Path, dict[str, Any]], tmp_path: Path) -> None:
+    baseline_dir, _, small_dir, _ = runs
+    args = [str(baseline_dir / "report.json"), str(small_dir / "report.json"), "--out", str(tmp_path / "c.json")]
+    result = run_cli("eval", "compare", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert [f["id"] for f in printed["flipped"]["lost"]] == ["q-bytes"]
+    assert printed == json.loads((tmp_path / "c.json").read_text("utf-8"))

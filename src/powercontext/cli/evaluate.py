@@ -221,6 +221,7 @@ def eval_compare(
     out: Annotated[
         Path | None, typer.Option("--out", help="The JSON to write (default: compare.json beside AFTER).")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON instead of a table.")] = False,
 ) -> None:
     """Per-category differences (after − before) and the queries whose hit@k flipped; printed and written."""
     import json
@@ -233,10 +234,15 @@ def eval_compare(
     except (OSError, ValueError) as exc:
         raise fail(f"invalid-report: {exc}") from None
     comparison = compare_reports(a, b)
-    typer.echo(format_comparison(comparison))
+    if as_json:
+        from powercontext.cli.common import print_json
+
+        print_json(comparison)
+    else:
+        typer.echo(format_comparison(comparison))
     target = out or after.parent / "compare.json"
     try:
         target.write_text(json.dumps(comparison, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
         raise fail(f"cannot write {target}: {exc.strerror}") from None
-    typer.echo(f"wrote {target}")
+    typer.echo(f"wrote {target}", err=as_json)
