@@ -319,7 +319,7 @@ def memory_list(
     as_json: JsonOption = False,
 ) -> None:
     """List Atomic Memory heads, newest first, one page at a time."""
-    page = _run(url, lambda c: c.list_memories(scope, limit, cursor, state))
+    page = _run(url, lambda c: c.list_memories(scope, limit, cursor, state))  # type: ignore[arg-type]
     if as_json:
         _print_json(page.model_dump(mode="json"))
         return

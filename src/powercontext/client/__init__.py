@@ -30,6 +30,7 @@ from powercontext.contract.memory import (
     AtomicMemoryCreate,
     AtomicMemoryList,
     AtomicMemorySearchResult,
+    MemoryListState,
 )
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
 from powercontext.contract.scopes import Scope, ScopeList
@@ -148,7 +149,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         return await self._call("POST", f"{_mem(scope_id)}/search", AtomicMemorySearchResult, body)
 
     async def list_memories(
-        self, scope_id: str, limit: int = 50, cursor: str | None = None, state: str = "active"
+        self, scope_id: str, limit: int = 50, cursor: str | None = None, state: MemoryListState = "active"
     ) -> AtomicMemoryList:
         """One page of heads, newest first; pass the answer's ``next_cursor`` as ``cursor`` for the next.
         ``state``: active (default), forgotten, retired, merged or all."""

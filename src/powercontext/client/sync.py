@@ -39,6 +39,7 @@ from powercontext.contract.memory import (
     AtomicMemoryCreate,
     AtomicMemoryList,
     AtomicMemorySearchResult,
+    MemoryListState,
 )
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
 from powercontext.contract.prompts import PromptArtifact, PromptDemonstration, PromptKeyStatus, ResolvedPromptView
@@ -176,7 +177,7 @@ class SyncPowerContextClient:
         return self._run(self._client.list_scopes())
 
     def list_memories(
-        self, scope_id: str, limit: int = 50, cursor: str | None = None, state: str = "active"
+        self, scope_id: str, limit: int = 50, cursor: str | None = None, state: MemoryListState = "active"
     ) -> AtomicMemoryList:
         """One page of heads, newest first; pass the answer's ``next_cursor`` as ``cursor`` for the next."""
         return self._run(self._client.list_memories(scope_id, limit, cursor, state))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
@@ -17,6 +17,7 @@ from powercontext.contract.memory import (
     AtomicMemoryRevise,
     AtomicMemorySearchRequest,
     AtomicMemorySearchResult,
+    MemoryListState,
 )
 from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
 from powercontext.server.routes.deps import RuntimeDep, errors
@@ -35,7 +36,7 @@ def list_heads(
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=18, pattern=r"^[0-9]+$")] = None,
-    state: Literal["active", "forgotten", "retired", "merged", "all"] = "active",
+    state: MemoryListState = "active",
 ) -> AtomicMemoryList:
     """``cursor`` is the ``next_cursor`` of the previous page; a page never repeats or skips a memory when
     others are written meanwhile (new ones appear on a fresh first page)."""
