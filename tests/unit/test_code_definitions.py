@@ -36,6 +36,7 @@ def test_definitions_are_recognised(text: str) -> None:
         "def test_parse_http_response_handles_gzip():\n",
         "if parse_http_response == other:\n",
         "# def parse_http_response is in parser.py\n",
+        "  const parse_http_response = await client.fetchJson('/ledger');\n",
     ],
 )
 def test_uses_are_not_definitions(text: str) -> None:

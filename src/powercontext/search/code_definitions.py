@@ -15,8 +15,10 @@ from typing import TypeVar
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _KEYWORDS = (
     r"(?:async\s+)?def|class|(?:export\s+)?(?:default\s+)?(?:async\s+)?function\*?|fn|pub\s+fn|func(?:\s*\([^)]*\))?"
-    r"|interface|type|struct|enum|trait|impl|module|(?:export\s+)?(?:const|let|var)|record|object"
+    r"|interface|type|struct|enum|trait|impl|module|record|object"
 )
+# Variables define a name only at the top level: an indented ``const rows = …`` is a local.
+_TOP_LEVEL_KEYWORDS = r"(?:export\s+)?(?:const|let|var)"
 _MIN_LENGTH = 4  # shorter names ("id", "run") are defined everywhere; reordering by them would be noise
 
 T = TypeVar("T")
@@ -34,8 +36,9 @@ def query_identifiers(query: str) -> list[str]:
 def _definition_pattern(names: Sequence[str]) -> re.Pattern[str]:
     alternatives = "|".join(re.escape(n) for n in names)
     keyword_form = rf"^[ \t]*(?:@[^\n]*\n[ \t]*)*(?:{_KEYWORDS})[ \t]+(?:{alternatives})\b"
+    variable_form = rf"^{_TOP_LEVEL_KEYWORDS}[ \t]+(?:{alternatives})\b"
     assignment_form = rf"^(?:{alternatives})[ \t]*(?::[^=\n]*)?=(?!=)"
-    return re.compile(f"{keyword_form}|{assignment_form}", re.MULTILINE)
+    return re.compile(f"{keyword_form}|{variable_form}|{assignment_form}", re.MULTILINE)
 
 
 def defines(text: str, names: Sequence[str]) -> bool:
