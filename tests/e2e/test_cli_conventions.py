@@ -46,13 +46,18 @@ def test_help_names_values_not_python_types(command: tuple[str, ...]) -> None:
 def test_shell_completion_installs_for_bash(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["HOME"] = str(tmp_path)
-    env["SHELL"] = "/bin/bash"
-    command = [sys.executable, "-m", "powercontext"]
-    shown = subprocess.run([*command, "--show-completion", "bash"], capture_output=True, text=True, env=env)
+    # Run from bash, as a person does: the shell is detected from the parent process.
+    command = f"{sys.executable} -m powercontext"
+
+    def from_bash(option: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", f"{command} {option}; exit $?"], capture_output=True, text=True, env=env)
+
+    shown = from_bash("--show-completion")
     assert shown.returncode == 0, shown.stderr
     assert "_POWERCONTEXT_COMPLETE" in shown.stdout and "complete " in shown.stdout
-    installed = subprocess.run([*command, "--install-completion", "bash"], capture_output=True, text=True, env=env)
+    installed = from_bash("--install-completion")
     assert installed.returncode == 0, installed.stderr
+    assert "bash completion installed" in installed.stdout
     assert "_POWERCONTEXT_COMPLETE" in (tmp_path / ".bash_completions" / "powercontext.sh").read_text()
     assert "powercontext.sh" in (tmp_path / ".bashrc").read_text()
 
