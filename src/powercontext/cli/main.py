@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 
 IMPORT_BATCH = 500
 KINDS = "decision, constraint, fact, state, next-step, outcome, note"
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="PowerContext: prepared context for AI agents.")
+app = typer.Typer(
+    no_args_is_help=True,
+    help="PowerContext: prepared context for AI agents. Exit codes: 0 done, 1 refused, 2 usage, 3 not found, "
+    "4 conflict, 5 Server unreachable.",
+)
 server_app = typer.Typer(no_args_is_help=True, help="Run the Server.")
 scope_app = typer.Typer(no_args_is_help=True, help="Create and list Scopes.")
 memory_app = typer.Typer(no_args_is_help=True, help="Write, search and read Atomic Memory.")
@@ -107,9 +111,13 @@ def scope_create(
         list[str] | None, typer.Option("--reference", help="A Scope whose memories prepare also recalls.")
     ] = None,
     url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a Scope."""
     scope = _run(url, lambda c: c.create_scope(scope_id, title or scope_id, reference or []))
+    if as_json:
+        _print_json(scope.model_dump(mode="json"))
+        return
     typer.echo(f"created Scope {scope.scope_id}")
 
 
@@ -162,6 +170,7 @@ def memory_reindex(
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, max=2048, help="Memories per provider call.")] = 64,
     store_url: StoreOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Embed memories that have no vector from the configured model (works beside a running Server)."""
     from rich.progress import Progress
@@ -193,6 +202,9 @@ def memory_reindex(
     finally:
         store.close()
         provider.close()
+    if as_json:
+        _print_json({"embedded": report.embedded, "remaining": report.remaining, "model_id": provider.model_id})
+        return
     typer.echo(f"embedded {report.embedded} memories with {provider.model_id}; {report.remaining} still without one")
 
 
@@ -218,6 +230,7 @@ def memory_import(
     ],
     scope: ScopeOption,
     url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
 ) -> None:
     """Import memories from a JSONL file in batches of 500 (each batch is one transaction).
 
@@ -257,6 +270,8 @@ def memory_import(
         items.append(item)
     if not items:
         typer.echo("nothing to import", err=True)
+        if as_json:
+            _print_json({"scope_id": scope, "imported": 0, "existed": 0})
         return
 
     async def upload(client: PowerContextClient) -> tuple[int, int]:
@@ -279,6 +294,9 @@ def memory_import(
     except typer.Exit:
         typer.echo("the failed batch wrote nothing; earlier batches were kept; re-run to resume safely", err=True)
         raise
+    if as_json:
+        _print_json({"scope_id": scope, "imported": written, "existed": existed})
+        return
     typer.echo(f"imported {written} memories into {scope}; {existed} already existed")
 
 
@@ -305,6 +323,27 @@ def memory_search(
     for hit in result.hits:
         ref = hit.artifact_address.artifact
         typer.echo(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  [{hit.kind}]  {hit.text}")
+
+
+@memory_app.command("list")
+def memory_list(
+    scope: ScopeOption,
+    limit: Annotated[int, typer.Option(min=1, max=200, help="Memories per page.")] = 20,
+    cursor: Annotated[str | None, typer.Option(help="The next_cursor a previous page printed.")] = None,
+    state: Annotated[str, typer.Option(help="active, forgotten, retired, merged or all.")] = "active",
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """List Atomic Memory heads, newest first, one page at a time."""
+    page = _run(url, lambda c: c.list_memories(scope, limit, cursor, state))  # type: ignore[arg-type]
+    if as_json:
+        _print_json(page.model_dump(mode="json"))
+        return
+    for memory in page.items:
+        ref = memory.artifact_address.artifact
+        typer.echo(f"{ref.artifact_id}@{ref.revision}  [{memory.kind}]  {memory.state}  {memory.text}")
+    if page.next_cursor is not None:
+        typer.echo(f"more: --cursor {page.next_cursor}", err=True)
 
 
 @memory_app.command("get")
@@ -434,8 +473,30 @@ def inspect(
         typer.echo("no browser found here: open the address above in one", err=True)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from powercontext import __version__
+
+        typer.echo(f"powercontext {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    pass
+
+
 def main() -> None:
+    from powercontext.cli.tidy import tidy_metavars
+
+    command = typer.main.get_command(app)
+    tidy_metavars(command)
     try:
-        app()
+        command(prog_name="powercontext")
     except KeyboardInterrupt:
         sys.exit(130)

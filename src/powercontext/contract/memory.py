@@ -121,6 +121,14 @@ class AtomicMemoryBatchItem(AtomicMemory):
     )
 
 
+MemoryListState = Literal["active", "forgotten", "retired", "merged", "all"]
+
+
+class AtomicMemoryList(StrictModel):
+    items: list[AtomicMemory] = Field(description="Heads, newest first.")
+    next_cursor: str | None = Field(description="Pass as ``cursor`` for the next page; null on the last page.")
+
+
 class AtomicMemoryBatch(StrictModel):
     items: list[AtomicMemoryBatchItem] = Field(description="In request order.")
 

@@ -445,6 +445,23 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
             raise RevisionNotFound(head[4])
         return _record(row)
 
+    def list_memories(
+        self, scope_id: str, state: str | None, before: int | None, limit: int
+    ) -> list[tuple[int, MemoryRecord]]:
+        conn = self._reader()
+        self._require_scope(conn, scope_id)
+        sql = _SELECT_MEMORY + " WHERE a.scope_id = ? AND a.family = ? AND r.revision = a.head_revision"
+        params: list[object] = [scope_id, FAMILY]
+        if state is not None:
+            sql += " AND a.state = ?"
+            params.append(state)
+        if before is not None:
+            sql += " AND a.id < ?"
+            params.append(before)
+        params.append(limit)
+        rows = conn.execute(sql + " ORDER BY a.id DESC LIMIT ?", params).fetchall()
+        return [(int(row[0]), _record(row)) for row in rows]
+
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
         conn = self._reader()
         terms, rankable = _affordable_terms(conn, scope_id, terms)
