@@ -198,8 +198,8 @@ def test_topics_and_atomic_memory_never_share_search(api: Api) -> None:
     refused(read(api, sid, "topic-memory", artifact_id(memory)), 404, "artifact-not-found")
     # Atomic Memory's answer shape is unchanged by the shared read route.
     assert set(ok(read(api, sid, "atomic-memory", artifact_id(memory)))) == {
-        "artifact_address", "head_revision", "state", "kind", "text", "tags", "created_at", "merged_into",
-        "merged_from",
+        "artifact_address", "head_revision", "state", "kind", "text", "tags", "created_at", "observed_at",
+        "merged_into", "merged_from",
     }  # fmt: skip
 
 

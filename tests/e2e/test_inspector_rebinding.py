@@ -78,7 +78,7 @@ def page(local: LiveServer) -> Iterator[Any]:
 def test_the_inspector_works_from_the_servers_own_address_with_no_setting(local: LiveServer, page: Any) -> None:
     page.goto(f"{local.base_url}/inspector#scope={SCOPE}&q=deploy")
     page.wait_for_selector(f'#scope option[value="{SCOPE}"]', state="attached")
-    with page.expect_response(lambda r: r.url.endswith("/v1/context/prepare")) as answer:
+    with page.expect_response(lambda r: r.url.endswith("/v1/context/explain")) as answer:
         page.click("#run")
     assert answer.value.status == 200
     assert answer.value.request.header_value("origin") == local.base_url  # a same-origin POST carries Origin
