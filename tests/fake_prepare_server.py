@@ -42,6 +42,14 @@ def _body(mode: str) -> tuple[int, bytes, dict[str, str]]:
     if mode == "oversized":
         pad = "y" * (1024 * 1024 + 10)
         return 200, json.dumps({**VALID, "content": pad, "content_bytes": len(pad)}).encode(), as_json
+    if mode == "surrogate":  # valid JSON whose content holds a lone surrogate: no UTF-8 text a host can show
+        return (
+            200,
+            b'{"schema":"powercontext.prepared-context.v1","status":"ready","content":"a\\ud800b","content_bytes":5}',
+            as_json,
+        )
+    if mode == "deep":  # nested past any parser's stack
+        return 200, b"[" * 100_000, as_json
     if mode == "redirect":
         return 307, b"", {"location": "/valid/v1/context/prepare"}
     return 404, b'{"error":{"code":"not-found","message":"no such endpoint"}}', as_json

@@ -1,28 +1,71 @@
 """PowerContext: a context runtime for AI agents.
 
-Heavy modules load lazily so that ``powercontext --help`` stays fast; ``from powercontext import
-PowerContextClient, PrepareContextRequest`` still works.
+``from powercontext import PowerContextClient, SyncPowerContextClient, PrepareContextRequest`` gives the
+typed SDK. The names below are imported explicitly for type checkers and IDEs (``py.typed`` ships with
+the package), but at run time each loads on first use: importing httpx and pydantic eagerly would cost
+the ``powercontext`` command and the agent-host hook (which share this package and run on every prompt)
+about a second on a busy machine, for names they never touch.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-_LAZY = {
+if TYPE_CHECKING:
+    from powercontext.client import PowerContextClient
+    from powercontext.client.errors import (
+        Conflict,
+        Forbidden,
+        InvalidRequest,
+        NotFound,
+        PowerContextError,
+        Unavailable,
+    )
+    from powercontext.client.sync import SyncPowerContextClient
+    from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
+
+__all__ = [
+    "Conflict",
+    "Forbidden",
+    "InvalidRequest",
+    "NotFound",
+    "PowerContextClient",
+    "PowerContextError",
+    "PrepareContextRequest",
+    "PreparedContext",
+    "SyncPowerContextClient",
+    "Unavailable",
+    "__version__",
+]
+
+# Where each exported name lives (tests/unit/test_exported_members.py keeps this, the imports above and
+# ``__all__`` identical).
+_HOMES = {
     "PowerContextClient": "powercontext.client",
-    "PowerContextError": "powercontext.client",
     "SyncPowerContextClient": "powercontext.client.sync",
+    "PowerContextError": "powercontext.client.errors",
+    "NotFound": "powercontext.client.errors",
+    "Conflict": "powercontext.client.errors",
+    "Forbidden": "powercontext.client.errors",
+    "Unavailable": "powercontext.client.errors",
+    "InvalidRequest": "powercontext.client.errors",
     "PrepareContextRequest": "powercontext.contract.prepare",
     "PreparedContext": "powercontext.contract.prepare",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
         raise AttributeError(f"module 'powercontext' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

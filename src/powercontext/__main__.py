@@ -1,3 +1,3 @@
-from powercontext.cli.main import main
+from powercontext.cli.entry import main
 
 main()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
@@ -26,6 +26,7 @@ from powercontext.inference.generation_config import DEFAULT_MAX_REQUESTS
 from powercontext.prompts.definitions import resolve_builtin
 from powercontext.recall.budget import DEFAULT_PREPARE_DEADLINE_MS, PrepareBudget
 from powercontext.recall.expansion import MAX_ROUNDS_AFTER_ZERO, Expander, ExpansionFailed
+from powercontext.recall.probe import ExplainProbe
 from powercontext.recall.readers import CodeReader, FamilyReader, RecallContext, ScopePools, SearchableReader
 from powercontext.recall.rerank import MemoryReranker, PromptResolver, rerank_scopes, will_invoke
 from powercontext.recall.trace import RecallTrace
@@ -94,6 +95,9 @@ class PrepareResult:
 
     context: PreparedContext
     receipt_json: bytes | None
+    # What the explain route reads back: the Scopes recalled (request first) and the code candidates in rank order.
+    scope_ids: tuple[str, ...] = ()
+    code: Sequence[CodeCandidate] = ()
 
     def response_body(self) -> bytes:
         body = self.context.model_dump_json().encode("utf-8")
@@ -146,16 +150,21 @@ class PreparePipeline:
             self.limits["atomic-memory"] = max(CANDIDATE_LIMITS["atomic-memory"], reranker.candidate_limit)
 
     def prepare(
-        self, request: PrepareContextRequest, request_id: str, may_read: Callable[[str], bool] = lambda _: True
+        self,
+        request: PrepareContextRequest,
+        request_id: str,
+        may_read: Callable[[str], bool] = lambda _: True,
+        probe: ExplainProbe | None = None,
     ) -> PrepareResult:
         """The PreparedContext (and Receipt bytes when asked). ``may_read`` is the caller's read grant: the
-        request Scope must pass it, and referenced Scopes that do not are not recalled."""
+        request Scope must pass it, and referenced Scopes that do not are not recalled. ``probe`` (the explain
+        route only) records each candidate's ranks, scores and fate as this run decides them."""
         if not may_read(request.scope_id):
             raise ScopeForbidden("read")
         plan = self.plan(request)
         query = normalize_query(request.query)  # once: every search and the query digest reuse it
         budget = PrepareBudget.start(self.deadline_s, self.model_call_limit)
-        trace = RecallTrace(requested_families=plan.families, budget=budget)
+        trace = RecallTrace(requested_families=plan.families, budget=budget, probe=probe)
         try:
             # Every provider call of this prepare ends by the prepare's deadline at the latest.
             with budget.deadline.applied():
@@ -177,6 +186,9 @@ class PreparePipeline:
             scope_ids = (scope.scope_id, *(r for r in scope.context_references if may_read(r)))
         ctx = RecallContext(query, scope_ids, trace, VectorChannel(self.embedder))
         recall = self._round_zero(plan, ctx)
+        if trace.probe is not None:
+            trace.probe.remember(c for groups in recall.groups.values() for _, pool in groups for c in pool)
+            trace.probe.remember(c for pool in recall.lists.values() for c in pool)
         last_round = self._expand(ctx, recall) if self.expander is not None else 0
         atomic = recall.groups.get("atomic-memory")
         if self.reranker is not None and atomic:
@@ -192,7 +204,9 @@ class PreparePipeline:
             recall.groups["atomic-memory"] = [(s, pool) for (s, _), pool in zip(atomic, kept, strict=True)]
         pools = recall.for_builder(plan.families)
         with trace.stage("context.build"):
-            build = self.builder.build(pools, request.max_bytes, sections=plan.sections, code=recall.code)
+            build = self.builder.build(
+                pools, request.max_bytes, sections=plan.sections, code=recall.code, fates=trace.probe
+            )
             selected = len(build.items) + len(build.code_items)
             observe.note_build(
                 build.context.status,
@@ -205,7 +219,7 @@ class PreparePipeline:
         if request.include_receipt:
             with trace.span("receipt"):
                 receipt_json = self._receipt(request, request_id, trace, build)
-        return PrepareResult(build.context, receipt_json)
+        return PrepareResult(build.context, receipt_json, scope_ids, recall.code)
 
     def plan(self, request: PrepareContextRequest) -> RecallPlan:
         if request.assembly is None:
@@ -263,7 +277,9 @@ class PreparePipeline:
                 round_ctx = RecallContext(normalize_query(expanded), ctx.scope_ids, trace, ctx.channel, round)
                 for family in thin:
                     found = self.searchable[family].read_groups(round_ctx, self.limits[family])
-                    merged[family] = self._merge(family, merged[family], found, pending)
+                    if trace.probe is not None:
+                        trace.probe.remember(c for _, pool in found for c in pool)
+                    merged[family] = self._merge(family, merged[family], found, pending, trace.probe)
             except Exception as exc:  # a round is all or nothing; any failure abandons expansion
                 reason = exc.reason if isinstance(exc, ExpansionFailed) else type(exc).__name__
                 recall_log.warning("event=recall.expansion.failed round=%d reason=%s", round, reason)
@@ -284,6 +300,7 @@ class PreparePipeline:
         current: ScopePools,
         found: ScopePools,
         omissions: Counter[tuple[Family, OmissionReason]],
+        probe: ExplainProbe | None = None,
     ) -> ScopePools:
         """Earlier rounds first, then this round's new identities, up to the family's per-Scope ceiling."""
         new = dict(found)
@@ -299,6 +316,8 @@ class PreparePipeline:
                     omissions[(family, "duplicate")] += 1
                 elif len(pool) >= limit:
                     omissions[(family, "family_limit")] += 1
+                    if probe is not None:
+                        probe.omitted(family, candidate.key, "family_limit")
                 else:
                     seen.add(candidate.key)
                     pool.append(candidate)

@@ -14,6 +14,7 @@ from powercontext.assembly.render import date_precision
 from powercontext.code.indexer import CodeIndexer
 from powercontext.contract.capabilities import Capabilities, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
+from powercontext.contract.explain import ContextExplanation, ExplainContextRequest
 from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES
 from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES
 from powercontext.contract.prepare import (
@@ -24,6 +25,7 @@ from powercontext.contract.prepare import (
     PrepareContextRequest,
 )
 from powercontext.contract.receipt import MAX_RECEIPT_BYTES
+from powercontext.explain import ContextExplainer
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
 from powercontext.inference.generation import GenerationProvider, NoGeneration
 from powercontext.inference.generation_config import (
@@ -303,6 +305,12 @@ class Runtime:
     ) -> PrepareResult:
         """The PreparedContext (and Receipt bytes when asked); see ``PreparePipeline.prepare``."""
         return self.pipeline.prepare(request, request_id, may_read)
+
+    def explain(
+        self, request: ExplainContextRequest, request_id: str, may_read: Callable[[str], bool] = lambda _: True
+    ) -> ContextExplanation:
+        """One prepare with its per-candidate evidence (diagnostic; see ``explain.ContextExplainer``)."""
+        return ContextExplainer(self.pipeline).explain(request, request_id, may_read)
 
 
 def build_reranker(inference: InferenceSettings, generation: GenerationProvider) -> MemoryReranker | None:

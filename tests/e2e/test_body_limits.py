@@ -1,14 +1,17 @@
-"""Request bodies: the token is checked before a body is read, and no body over the largest valid request is
-read or kept, whether it declares its length or streams chunked. Real Server processes, raw sockets."""
+"""Request bodies: the token is checked before a body is read, and no body over the largest valid request to its
+route is read or kept, whether it declares its length or streams chunked; a client that writes a whole oversized
+body before reading gets the 413. Real Server processes, raw sockets and httpx."""
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import psutil
@@ -19,7 +22,11 @@ from tests.http_raw import RawAnswer, chunked, filler, send_until_answered
 from tests.support import REQUEST_ID_HEADER, unique
 
 TOKEN = "limits-token-5Rk"
+READER_TOKEN = "limits-reader-9Qe"
 HUNDRED_MB = 100 * 1024 * 1024
+BATCH = "POST /v1/scopes/{scope_id}/atomic-memory/batch"
+PREPARE = "POST /v1/context/prepare"
+PROFILE = "PUT /v1/scopes/{scope_id}/profile"
 
 
 def largest_valid_batch() -> bytes:
@@ -43,16 +50,22 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 def guarded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     base = tmp_path_factory.mktemp("limits-access")
     digest = hashlib.sha256(TOKEN.encode("utf-8")).hexdigest()
-    grants = {"principals": [{"name": "writer", "token_sha256": digest, "read": ["*"], "write": ["*"]}]}
+    reader_digest = hashlib.sha256(READER_TOKEN.encode("utf-8")).hexdigest()
+    grants = {
+        "principals": [
+            {"name": "writer", "token_sha256": digest, "read": ["*"], "write": ["*"]},
+            {"name": "reader", "token_sha256": reader_digest, "read": ["*"], "write": []},
+        ]
+    }
     (base / "access.json").write_text(json.dumps(grants), encoding="utf-8")
     with live_server(base, {"POWERCONTEXT_ACCESS_FILE": str(base / "access.json")}) as live:
         yield live
 
 
-def request_limit(live: LiveServer, token: str | None = None) -> int:
+def request_limit(live: LiveServer, route: str = BATCH, token: str | None = None) -> int:
     headers = {"authorization": f"Bearer {token}"} if token else {}
     limits = httpx.get(live.base_url + "/v1/capabilities", headers=headers, timeout=10).json()["limits"]
-    return int(limits["request_max_bytes"])
+    return int(limits["route_max_bytes"][route])
 
 
 def rss(live: LiveServer) -> int:
@@ -92,7 +105,7 @@ def test_the_largest_valid_request_fits_and_one_byte_more_does_not(open_server: 
 
 
 def test_a_chunked_body_is_refused_once_it_passes_the_limit(open_server: LiveServer) -> None:
-    limit = request_limit(open_server)
+    limit = request_limit(open_server, PREPARE)
     answer = send_until_answered(
         open_server.base_url,
         "POST",
@@ -149,7 +162,7 @@ def test_an_unauthenticated_body_is_refused_before_it_is_read(guarded_server: Li
 
 
 def test_the_limit_applies_to_authenticated_callers(guarded_server: LiveServer) -> None:
-    limit = request_limit(guarded_server)
+    limit = request_limit(guarded_server, PREPARE, TOKEN)
     answer = send_until_answered(
         guarded_server.base_url,
         "POST",
@@ -186,3 +199,105 @@ def test_four_concurrent_oversized_bodies_leave_memory_where_it_was(tmp_path: Pa
         time.sleep(0.5)
         grown = rss(live) - idle
         assert grown < 20 * 1024 * 1024, f"RSS grew by {grown / 2**20:.1f} MiB"
+
+
+def largest_valid_prepare() -> bytes:
+    sections = [{"family": f, "limit": n} for f, n in (("memory", 8), ("topic-memory", 8), ("experience", 2))]
+    body = {
+        "scope_id": "\U0001d11e" * 256,  # 256 characters, each a twelve-byte surrogate pair
+        "query": "\U0001d11e" * 8192,
+        "max_bytes": 32768,
+        "assembly": {"sections": [*sections, {"family": "profile", "limit": 8}]},
+        "include_code": False,
+        "include_receipt": False,
+    }
+    return json.dumps(body, ensure_ascii=True, indent=4).encode("ascii")
+
+
+def largest_valid_profile() -> bytes:
+    entries = [{"key": chr(0x1F600 + i) * 100, "value": "\x07" * 2000} for i in range(64)]
+    return json.dumps({"entries": entries, "expected_revision": 2**31 - 1}, ensure_ascii=True, indent=4).encode()
+
+
+def test_each_route_reads_at_most_its_largest_valid_request(open_server: LiveServer) -> None:
+    limits = httpx.get(open_server.base_url + "/v1/capabilities", timeout=10).json()["limits"]
+    routes = limits["route_max_bytes"]
+    assert limits["request_max_bytes"] == max(routes.values()) == routes[BATCH]
+    assert "GET /v1/scopes" not in routes  # a route without a body takes none
+    # A tiny request (a lifecycle change is some 60 bytes) still gets room for formatting: the floor is 64 KiB.
+    assert routes["POST /v1/scopes/{scope_id}/topic-memory/{artifact_id}/lifecycle"] == 65536
+    prepare, profile = largest_valid_prepare(), largest_valid_profile()
+    # The published limits are the largest valid requests, built here from the documented field bounds.
+    assert 0 <= routes[PREPARE] - len(prepare) < 64  # the limit counts the longest family name in every section
+    assert routes[PROFILE] == len(profile)
+    assert 90_000 < routes[PREPARE] < 110_000 and 800_000 < routes[PROFILE] < 1_000_000
+    scope_id = unique("limits")
+    assert (
+        httpx.post(
+            f"{open_server.base_url}/v1/scopes", json={"scope_id": scope_id, "title": "limits"}, timeout=10
+        ).status_code
+        == 201
+    )
+    headers = {"content-type": "application/json"}
+    r = httpx.put(f"{open_server.base_url}/v1/scopes/{scope_id}/profile", content=profile, headers=headers, timeout=60)
+    # Parsed and validated whole: the answer is about the revision, not the size or the shape.
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "revision-conflict"), r.text[:300]
+    r = httpx.post(f"{open_server.base_url}/v1/context/prepare", content=prepare, headers=headers, timeout=60)
+    assert r.status_code in (200, 404), r.text[:300]  # read and answered, whatever the (absent) Scope
+    # One byte more than a route's limit is refused on the declared length, though the batch would take it.
+    for method, path, route in (
+        ("POST", "/v1/context/prepare", PREPARE),
+        ("PUT", f"/v1/scopes/{scope_id}/profile", PROFILE),
+    ):
+        headers = {"content-type": "application/json", "content-length": str(routes[route] + 1)}
+        answer = send_until_answered(open_server.base_url, method, path, headers)
+        assert_error(answer, 413, "body-too-large")
+        assert str(routes[route]) in answer.json()["error"]["message"] and answer.sent == 0
+
+
+def post_whole_body_then_read(live: LiveServer, path: str, size: int) -> tuple[int, dict[str, str], bytes]:
+    """What the standard library's client does: the whole body goes out before the answer is read."""
+    url = urlsplit(live.base_url)
+    connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=60)
+    try:
+        connection.request("POST", path, body=b" " * size, headers={"content-type": "application/json"})
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def test_a_client_that_writes_its_whole_oversized_body_first_gets_the_413(open_server: LiveServer) -> None:
+    prepare_limit = request_limit(open_server, PREPARE)
+    batch_limit = request_limit(open_server, BATCH)
+    for path, size in (
+        ("/v1/context/prepare", 2 * prepare_limit),
+        ("/v1/context/prepare", 20 * prepare_limit),  # more than socket buffers hold: closing at once resets
+        (f"/v1/scopes/{unique('s')}/atomic-memory/batch", batch_limit + 16 * 1024 * 1024),
+    ):
+        status, headers, body = post_whole_body_then_read(open_server, path, size)
+        assert (status, json.loads(body)["error"]["code"]) == (413, "body-too-large"), size
+        assert headers["connection"] == "close"
+        r = httpx.post(
+            open_server.base_url + path, content=b" " * size, headers={"content-type": "application/json"}, timeout=60
+        )
+        assert (r.status_code, r.json()["error"]["code"]) == (413, "body-too-large")
+
+
+def test_a_large_invalid_body_is_answered_like_a_small_one(open_server: LiveServer) -> None:
+    items = [{"text": "x" * 8000, "kind": "fact"} for _ in range(500)]
+    items[499] = {"text": "fine", "kind": "fact", "colour": "blue"}
+    url = f"{open_server.base_url}/v1/scopes/{unique('s')}/atomic-memory/batch"
+    r = httpx.post(url, json={"items": items}, timeout=60)
+    assert (r.status_code, r.json()["error"]["code"]) == (422, "invalid-request")
+    assert "items.499: unknown field" in r.json()["error"]["message"] and "colour" not in r.text
+    r = httpx.post(url, content=b'{"items": [' + b" " * (2 << 20), headers={"content-type": "application/json"})
+    assert (r.status_code, r.json()["error"]["message"]) == (422, "the request body is not valid JSON")
+
+
+def test_a_reader_cannot_make_the_server_parse_a_large_body(guarded_server: LiveServer) -> None:
+    body = largest_valid_batch()
+    headers = {"content-type": "application/json", "authorization": f"Bearer {READER_TOKEN}"}
+    url = f"{guarded_server.base_url}/v1/scopes/{unique('s')}/atomic-memory/batch"
+    r = httpx.post(url, content=body, headers=headers, timeout=60)
+    assert (r.status_code, r.json()["error"]["code"]) == (403, "scope-forbidden")

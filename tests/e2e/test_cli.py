@@ -66,7 +66,7 @@ def test_memory_lifecycle_through_the_cli(server: LiveServer, scope: str) -> Non
     assert "revision 2" in revised.stdout
 
     stale = run_cli("memory", "revise", artifact_id, "Other text.", "-s", scope, "--expected-revision", "1", url=url)
-    assert stale.returncode == 1
+    assert stale.returncode == 4
     assert "revision-conflict" in stale.stderr
 
     original = run_cli("memory", "get", artifact_id, "-s", scope, "--revision", "1", "--json", url=url)
@@ -134,14 +134,14 @@ def test_import_rejects_a_bad_line_and_writes_nothing(server: LiveServer, scope:
 
 def test_errors_are_one_line_with_the_stable_code(server: LiveServer) -> None:
     result = run_cli("memory", "add", "text", "-s", "no-such-scope-" + uuid.uuid4().hex, url=server.base_url)
-    assert result.returncode == 1
+    assert result.returncode == 3
     assert result.stderr.strip().startswith("error: scope-not-found:")
     assert "Traceback" not in result.stderr
 
 
 def test_unreachable_server_is_a_clear_error() -> None:
     result = run_cli("scope", "list", url="http://127.0.0.1:9")
-    assert result.returncode == 1
+    assert result.returncode == 5
     assert "server-unreachable" in result.stderr
     assert "Traceback" not in result.stderr
 

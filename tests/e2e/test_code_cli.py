@@ -47,7 +47,7 @@ def test_index_query_and_snippet_through_the_server(server: LiveServer, api: Api
 
     (repo / ev["path"]).write_text("rewritten\n")
     changed = run_cli(*args, url=url)
-    assert changed.returncode == 1
+    assert changed.returncode == 4
     assert changed.stderr.strip().startswith("error: code-changed:")
     assert "Traceback" not in changed.stderr
 
@@ -56,7 +56,7 @@ def test_index_in_process_with_db(tmp_path: Path) -> None:
     repo = make_git_repo(tmp_path / "repo")
     db = tmp_path / "direct.db"
     missing = run_cli("code", "index", str(repo), "-s", "direct", "--db", str(db))
-    assert missing.returncode == 1 and missing.stderr.startswith("error: scope-not-found:")
+    assert missing.returncode == 3 and missing.stderr.startswith("error: scope-not-found:")
 
     from powercontext.store.sqlite import SqliteStore
 
@@ -67,5 +67,5 @@ def test_index_in_process_with_db(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["files_skipped_large"] == 0
     bad = run_cli("code", "index", str(tmp_path / "nope"), "-s", "direct", "--db", str(db))
-    assert bad.returncode == 1 and bad.stderr.startswith("error: invalid-code-path:")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: invalid-code-path:")
     assert str(tmp_path) not in bad.stderr

@@ -44,7 +44,7 @@ def test_topic_lifecycle_through_the_cli(server: LiveServer, scope: str, tmp_pat
     assert revised.returncode == 0, revised.stderr
     assert "revision 2" in revised.stdout
     stale = run_cli("topic", "revise", aid, "-s", scope, "--expected-revision", "1", "--title", "x", url=url)
-    assert stale.returncode == 1 and "revision-conflict" in stale.stderr
+    assert stale.returncode == 4 and "revision-conflict" in stale.stderr
 
     found = run_cli("topic", "search", "canary release", "-s", scope, url=url)
     assert "mode fts" in found.stdout and f"{aid}@2" in found.stdout
@@ -59,7 +59,7 @@ def test_topic_lifecycle_through_the_cli(server: LiveServer, scope: str, tmp_pat
     nothing = run_cli("topic", "revise", aid, "-s", scope, "--expected-revision", "2", url=url)
     assert nothing.returncode == 1 and nothing.stderr.startswith("error: nothing to change")
     too_long = run_cli("topic", "create", "T", "-s", scope, "--body", "x" * 16001, url=url)
-    assert too_long.returncode == 1
+    assert too_long.returncode == 2
     assert too_long.stderr.startswith("error: invalid-request: body:") and "Traceback" not in too_long.stderr
 
 
@@ -88,7 +88,7 @@ def test_experience_review_through_the_cli(server: LiveServer, scope: str) -> No
     shown = run_cli("experience", "candidate", "show", cid, "-s", scope, url=url)
     assert "(approved)" in shown.stdout and f"approved as {eid}@1" in shown.stdout
     again = run_cli("experience", "candidate", "review", cid, "reject", "-s", scope, url=url)
-    assert again.returncode == 1 and "candidate-not-pending" in again.stderr
+    assert again.returncode == 4 and "candidate-not-pending" in again.stderr
 
     found = run_cli("experience", "search", "builds", "-s", scope, url=url)
     assert f"{eid}@1" in found.stdout
@@ -105,12 +105,12 @@ def test_experience_review_through_the_cli(server: LiveServer, scope: str) -> No
 def test_profile_through_the_cli(server: LiveServer, scope: str, tmp_path: Path) -> None:
     url = server.base_url
     missing = run_cli("profile", "get", "-s", scope, url=url)
-    assert missing.returncode == 1 and missing.stderr.startswith("error: artifact-not-found:")
+    assert missing.returncode == 3 and missing.stderr.startswith("error: artifact-not-found:")
     first = run_cli("profile", "set", "-s", scope, "language=Python 3.11", "style=ruff, mypy --strict", url=url)
     assert first.returncode == 0, first.stderr
     assert "Profile revision 1" in first.stdout and "mypy --strict" in first.stdout
     stale = run_cli("profile", "set", "-s", scope, "language=Python", url=url)
-    assert stale.returncode == 1 and "revision-conflict" in stale.stderr
+    assert stale.returncode == 4 and "revision-conflict" in stale.stderr
 
     source = tmp_path / "profile.json"
     source.write_text(json.dumps({"language": "Python 3.12", "tests": "pytest -q"}), encoding="utf-8")
@@ -132,4 +132,4 @@ def test_profile_through_the_cli(server: LiveServer, scope: str, tmp_path: Path)
     not_pair = run_cli("profile", "set", "-s", scope, "no-equals-sign", url=url)
     assert not_pair.returncode == 1 and "key=value" in not_pair.stderr and "no-equals-sign" not in not_pair.stderr
     duplicate = run_cli("profile", "set", "-s", scope, "--expected-revision", "2", "a=1", "a=2", url=url)
-    assert duplicate.returncode == 1 and "invalid-request" in duplicate.stderr and "Traceback" not in duplicate.stderr
+    assert duplicate.returncode == 2 and "invalid-request" in duplicate.stderr and "Traceback" not in duplicate.stderr

@@ -37,8 +37,9 @@ def run_hook(
         POWERCONTEXT_URL=url,
         POWERCONTEXT_HOOK_TIMEOUT_MS=str(BUDGET_MS),
         POWERCONTEXT_HOOK_STATE_DIR=str(state),
-        **(extra_env or {}),
+        POWERCONTEXT_HOOK_QUIET="1",  # the once-per-session notice has its own tests below
     )
+    env.update(extra_env or {})
     started = time.monotonic()
     done = subprocess.run(
         [*HOOK, host],
@@ -253,3 +254,89 @@ def test_hook_ignores_garbage_input(tmp_path: Path) -> None:
     )
     assert done.returncode == 0 and done.stdout == ""
     assert json.loads(done.stderr)["outcome"] == "skipped"
+
+
+DOCUMENTED_KEYS = {"component", "event", "outcome", "reason", "http_status", "context_status", "content_bytes"}
+
+
+def documented_line(stderr: str, host: str) -> dict[str, Any]:
+    """The one stderr line every failure writes, in the documented shape (CONTRACTS §2.8)."""
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    line = json.loads(lines[0])
+    assert set(line) - {"error_code"} == DOCUMENTED_KEYS, line
+    assert line["component"] == f"powercontext.{host.replace('-', '_')}.recall" and line["event"] == "context_prepare"
+    assert isinstance(line, dict)
+    return line
+
+
+@pytest.mark.parametrize("host", ["claude-code", "codex"])
+def test_hostile_stdin_gets_the_documented_line_and_never_raises(host: str, tmp_path: Path) -> None:
+    for stdin in ("[" * 100_000, '{"prompt": ' * 50_000, "\udcff not utf-8", "[1, 2]", ""):
+        done = subprocess.run(
+            [*HOOK, host],
+            input=stdin.encode("utf-8", "surrogateescape"),
+            capture_output=True,
+            timeout=30,
+            env={**os.environ, "POWERCONTEXT_HOOK_STATE_DIR": str(tmp_path)},
+        )
+        assert done.returncode == 0 and done.stdout == b""
+        line = documented_line(done.stderr.decode(), host)
+        assert (line["outcome"], line["reason"]) == ("skipped", "bad_input"), stdin[:20]
+
+
+@pytest.mark.parametrize(("mode", "reason"), [("surrogate", "not_utf8"), ("deep", "not_json")])
+def test_hostile_server_content_gets_the_documented_line(
+    mode: str, reason: str, fake_server: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, _ = fake_server
+    done, _ = run_hook("claude-code", "a question", make_repo(tmp_path, "p"), f"{url}/{mode}", tmp_path)
+    assert done.returncode == 0 and done.stdout == ""
+    line = documented_line(done.stderr, "claude-code")
+    assert (line["outcome"], line["reason"]) == ("invalid_response", reason)
+
+
+def notice_of(stdout: str) -> str | None:
+    if not stdout:
+        return None
+    out = json.loads(stdout)
+    assert set(out) == {"systemMessage"}, out  # for the user only: nothing for the model's context
+    assert isinstance(out["systemMessage"], str)
+    return out["systemMessage"]
+
+
+def test_recall_down_is_shown_once_per_session(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, "project:secret-scope")
+    down = f"http://127.0.0.1:{free_port()}"
+    loud = {"POWERCONTEXT_HOOK_QUIET": ""}
+
+    def prompt(session: str, extra: dict[str, str] | None = None) -> str | None:
+        payload = {**hook_input("claude-code", "my private question", repo), "session_id": session}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+        env.update(POWERCONTEXT_URL=down, POWERCONTEXT_HOOK_STATE_DIR=str(tmp_path / "state"), **(extra or loud))
+        done = subprocess.run(
+            [*HOOK, "claude-code"], input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=30
+        )
+        assert done.returncode == 0
+        assert json.loads(done.stderr)["outcome"] == "server_unavailable"
+        return notice_of(done.stdout)
+
+    first = prompt("session-a")
+    assert first is not None and "PowerContext recall is unavailable" in first and "hosts doctor" in first
+    assert "private question" not in first and "secret-scope" not in first and down not in first
+    assert prompt("session-a") is None  # never twice in one session
+    assert prompt("session-b") is not None  # a new session is told again
+    assert prompt("session-c", {"POWERCONTEXT_HOOK_QUIET": "1"}) is None
+    assert prompt("session-c") is not None  # quiet suppressed it without spending the session's notice
+
+
+def test_a_refusing_server_is_shown_once_and_an_empty_scope_never(server: LiveServer, api: Api, tmp_path: Path) -> None:
+    loud = {"POWERCONTEXT_HOOK_QUIET": "", "POWERCONTEXT_HOOK_TIMEOUT_MS": "10000"}  # a refusal, not a slow machine
+    missing = make_repo(tmp_path, "never:created")
+    refused, _ = run_hook("codex", "question", missing, server.base_url, tmp_path / "s1", loud)
+    assert json.loads(refused.stderr).get("error_code") == "scope-not-found", refused.stderr
+    assert notice_of(refused.stdout) is not None and "scope-not-found" in str(notice_of(refused.stdout))
+    empty, _ = run_hook(
+        "codex", "question", make_repo(tmp_path, api.new_scope(prefix="e")), server.base_url, tmp_path / "s2", loud
+    )
+    assert empty.stdout == ""  # recall worked and found nothing: not an outage

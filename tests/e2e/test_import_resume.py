@@ -126,7 +126,7 @@ def test_rerun_after_the_server_is_killed_stores_each_line_once(tmp_path: Path) 
         cli = start_import(source, scope_id, first.base_url)
         partial = kill_when_partly_written(first.process, first.db_path, scope_id)
         _, stderr = cli.communicate(timeout=60)
-        assert cli.returncode == 1, "the CLI did not notice the Server went away"
+        assert cli.returncode == 5, "the CLI did not notice the Server went away"
         assert "re-run to resume safely" in stderr
     assert 0 < partial < LINES, "the Server was not killed in the middle of the import"
     with live_server(tmp_path, log_name="second.log") as second:

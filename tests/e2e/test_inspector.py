@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -48,6 +49,7 @@ class Seeded:
     live: LiveServer
     admin: httpx.Client
     forgettable: str  # the artifact id of a memory the test forgets after preparing
+    why: dict[str, str]  # the "why SQLite?" case's artifact ids by role
 
 
 def _client(live: LiveServer, token: str) -> httpx.Client:
@@ -106,7 +108,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
             timeout=120,
         )
         assert indexed.returncode == 0, indexed.stderr
-        yield Seeded(live, admin, forgettable)
+        yield Seeded(live, admin, forgettable, _seed_why(admin))
         admin.close()
 
 
@@ -142,11 +144,17 @@ def _sign_in(page: Any, token: str) -> None:
     page.click("#token-use")
 
 
-def _prepare_in_page(page: Any, button: str = "#run") -> dict[str, Any]:
-    with page.expect_response(lambda r: r.url.endswith("/v1/context/prepare")) as answer:
+def _explain_in_page(page: Any, button: str = "#run") -> dict[str, Any]:
+    """The page's explain answer (its ``prepared`` is what an agent gets)."""
+    with page.expect_response(lambda r: r.url.endswith("/v1/context/explain")) as answer:
         page.click(button)
     page.wait_for_selector("#result:not([hidden])")
     return strict_json(answer.value.body())
+
+
+def _prepare_in_page(page: Any, button: str = "#run") -> dict[str, Any]:
+    prepared: dict[str, Any] = _explain_in_page(page, button)["prepared"]
+    return prepared
 
 
 def _identity(item: dict[str, Any]) -> str:
@@ -170,7 +178,7 @@ def test_page_shows_the_receipt_rows_and_exact_revisions(seeded: Seeded, page: W
     p = page.page
     p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=deploy")
     _sign_in(p, ADMIN)
-    expect(p.locator("#scope option")).to_have_count(2)
+    expect(p.locator("#scope option")).to_have_count(3)
     assert p.input_value("#scope") == WEB, "the Scope from the address is pre-selected"
     assert p.input_value("#query") == "deploy"
     p.check("#code-a")
@@ -183,6 +191,9 @@ def test_page_shows_the_receipt_rows_and_exact_revisions(seeded: Seeded, page: W
     assert p.text_content("#budget-text") == f"{body['content_bytes']} of 8000 bytes"
     assert receipt["receipt_id"] in p.text_content("#receipt-ids")
     assert p.locator("#stage-chart rect").count() == len(receipt["stages"])
+    # The why table has the code range too, injected, with its own rank.
+    code_rows = p.locator('tr.candidate-row[data-identity^="code "]')
+    assert code_rows.count() >= 1 and code_rows.first.get_attribute("data-fate") == "selected"
 
     # Expanding a memory row reads its exact revision, even after it was forgotten.
     forgotten = next(
@@ -227,14 +238,23 @@ def _read(seeded: Seeded, item: dict[str, Any]) -> str:
     return str(view.get("text", view.get("body", "")))
 
 
-def test_compare_marks_what_a_smaller_budget_dropped(seeded: Seeded, page: Watched) -> None:
+def _injected(explained: dict[str, Any]) -> list[str]:
+    chosen = [c for c in explained["candidates"] if c["fate"]["outcome"] == "selected"]
+    return [_identity(c) for c in sorted(chosen, key=lambda c: c["fate"]["position"])]
+
+
+def _diff_ids(p: Any, group: str) -> list[str]:
+    return list(p.locator(f"#diff-{group} li").evaluate_all("items => items.map(i => i.dataset.identity)"))
+
+
+def test_compare_diffs_what_a_smaller_budget_dropped(seeded: Seeded, page: Watched) -> None:
     p = page.page
     p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=deploy%20payments")
     _sign_in(p, ADMIN)
-    expect(p.locator("#scope option")).to_have_count(2)
+    expect(p.locator("#scope option")).to_have_count(3)
     p.fill("#max-bytes-b", "700")
     answers: list[dict[str, Any]] = []
-    p.on("response", lambda r: answers.append(strict_json(r.body())) if r.url.endswith("/prepare") else None)
+    p.on("response", lambda r: answers.append(strict_json(r.body())) if r.url.endswith("/explain") else None)
     p.click("#compare")
     p.wait_for_selector("#comparison:not([hidden])")
     # Response events reach this handler while Playwright is waiting, possibly after the page has already
@@ -244,35 +264,164 @@ def test_compare_marks_what_a_smaller_budget_dropped(seeded: Seeded, page: Watch
             break
         p.wait_for_timeout(100)
     assert len(answers) == 2
-    # The two prepares may answer in either order: A is the larger budget.
-    answers.sort(key=lambda answer: -int(answer["receipt"]["requested_max_bytes"]))
-    assert answers[1]["receipt"]["requested_max_bytes"] == 700
-    a_ids = [_identity(i) for i in answers[0]["receipt"]["selected"]]
-    b_ids = [_identity(i) for i in answers[1]["receipt"]["selected"]]
+    answers.sort(key=lambda answer: -int(answer["prepared"]["receipt"]["requested_max_bytes"]))
+    a_ids, b_ids = _injected(answers[0]), _injected(answers[1])
     dropped = [i for i in a_ids if i not in b_ids]
     assert dropped, "the smaller budget should drop at least one identity"
-    removed = p.locator(".compare-column >> nth=0").locator("li[data-mark=removed]")
-    assert removed.evaluate_all("items => items.map(i => i.dataset.identity)") == dropped
-    assert p.locator(".compare-column >> nth=1").locator("li").count() == len(b_ids)
+    assert _diff_ids(p, "lost") == dropped
+    assert _diff_ids(p, "gained") == [i for i in b_ids if i not in a_ids]
+    # Each lost item says what happened to it in the other run.
+    assert all("now " in t for t in p.locator("#diff-lost li").all_text_contents())
     p.screenshot(path=str(IMG_DIR / "inspector-compare.png"), full_page=True)
+
+
+def test_diff_before_and_after_a_write(seeded: Seeded, page: Watched) -> None:
+    p = page.page
+    p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=rollback%20drill&run=1")
+    _sign_in(p, ADMIN)
+    p.wait_for_selector("#result:not([hidden])")
+    p.click("#pin")
+    written = _ok(
+        seeded.admin.post(
+            f"/v1/scopes/{WEB}/atomic-memory", json={"text": "Rollback drill every quarter.", "kind": "fact"}
+        )
+    )
+    with p.expect_response(lambda r: r.url.endswith("/v1/context/explain")):
+        p.keyboard.press("Control+Enter")
+    p.wait_for_selector("#diff-gained li")
+    gained = _diff_ids(p, "gained")
+    address = written["artifact_address"]
+    assert gained == [f"{WEB} atomic-memory {address['artifact']['artifact_id']}@1"]
+    assert _diff_ids(p, "lost") == []
+
+
+WHY = "proj:why"
+
+
+def _seed_why(admin: httpx.Client) -> dict[str, str]:
+    """The issue's case: why SQLite? A settlement topic sits among the candidates; one expected fact shares no term."""
+    _ok(admin.post("/v1/scopes", json={"scope_id": WHY, "title": "Why SQLite"}))
+    texts = {
+        "choice": "We chose SQLite for the default store: one file to back up, no server to run.",
+        "wal": "SQLite runs in WAL mode so readers never wait for the writer.",
+        "unrelated": "Lunch orders go out at eleven.",
+        "expected": "The embedded database keeps everything in a single file on disk.",
+    }
+    ids = {
+        name: _ok(admin.post(f"/v1/scopes/{WHY}/atomic-memory", json={"text": text, "kind": "fact"}))[
+            "artifact_address"
+        ]["artifact"]["artifact_id"]
+        for name, text in texts.items()
+    }
+    topic = {"title": "Settlement", "body": "What we know about nightly settlement: why we batch it after midnight."}
+    ids["topic"] = _ok(admin.post(f"/v1/scopes/{WHY}/topic-memory", json=topic))["artifact_address"]["artifact"][
+        "artifact_id"
+    ]
+    return ids
+
+
+def _no_horizontal_overflow(p: Any) -> bool:
+    return bool(p.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
+
+
+def test_why_rows_expected_box_items_and_permalink(seeded: Seeded, browser: Any) -> None:
+    ids = seeded.why
+    context = browser.new_context(viewport={"width": 1400, "height": 1200})
+    p = context.new_page()
+    p.goto(
+        f"{seeded.live.base_url}/inspector#scope={WHY}&q=Why%20did%20we%20choose%20SQLite%3F&expect={ids['expected']}"
+    )
+    _sign_in(p, ADMIN)
+    expect(p.locator("#scope option")).to_have_count(3)
+    explained = _explain_in_page(p)
+    candidates = explained["candidates"]
+    rows = p.locator("tr.candidate-row")
+    expect(rows).to_have_count(len(candidates))
+    # One row per candidate, injected ones first in injection order, each with the fate the Server reported.
+    shown = rows.evaluate_all("rs => rs.map(r => [r.dataset.identity, r.dataset.fate])")
+    injected = _injected(explained)
+    assert (
+        [i for i, fate in shown if fate == "selected"]
+        == injected
+        == [_identity(i) for i in explained["prepared"]["receipt"]["selected"]]
+    )
+    fates = {_identity(c): c["fate"]["reason"] or "selected" for c in candidates}
+    assert {i: f for i, f in shown} == fates
+    # The SQLite rows show their text with the matched words highlighted, and their matched terms.
+    choice = p.locator(f'tr.candidate-row[data-identity="{WHY} atomic-memory {ids["choice"]}@1"]')
+    choice.locator("td.preview mark").first.wait_for()
+    assert "SQLite" in choice.locator("td.preview mark").all_text_contents()
+    assert choice.locator(".term").all_text_contents() == ["we", "sqlite"]
+    assert "We chose SQLite for the default store" in choice.locator("td.preview").text_content()
+    link = choice.locator("a").get_attribute("href")
+    assert link == f"/v1/scopes/{quote(WHY, safe='')}/artifacts/atomic-memory/{ids['choice']}/revisions/1"
+    # The unrelated topic is a candidate because it shares query terms; its row says which.
+    topic = p.locator(f'tr.candidate-row[data-identity="{WHY} topic-memory {ids["topic"]}@1"]')
+    assert topic.locator(".term").all_text_contents() == ["whi", "we"]
+    # The expected fact shares no term with the query: the box says it was not ranked, and why.
+    box = p.locator(f'#expected-list li[data-id="{ids["expected"]}"]')
+    assert box.get_attribute("data-where") == "not_found"
+    assert "shares no query term" in box.text_content()
+    # A family with no content here is not reported as an omission.
+    assert "experience" in p.text_content("#no-candidates")
+    assert "not_retrieved" not in p.text_content("#result")
+    # The injected content, item by item, and raw on a toggle.
+    expect(p.locator("#injected li.injected-item")).to_have_count(len(injected))
+    assert p.locator("#injected pre.body").first.text_content() in explained["prepared"]["content"]
+    p.click("#raw-toggle")
+    assert p.is_visible("#content") and p.text_content("#content") == explained["prepared"]["content"]
+    p.click("#raw-toggle")
+    assert _no_horizontal_overflow(p)
+    IMG_DIR.mkdir(parents=True, exist_ok=True)
+    p.screenshot(path=str(IMG_DIR / "inspector-why.png"), full_page=True)
+
+    # The permalink is the address now; opened afresh it runs the request with no click.
+    permalink = p.get_attribute("#permalink", "href")
+    assert permalink.endswith("&run=1") and f"expect={ids['expected']}" in permalink
+    assert p.evaluate("location.pathname + location.hash") == permalink
+    fresh = context.new_page()
+    with fresh.expect_response(lambda r: r.url.endswith("/v1/context/explain")) as answer:
+        fresh.goto(seeded.live.base_url + permalink)
+        _sign_in(fresh, ADMIN)
+    reopened = strict_json(answer.value.body())
+    fresh.wait_for_selector("tr.candidate-row")
+    assert _injected(reopened) == injected
+    assert fresh.input_value("#expected") == ids["expected"]
+    context.close()
+
+
+@pytest.mark.parametrize("width", [375, 1400])
+def test_page_fits_narrow_and_wide_screens(seeded: Seeded, browser: Any, width: int) -> None:
+    scheme = "dark" if width == 375 else "light"
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    p = context.new_page()
+    p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=deploy%20payments&run=1")
+    _sign_in(p, ADMIN)
+    p.wait_for_selector("tr.candidate-row td.preview mark")
+    p.fill("#max-bytes-b", "700")
+    p.click("#compare")
+    p.wait_for_selector("#comparison:not([hidden])")
+    assert _no_horizontal_overflow(p)
+    background = p.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+    assert (background == "rgb(21, 23, 26)") == (scheme == "dark"), background
+    if width == 375:
+        p.locator("#comparison").scroll_into_view_if_needed()
+        p.screenshot(path=str(IMG_DIR / "inspector-narrow-dark.png"), full_page=False)
+    context.close()
 
 
 def test_dropped_receipt_shows_the_banner_and_the_content(seeded: Seeded, page: Watched) -> None:
     """A Receipt over its byte bound is dropped whole (fail-open); the page says so and still shows the content."""
     p = page.page
+    prepared = {"schema": "powercontext.prepared-context.v1", "status": "ready", "content": "x", "content_bytes": 1}
+    explained = {"prepared": prepared, "query_terms": ["deploy"], "families": [], "candidates": [], "expected": []}
     p.route(
-        "**/v1/context/prepare",
-        lambda route: route.fulfill(
-            status=200,
-            content_type="application/json",
-            body=json.dumps(
-                {"schema": "powercontext.prepared-context.v1", "status": "ready", "content": "x", "content_bytes": 1}
-            ),
-        ),
+        "**/v1/context/explain",
+        lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(explained)),
     )
     p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=deploy")
     _sign_in(p, ADMIN)
-    expect(p.locator("#scope option")).to_have_count(2)
+    expect(p.locator("#scope option")).to_have_count(3)
     p.click("#run")
     p.wait_for_selector("#receipt-dropped")
     assert p.text_content("#content") == "x"
@@ -289,7 +438,7 @@ def test_page_headers_and_asset_size(seeded: Seeded) -> None:
         r = httpx.get(f"{seeded.live.base_url}/inspector/{asset}")
         assert r.status_code == 200 and r.headers["content-security-policy"] == policy
         total += len(r.content)
-    assert total <= 60 * 1024, f"assets total {total} bytes"
+    assert total <= 80 * 1024, f"assets total {total} bytes"
     assert b"<script>" not in page.content, "no inline script"
     # Only the three assets are served; anything else under /inspector is an ordinary (guarded) unknown path.
     assert httpx.get(f"{seeded.live.base_url}/inspector/..%2F__init__.py").status_code in (401, 404)
@@ -321,7 +470,7 @@ def test_26_item_receipt_renders_within_100_ms(seeded: Seeded, page: Watched) ->
     p = page.page
     p.goto(f"{seeded.live.base_url}/inspector#scope={head}&q=perfword&max_bytes=32768")
     _sign_in(p, ADMIN)
-    expect(p.locator("#scope option")).to_have_count(10)
+    expect(p.locator("#scope option")).to_have_count(11)
     p.fill("#sections-a", "memory=8, topic-memory=8, profile=8, experience=2")
     body = _prepare_in_page(p)
     assert len(body["receipt"]["selected"]) == 26
@@ -340,4 +489,4 @@ def test_cli_inspect_prints_a_prefilled_address() -> None:
         env={"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": "http://127.0.0.1:9"},
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "http://127.0.0.1:9/inspector#scope=proj%3Aweb&q=why%20deploy%3F&max_bytes=8000"
+    assert done.stdout.strip() == "http://127.0.0.1:9/inspector#scope=proj%3Aweb&q=why%20deploy%3F&max_bytes=8000&run=1"

@@ -25,6 +25,7 @@ from tests.conftest import REPO_ROOT, LiveServer, code_roots_for_tests, live_ser
 from tests.support import Api, unique
 
 EXPECTED_TOOLS = {
+    "scope_list",
     "capabilities",
     "memory_add",
     "memory_search",
@@ -231,3 +232,118 @@ def test_mcp_endpoint_needs_a_known_token(guarded: LiveServer) -> None:
         guarded.base_url + "/mcp", json=initialize, headers={**headers, "Authorization": f"Bearer {READER}"}, timeout=30
     )
     assert ok.status_code == 200, ok.text
+
+
+async def listed_tools(client: Client) -> dict[str, Any]:
+    return {t.name: t.model_dump(by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools}
+
+
+def test_tools_describe_themselves_the_same_way_over_both_transports(guarded: LiveServer) -> None:
+    async def go() -> tuple[dict[str, Any], dict[str, Any], Any, Any]:
+        async with stdio_client(guarded.base_url, WRITER) as stdio, http_client(guarded.base_url, WRITER) as http:
+            return (
+                await listed_tools(stdio),
+                await listed_tools(http),
+                stdio.server_capabilities,
+                http.server_capabilities,
+            )
+
+    over_stdio, over_http, stdio_init, http_init = anyio.run(go)
+    assert over_stdio == over_http
+    assert set(over_stdio) == EXPECTED_TOOLS
+    for name, tool in over_stdio.items():
+        hints = tool["annotations"]
+        assert hints["title"] and tool["title"], name
+        assert {"readOnlyHint", "destructiveHint", "idempotentHint"} <= set(hints), name
+        for prop, schema in tool["inputSchema"]["properties"].items():
+            assert schema.get("description"), f"{name}.{prop} has no description"
+    assert over_stdio["memory_search"]["annotations"]["readOnlyHint"] is True
+    assert over_stdio["memory_forget"]["annotations"]["destructiveHint"] is True
+    assert over_stdio["memory_add"]["annotations"]["readOnlyHint"] is False
+    kind = over_stdio["memory_add"]["inputSchema"]["properties"]["kind"]
+    assert kind["enum"] == ["decision", "constraint", "fact", "state", "next-step", "outcome", "note"]
+    search = over_stdio["memory_search"]["inputSchema"]["properties"]
+    assert search["mode"]["enum"] == ["auto", "fts", "vector", "hybrid"]
+    assert (search["limit"]["minimum"], search["limit"]["maximum"]) == (1, 50)
+    for advertised in (stdio_init, http_init):
+        capabilities = advertised.model_dump(exclude_none=True)
+        assert "tools" in capabilities
+        assert "resources" not in capabilities and "prompts" not in capabilities
+
+
+def test_scope_list_names_the_scopes_the_token_may_read(guarded: LiveServer) -> None:
+    async def go(token: str) -> set[str]:
+        async with stdio_client(guarded.base_url, token) as client:
+            listed = await call(client, "scope_list", {})
+            return {item["scope_id"] for item in listed["items"]}
+
+    assert anyio.run(go, READER) == {"mcp:public"}
+    assert {"mcp:public", "mcp:private"} <= anyio.run(go, WRITER)
+
+
+def test_errors_name_what_an_mcp_client_can_do(server: LiveServer, api: Api) -> None:
+    scope_id = api.new_scope(prefix="mcp-errors")
+
+    async def go() -> list[dict[str, Any]]:
+        async with stdio_client(server.base_url) as client:
+            return [
+                await tool_error(client, "memory_get", {"scope_id": unique("none"), "artifact_id": "am_x"}),
+                await tool_error(client, "profile_get", {"scope_id": scope_id}),
+                await tool_error(client, "memory_search", {"scope_id": scope_id, "query": "x", "surprise": 1}),
+            ]
+
+    missing_scope, missing_profile, unknown_argument = anyio.run(go)
+    assert missing_scope["code"] == "scope-not-found"
+    assert "scope_list" in missing_scope["message"] and "powercontext scope create" in missing_scope["message"]
+    assert missing_profile["code"] == "artifact-not-found"
+    assert "powercontext profile set" in missing_profile["message"]
+    assert unknown_argument["code"] == "invalid-request" and "surprise" in unknown_argument["message"]
+    for error in (missing_scope, missing_profile, unknown_argument):
+        assert "/v1/" not in error["message"]
+
+
+def test_get_on_the_mcp_endpoint_is_refused_at_once(server: LiveServer, guarded: LiveServer) -> None:
+    headers = {"Accept": "text/event-stream"}
+    answered = httpx.get(server.base_url + "/mcp", headers=headers, timeout=5)
+    assert answered.status_code == 405
+    assert answered.headers["allow"] == "POST"
+    assert answered.json()["error"]["code"] == "method-not-allowed"
+    with_token = {**headers, "Authorization": f"Bearer {READER}"}
+    assert httpx.get(guarded.base_url + "/mcp", headers=with_token, timeout=5).status_code == 405
+
+
+def test_stdio_server_exits_on_sigint_within_a_second(server: LiveServer) -> None:
+    import signal
+    import subprocess
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "powercontext", "mcp", "--url", server.base_url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        process.stdin.write(json.dumps(request).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1  # serving, stdin still open
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=5)
+        assert time.monotonic() - sent <= 1.0
+        assert b"Traceback" not in (process.stderr.read() if process.stderr else b"")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -55,11 +55,11 @@ def test_prompt_set_show_auto_and_retire_through_the_cli(server: LiveServer, sco
     stale = run_cli(
         "prompt", "set", "recall.expand", "-s", scope, "--instructions", "x", "--expected-revision", "0", url=url
     )
-    assert stale.returncode == 1 and "revision-conflict" in stale.stderr
+    assert stale.returncode == 4 and "revision-conflict" in stale.stderr
     blank = run_cli("prompt", "set", "recall.expand", "-s", scope, "--instructions", "   ", url=url)
-    assert blank.returncode == 1 and "prompt-instructions-required" in blank.stderr
+    assert blank.returncode == 2 and "prompt-instructions-required" in blank.stderr
     unknown = run_cli("prompt", "show", "memory.extract", "-s", scope, url=url)
-    assert unknown.returncode == 1 and "unknown-prompt-key" in unknown.stderr
+    assert unknown.returncode == 3 and "unknown-prompt-key" in unknown.stderr
 
     auto = run_cli("prompt", "auto", "recall.expand", "-s", scope, "--json", url=url)
     assert auto.returncode == 0, auto.stderr

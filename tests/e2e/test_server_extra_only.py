@@ -1,6 +1,6 @@
 """The README's main job needs only the ``server`` extra: the optional extras' packages may be missing.
 
-The packages of the other extras (oceanbase, mcp, otel, embeddings, dev) are made unimportable in the Server
+The packages of the other extras (oceanbase, otel, embeddings, dev) are made unimportable in the Server
 process, as on a machine where only ``pip install -e '.[server]'`` ran; the real CLI then serves SQLite."""
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from tests.support import free_port, wait_until
 OPTIONAL = (
     "pymysql",
     "pylibseekdb",
-    "mcp",
     "opentelemetry.sdk",
     "tokenizers",
     "onnx",
@@ -59,6 +58,22 @@ def test_server_run_serves_sqlite_without_the_optional_extras(tmp_path: Path) ->
             prepared = http.post("/v1/context/prepare", json={"scope_id": "p:only", "query": "Why SQLite?"})
             assert prepared.status_code == 200
             assert prepared.json()["status"] == "ready"
+            # MCP is part of `server`: /mcp answers an initialize (and refuses GET rather than holding it open).
+            initialize = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+            accept = {"Accept": "application/json, text/event-stream"}
+            answered = http.post("/mcp", json=initialize, headers=accept)
+            assert answered.status_code == 200, answered.text
+            assert answered.json()["result"]["serverInfo"]["name"] == "powercontext"
+            assert http.get("/mcp", headers=accept).status_code == 405
     finally:
         process.terminate()
         process.wait(timeout=15)

@@ -1,5 +1,6 @@
 """The Server takes integers and booleans only as the JSON types its schema names, on every route alike;
-query parameters, which are text by nature, still parse as numbers."""
+an integer may be written with a zero fraction (``8.0``), which JSON Schema counts as an integer; query
+parameters, which are text by nature, still parse as numbers."""
 
 from __future__ import annotations
 
@@ -33,21 +34,23 @@ def test_include_receipt_true_false_and_null_are_accepted(api: Api) -> None:
         assert "receipt" not in r.json()
 
 
-@pytest.mark.parametrize("value", [1000.0, "1000", True])
+@pytest.mark.parametrize("value", [1000.5, "1000", True])
 def test_max_bytes_is_a_strict_integer(api: Api, value: object) -> None:
     r = prepare(api, api.new_scope(), max_bytes=value)
     assert (r.status_code, error_code(r)) == (422, "invalid-request"), r.text
     assert prepare(api, api.new_scope(), max_bytes=1000).status_code == 200
+    assert prepare(api, api.new_scope(), max_bytes=1000.0).status_code == 200
 
 
-@pytest.mark.parametrize("value", ["1", 1.0, True])
+@pytest.mark.parametrize("value", ["1", 1.5, True])
 def test_expected_revision_is_a_strict_integer(api: Api, value: object) -> None:
     scope_id = api.new_scope()
     memory_id = artifact_id(api.add(scope_id, "a memory to revise"))
     path = f"/v1/scopes/{scope_id}/atomic-memory/{memory_id}"
     r = api.put(path, {"text": "revised", "expected_revision": value})
     assert (r.status_code, error_code(r)) == (422, "invalid-request"), r.text
-    assert api.put(path, {"text": "revised", "expected_revision": 1}).status_code == 200
+    assert api.put(path, {"text": "revised", "expected_revision": 1.0}).status_code == 200
+    assert api.put(path, {"text": "revised again", "expected_revision": 2}).status_code == 200
 
 
 SEARCHES = ["/atomic-memory/search", "/topic-memory/search", "/experience/search", "/code/query"]
@@ -57,17 +60,19 @@ SEARCHES = ["/atomic-memory/search", "/topic-memory/search", "/experience/search
 def test_limit_is_treated_alike_on_every_search(api: Api, route: str) -> None:
     scope_id = api.new_scope()
     path = f"/v1/scopes/{scope_id}{route}"
-    for refused in (8.0, "8", True):
+    for refused in (8.5, "8", True):
         r = api.post(path, {"query": "anything", "limit": refused})
         assert (r.status_code, error_code(r)) == (422, "invalid-request"), (refused, r.text)
-    r = api.post(path, {"query": "anything", "limit": 8})
-    assert r.status_code == 200, r.text
+    for accepted in (8, 8.0):
+        r = api.post(path, {"query": "anything", "limit": accepted})
+        assert r.status_code == 200, r.text
 
 
 def test_assembly_section_limit_and_include_code_are_strict(api: Api) -> None:
     scope_id = api.new_scope()
-    section = {"sections": [{"family": "memory", "limit": 2.0}]}
+    section = {"sections": [{"family": "memory", "limit": 2.5}]}
     assert prepare(api, scope_id, assembly=section).status_code == 422
+    assert prepare(api, scope_id, assembly={"sections": [{"family": "memory", "limit": 2.0}]}).status_code == 200
     assert prepare(api, scope_id, include_code="true").status_code == 422
     assert prepare(api, scope_id, assembly={"sections": [{"family": "memory", "limit": 2}]}).status_code == 200
 

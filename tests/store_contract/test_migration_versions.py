@@ -47,8 +47,7 @@ def test_a_sqlite_database_at_version_6_upgrades_through_the_no_op_step(tmp_path
     store = SqliteStore(path)
     try:
         versions = [row[0] for row in store._reader().execute("SELECT version FROM schema_migrations")]
-        latest = sqlite_migrations.LATEST_VERSION
-        assert max(versions) == latest and len(versions) == latest
+        assert sorted(versions) == [v for v, _ in sqlite_migrations.MIGRATIONS]  # 7 applied again, once
         assert store.create_scope("v7", "t", []).scope_id == "v7"  # and the store works
     finally:
         store.close()

@@ -44,8 +44,10 @@ def test_migrations_apply_once_and_reopen_works(tmp_path: Path) -> None:
         again.close()
     assert _rows(path, "SELECT version, applied_at FROM schema_migrations ORDER BY version") == applied
     tables = {name for (name,) in _rows(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"scopes", "artifacts", "revisions", "idempotency_keys", "atomic_memory_fts"} <= tables
-    assert {"code_trees", "code_files", "code_chunks", "code_fts"} <= tables
+    assert {"scopes", "artifacts", "revisions", "idempotency_keys", "fts_term_docs"} <= tables
+    assert {"code_trees", "code_files", "code_chunks"} <= tables
+    # Full-text tables are per Scope (migration 9): none is shared by every Scope any more.
+    assert not {"atomic_memory_fts", "topic_memory_fts", "experience_fts", "code_fts"} & tables
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

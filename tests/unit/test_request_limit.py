@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES, largest_batch_item
+import pytest
+from pydantic import Field
+
+from powercontext.contract.common import StrictModel
+from powercontext.contract.limits import (
+    MAX_REQUEST_BODY_BYTES,
+    UnboundedRequest,
+    largest_batch_item,
+    largest_request_bytes,
+)
 from powercontext.contract.memory import MAX_BATCH_ITEMS, AtomicMemoryBatchCreate
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
@@ -24,3 +33,18 @@ def test_the_limit_is_the_encoded_size_of_a_full_batch_of_the_largest_items() ->
 
 def test_the_operations_guide_states_the_limit() -> None:
     assert f"**{MAX_REQUEST_BODY_BYTES:,} bytes**" in DOCS.read_text(encoding="utf-8")
+
+
+def test_a_request_model_with_an_unbounded_part_has_no_limit() -> None:
+    class Unbounded(StrictModel):
+        note: str
+
+    class Bounded(StrictModel):
+        note: str = Field(max_length=10)
+        count: int = Field(ge=0, le=99999)
+
+    with pytest.raises(UnboundedRequest):
+        largest_request_bytes(Unbounded)
+    # Ten astral characters (a twelve-byte surrogate pair each) and five digits, indented as json.dumps does.
+    largest = json.dumps({"note": "\U0001f600" * 10, "count": 99999}, ensure_ascii=True, indent=4)
+    assert largest_request_bytes(Bounded) == len(largest)

@@ -55,11 +55,18 @@ def test_every_integer_boolean_and_number_field_is_strict(model: type[StrictMode
 
 
 @pytest.mark.parametrize(
-    "field, value", [("include_receipt", "yes"), ("include_receipt", 1), ("max_bytes", "1000"), ("max_bytes", 1000.0)]
+    "field, value", [("include_receipt", "yes"), ("include_receipt", 1), ("max_bytes", "1000"), ("max_bytes", 1000.5)]
 )
 def test_prepare_refuses_other_json_types(field: str, value: object) -> None:
     with pytest.raises(ValidationError):
         PrepareContextRequest.model_validate({"scope_id": "s", "query": "q", field: value})
+
+
+def test_an_integer_written_with_a_zero_fraction_is_that_integer() -> None:
+    # JSON Schema counts 1000.0 as an integer, so the published schema allows it.
+    request = PrepareContextRequest.model_validate_json('{"scope_id": "s", "query": "q", "max_bytes": 1000.0}')
+    assert request.max_bytes == 1000 and type(request.max_bytes) is int
+    assert PrepareContextRequest.model_validate({"scope_id": "s", "query": "q", "max_bytes": 1e3}).max_bytes == 1000
 
 
 def test_a_number_field_still_takes_an_integer_and_an_integer_field_its_own_type() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from powercontext.assembly.render import (
     ENVELOPE_BYTES,
@@ -26,6 +27,7 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.text.utf8 import ELLIPSIS_BYTES, truncate_utf8, truncate_with_ellipsis
 
 MIN_TRUNCATED_BYTES = 64
+CodeIdentity = tuple[str, str, int]  # fingerprint, path, start line: how code ranges are told apart
 
 
 def _default_candidate_limits() -> dict[Family, int]:
@@ -95,6 +97,17 @@ class PreparedContextBuild:
         return sum(n for (_, r), n in self.omissions.items() if r in ("below_min_bytes", "no_fitting_truncation"))
 
 
+class FateRecorder(Protocol):
+    """Told each candidate's outcome as the Builder decides it (the explain route's probe; None otherwise)."""
+
+    def omitted(self, family: Family, key: ArtifactKey | None, reason: OmissionReason) -> None: ...
+    def selected(
+        self, family: Family, key: ArtifactKey, position: int, rendered_bytes: int, truncated: bool
+    ) -> None: ...
+    def code_omitted(self, identity: CodeIdentity, reason: OmissionReason) -> None: ...
+    def code_selected(self, identity: CodeIdentity, position: int, rendered_bytes: int, truncated: bool) -> None: ...
+
+
 class BuilderInvariantError(Exception):
     """The Builder produced something that breaks its own contract (a bug, never user input)."""
 
@@ -115,6 +128,7 @@ class PreparedContextBuilder:
         *,
         sections: Sequence[Section] | None = None,
         code: Sequence[CodeCandidate] = (),
+        fates: FateRecorder | None = None,
     ) -> PreparedContextBuild:
         """Select, budget and render.
 
@@ -125,17 +139,23 @@ class PreparedContextBuilder:
         """
         limits = self.limits
         omissions: Counter[tuple[Family, OmissionReason]] = Counter()
+
+        def omit(family: Family, key: ArtifactKey | None, reason: OmissionReason) -> None:
+            omissions[(family, reason)] += 1
+            if fates is not None:
+                fates.omitted(family, key, reason)
+
         admitted: dict[Family, list[Candidate]] = {}
         for family, pool in pools.items():
             cap = limits.candidate_limits.get(family, len(pool))
             admitted[family] = list(pool[:cap])
-            if len(pool) > cap:
-                omissions[(family, "family_limit")] += len(pool) - cap
+            for beyond in pool[cap:]:
+                omit(family, beyond.key, "family_limit")
 
         used = ENVELOPE_BYTES
         historical = bool(pools) if sections is None else bool(sections)
         code_budget = max_bytes // 2 if historical else max_bytes
-        code_fragments, code_items, used = self._fit_code(code, code_budget, used, omissions)
+        code_fragments, code_items, used = self._fit_code(code, code_budget, used, omissions, fates)
 
         fragments: list[str] = []
         items: list[BuiltItem] = []
@@ -152,27 +172,29 @@ class PreparedContextBuilder:
         per_family: Counter[Family] = Counter()
         for family, candidate in order:
             if candidate.key is None or not candidate.text.strip():
-                omissions[(family, "blank")] += 1
+                omit(family, candidate.key, "blank")
                 continue
             if candidate.key in seen:
-                omissions[(family, "duplicate")] += 1
+                omit(family, candidate.key, "duplicate")
                 continue
             seen.add(candidate.key)
             family_cap = caps.get(family)
             if family_cap is not None and per_family[family] >= family_cap:
-                omissions[(family, "family_limit")] += 1
+                omit(family, candidate.key, "family_limit")
                 continue
             if len(items) >= entry_limit:
-                omissions[(family, "entry_limit")] += 1
+                omit(family, candidate.key, "entry_limit")
                 continue
             separator = SEPARATOR_BYTES if fragments or separators else 0
             fitted = self._fit(candidate, candidate.key, max_bytes - used - separator)
             if isinstance(fitted, str):
-                omissions[(family, fitted)] += 1
+                omit(family, candidate.key, fitted)
                 continue
             fragment, size, truncated = fitted
             fragments.append(fragment)
             items.append(BuiltItem(candidate.key, size, truncated))
+            if fates is not None:
+                fates.selected(family, candidate.key, len(items), size, truncated)
             per_family[family] += 1
             used += separator + size
 
@@ -202,35 +224,44 @@ class PreparedContextBuilder:
         budget: int,
         used: int,
         omissions: Counter[tuple[Family, OmissionReason]],
+        fates: FateRecorder | None = None,
     ) -> tuple[list[str], list[BuiltCodeItem], int]:
         """Code items in rank order within ``budget`` (envelope included), cut only at line boundaries."""
         limits = self.limits
+
+        def omit(candidate: CodeCandidate, reason: OmissionReason) -> None:
+            omissions[("code", reason)] += 1
+            if fates is not None:
+                fates.code_omitted((candidate.fingerprint, candidate.path, candidate.start_line), reason)
+
         cap = limits.candidate_limits.get("code", len(code))
-        if len(code) > cap:
-            omissions[("code", "family_limit")] += len(code) - cap
+        for beyond in code[cap:]:
+            omit(beyond, "family_limit")
         fragments: list[str] = []
         items: list[BuiltCodeItem] = []
         seen: set[tuple[str, str, int]] = set()
         for candidate in code[:cap]:
             if not candidate.text.strip():
-                omissions[("code", "blank")] += 1
+                omit(candidate, "blank")
                 continue
             identity = (candidate.fingerprint, candidate.path, candidate.start_line)
             if identity in seen:
-                omissions[("code", "duplicate")] += 1
+                omit(candidate, "duplicate")
                 continue
             seen.add(identity)
             if len(items) >= limits.code_limit:
-                omissions[("code", "family_limit")] += 1
+                omit(candidate, "family_limit")
                 continue
             separator = SEPARATOR_BYTES if fragments else 0
             fitted = self._fit_lines(candidate, budget - used - separator)
             if isinstance(fitted, str):
-                omissions[("code", fitted)] += 1
+                omit(candidate, fitted)
                 continue
             fragment, item = fitted
             fragments.append(fragment)
             items.append(item)
+            if fates is not None:
+                fates.code_selected(identity, len(items), item.rendered_bytes, item.truncated)
             used += separator + item.rendered_bytes
         return fragments, items, used
 

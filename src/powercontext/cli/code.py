@@ -110,8 +110,9 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
                 scope, target, max_file_bytes=max_file_bytes or DEFAULT_MAX_FILE_BYTES, progress=progress
             )
     except (StoreError, CodeError) as exc:
-        typer.echo(f"error: {exc.code}: {exc}", err=True)
-        raise typer.Exit(1) from None
+        from powercontext.cli.common import local_failure
+
+        raise local_failure(exc.code, exc.status, str(exc)) from None
     finally:
         store.close()
         provider.close()

@@ -13,13 +13,24 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 if TYPE_CHECKING:
-    from powercontext.client import PowerContextClient
+    from powercontext.client import PowerContextClient, PowerContextError
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 T = TypeVar("T")
 
 UrlOption = Annotated[str, typer.Option("--url", envvar="POWERCONTEXT_URL", help="Server base URL.")]
-ScopeOption = Annotated[str, typer.Option("--scope", "-s", help="Scope id, e.g. project:payments.")]
+_command_scope: list[str] = []  # the running command's --scope, for messages that name a command to type
+
+
+def _remember_scope(value: str | None) -> str | None:
+    if value:
+        _command_scope[:] = [value]
+    return value
+
+
+ScopeOption = Annotated[
+    str, typer.Option("--scope", "-s", callback=_remember_scope, help="Scope id, e.g. project:payments.")
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
 # No envvar here: Settings reads POWERCONTEXT_STORE itself, so --db still wins over the variable.
 StoreOption = Annotated[
@@ -32,14 +43,19 @@ StoreOption = Annotated[
 ]
 
 
-def fail(message: str) -> typer.Exit:
-    """Print ``error: message`` on stderr; raise the returned ``Exit`` (code 1)."""
+# Exit codes by class of failure (documented in docs/cli.md): scripts can branch without parsing text.
+EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNREACHABLE = 1, 2, 3, 4, 5
+
+
+def fail(message: str, code: int = EXIT_REFUSED) -> typer.Exit:
+    """Print ``error: message`` on stderr; raise the returned ``Exit`` (code 1 unless told)."""
     typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
+    return typer.Exit(code)
 
 
 def run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
-    """Run one client call; a Server error or an invalid argument becomes a one-line message and exit code 1."""
+    """Run one client call; a Server error or an invalid argument becomes a one-line message and the exit
+    code of its class (``exit_code_for``)."""
     import asyncio
 
     from pydantic import ValidationError
@@ -53,11 +69,38 @@ def run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
     try:
         return asyncio.run(go())
     except PowerContextError as exc:
-        raise fail(f"{exc.code}: {exc.message}") from None
+        from powercontext.cli.hints import with_commands
+
+        message = with_commands(exc.code, exc.message, next(iter(_command_scope), None))
+        raise fail(f"{exc.code}: {message}", exit_code_for(exc)) from None
     except ValidationError as exc:  # checked locally before sending; the value itself is not repeated
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "input"
-        raise fail(f"invalid-request: {where}: {first['msg']}") from None
+        raise fail(f"invalid-request: {where}: {first['msg']}", EXIT_USAGE) from None
+
+
+def local_failure(code: str, status: int, message: str) -> typer.Exit:
+    """Like a Server error, for a failure in this process (``code index --db``): same message, same exit code."""
+    from powercontext.cli.hints import with_commands
+    from powercontext.client.errors import error_for
+
+    text = with_commands(code, message, next(iter(_command_scope), None))
+    return fail(f"{code}: {text}", exit_code_for(error_for(status, code, message)))
+
+
+def exit_code_for(error: PowerContextError) -> int:
+    """3 not found, 4 conflict, 5 Server unreachable (or unavailable), 2 an invalid request, else 1."""
+    from powercontext.client.errors import Conflict, InvalidRequest, NotFound, Unavailable
+
+    for family, code in (
+        (NotFound, EXIT_NOT_FOUND),
+        (Conflict, EXIT_CONFLICT),
+        (Unavailable, EXIT_UNREACHABLE),
+        (InvalidRequest, EXIT_USAGE),
+    ):
+        if isinstance(error, family):
+            return code
+    return EXIT_REFUSED
 
 
 def print_json(value: Any) -> None:

@@ -113,6 +113,11 @@ def eval_run(
         str | None,
         typer.Option("--url", help="Evaluate a running Server (into fresh Scopes) instead of a temporary store."),
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="An earlier report.json: the page shows deltas and flipped queries."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the overall and per-category scores as JSON.")] = False,
 ) -> None:
     """Ingest a suite, prepare once per query with a Receipt, score it and explain every miss."""
     import asyncio
@@ -126,7 +131,8 @@ def eval_run(
     from powercontext.inference.errors import InferenceError
 
     if mode not in ("auto", "fts", "hybrid"):
-        raise fail("--mode must be auto, fts or hybrid")
+        raise fail("--mode must be auto, fts or hybrid", 2)
+    old_report = _read_baseline(baseline) if baseline is not None else None
     try:
         suite = load_suite(suite_dir)
     except (SuiteError, OSError) as exc:
@@ -168,10 +174,23 @@ def eval_run(
         started_at=started_at,
         duration_s=time.perf_counter() - start,
     )
+    if baseline is not None and old_report is not None:
+        from powercontext.evaluation.compare import compare_reports
+
+        report["baseline"] = {
+            "path": str(baseline),
+            "comparison": compare_reports(old_report, report),
+            "curves": old_report["overall"].get("curves"),
+        }
     out.mkdir(parents=True, exist_ok=True)
     write_json(report, out / "report.json")
     (out / "report.html").write_text(render_html(report), encoding="utf-8")
     overall = report["overall"]
+    if as_json:
+        from powercontext.cli.common import print_json
+
+        print_json({"overall": overall, "categories": report["categories"], "out": str(out)})
+        return
     typer.echo(
         f"{suite.name}: hit@{k} {overall['hit_at_k']:.3f}  MRR {overall['mrr']:.3f}  recall@{k} "
         f"{overall['recall_at_k']:.3f}  outdated instead {overall['outdated_instead']:.3f}  "
@@ -186,6 +205,15 @@ def eval_run(
     typer.echo(f"wrote {out / 'report.json'} and {out / 'report.html'}")
 
 
+def _read_baseline(path: Path) -> dict[str, Any]:
+    from powercontext.evaluation.report import read_report
+
+    try:
+        return read_report(path)
+    except (OSError, ValueError) as exc:
+        raise fail(f"invalid-report: --baseline: {exc}", 2) from None
+
+
 @eval_app.command("compare")
 def eval_compare(
     before: Annotated[Path, typer.Argument(help="The baseline report.json.")],
@@ -193,6 +221,7 @@ def eval_compare(
     out: Annotated[
         Path | None, typer.Option("--out", help="The JSON to write (default: compare.json beside AFTER).")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON instead of a table.")] = False,
 ) -> None:
     """Per-category differences (after − before) and the queries whose hit@k flipped; printed and written."""
     import json
@@ -205,10 +234,15 @@ def eval_compare(
     except (OSError, ValueError) as exc:
         raise fail(f"invalid-report: {exc}") from None
     comparison = compare_reports(a, b)
-    typer.echo(format_comparison(comparison))
+    if as_json:
+        from powercontext.cli.common import print_json
+
+        print_json(comparison)
+    else:
+        typer.echo(format_comparison(comparison))
     target = out or after.parent / "compare.json"
     try:
         target.write_text(json.dumps(comparison, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
         raise fail(f"cannot write {target}: {exc.strerror}") from None
-    typer.echo(f"wrote {target}")
+    typer.echo(f"wrote {target}", err=as_json)

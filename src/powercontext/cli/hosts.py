@@ -1,74 +1,197 @@
-"""``powercontext hosts install|doctor`` (agent-host integration) and ``powercontext mcp``."""
+"""``powercontext hosts install|uninstall|doctor`` (agent-host integration) and ``powercontext mcp``."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, UrlOption
+from powercontext.cli.common import DEFAULT_URL
 
-hosts_app = typer.Typer(no_args_is_help=True, help="Connect Claude Code and Codex to PowerContext.")
-_MARK = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+if TYPE_CHECKING:
+    from powercontext.hosts.adapter import HostContext
+    from powercontext.hosts.files import FileChange
+
+hosts_app = typer.Typer(no_args_is_help=True, help="Connect Claude Code, Codex, OpenCode and Pi to PowerContext.")
+_MARK = {"ok": "✔", "warn": "!", "fail": "✘"}
+
+HostArg = Annotated[str, typer.Argument(help="claude-code, codex, opencode or pi.")]
+EXTENSION_HOSTS = ("opencode", "pi")  # their files are planned by hosts.extension_hosts
+ProjectOption = Annotated[
+    Path | None, typer.Option(help="Project directory (default: the git work tree of the current directory).")
+]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print every file change; write nothing.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Record the trust the host requires without asking.")]
 
 
-@hosts_app.command("install")
-def hosts_install(
-    host: Annotated[str, typer.Argument(help="claude-code or codex.")],
-    scope: Annotated[
-        str | None, typer.Option("--scope", "-s", help="Bind this project to a Scope (writes .powercontext.toml).")
-    ] = None,
-    project: Annotated[
-        Path | None, typer.Option(help="Project directory (default: the git work tree of the current directory).")
-    ] = None,
-) -> None:
-    """Register the UserPromptSubmit hook and the MCP server for one project."""
-    from powercontext.hosts.install import InstallError, install
+def _context(project: Path | None, scope: str | None = None) -> HostContext:
+    from powercontext.hosts.adapter import HostContext
     from powercontext.hosts.scope import find_repo_root
 
     cwd = Path.cwd()
     target = (project or find_repo_root(cwd) or cwd).resolve()
+    return HostContext(project=target, home=Path(os.path.expanduser("~")), scope_id=scope)
+
+
+def _show(changes: list[FileChange], dry_run: bool) -> None:
+    for change in changes:
+        verb = "remove" if change.after is None else ("create" if change.before is None else "update")
+        typer.echo(f"{'would ' if dry_run else ''}{verb} {change.path}: {change.why}")
+        if dry_run:
+            typer.echo(change.diff().rstrip("\n"))
+
+
+def _consent(trust: list[FileChange], yes: bool) -> bool:
+    if not trust or yes:
+        return True
+    typer.echo("The host runs PowerContext only once you trust it. Install would record:")
+    for change in trust:
+        typer.echo(f"  {change.path}: {change.why}")
+    if not sys.stdin.isatty():
+        return False
+    return typer.confirm("Record this trust?", default=False)
+
+
+@hosts_app.command("install")
+def hosts_install(
+    host: HostArg,
+    scope: Annotated[
+        str | None, typer.Option("--scope", "-s", help="Bind this project to a Scope (writes .powercontext.toml).")
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Server URL for this project on this machine (kept outside the repo).")
+    ] = None,
+    project: ProjectOption = None,
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
+) -> None:
+    """Register the hook and the MCP server for one project, and the trust the host requires."""
+    from powercontext.hosts.install import InstallError, apply_plan, plan_install
+
+    ctx = _context(project, scope)
+    if host in EXTENSION_HOSTS:
+        _change_extension_host(host, ctx.project, scope, dry_run, install=True)
+        return
     try:
-        report = install(host, target, scope)
+        changes = plan_install(host, ctx, url=url, token=os.environ.get("POWERCONTEXT_TOKEN", "").strip() or None)
     except InstallError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    for path in report.written:
-        typer.echo(f"wrote {path}")
-    typer.echo(f"next: powercontext hosts doctor   (in {target})")
+    if dry_run:
+        _show(changes, dry_run=True)
+        return
+    trust_ok = _consent([c for c in changes if c.trust], yes)
+    applied, skipped = apply_plan(changes, trust_ok)
+    _show(applied, dry_run=False)
+    if not changes:
+        typer.echo(f"{host} is already installed in {ctx.project}")
+    if skipped:
+        typer.echo(f"NOT recorded: {host} will not use what it was not trusted with (above) until you run:", err=True)
+        typer.echo(f"  powercontext hosts install {host} --yes" + (f" --scope {scope}" if scope else ""), err=True)
+        raise typer.Exit(1)
+    if shutil.which("powercontext") is None:
+        typer.echo("warning: `powercontext` is not on PATH; the hook and MCP entries run it from PATH", err=True)
+        typer.echo("  fix: activate its venv where you start the host, or: pipx install powercontext", err=True)
+    typer.echo(
+        f"ready: the next {host} prompt in {ctx.project} gets PowerContext recall (check: powercontext hosts doctor)"
+    )
+
+
+@hosts_app.command("uninstall")
+def hosts_uninstall(host: HostArg, project: ProjectOption = None, dry_run: DryRunOption = False) -> None:
+    """Remove exactly what ``hosts install`` added for one host."""
+    from powercontext.hosts.install import InstallError, apply_plan, plan_uninstall
+
+    ctx = _context(project)
+    if host in EXTENSION_HOSTS:
+        _change_extension_host(host, ctx.project, None, dry_run, install=False)
+        return
+    try:
+        changes = plan_uninstall(host, ctx)
+    except InstallError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if not dry_run:
+        apply_plan(changes, trust_ok=True)
+    _show(changes, dry_run)
+    if not changes:
+        typer.echo(f"nothing of PowerContext's for {host} in {ctx.project}")
+
+
+def _change_extension_host(host: str, target: Path, scope: str | None, dry_run: bool, *, install: bool) -> None:
+    """Install or uninstall OpenCode's plugin or Pi's extension: every change printed, then applied."""
+    from powercontext.hosts.extension_hosts import plan_install, plan_uninstall
+    from powercontext.hosts.project_files import ProjectFileError, apply
+
+    try:
+        changes = plan_install(host, target, scope) if install else plan_uninstall(host, target)
+    except ProjectFileError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    for change in changes:
+        typer.echo(("would " if dry_run else "") + change.describe())
+    if not changes:
+        typer.echo(f"nothing to do: {host} is not installed in {target}")
+    if not dry_run:
+        apply(changes)
+        if install:
+            typer.echo(f"next: powercontext hosts doctor   (in {target})")
 
 
 @hosts_app.command("doctor")
 def hosts_doctor(
-    url: UrlOption = DEFAULT_URL,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Server base URL (default: as the hook resolves it).")
+    ] = None,
     cwd: Annotated[Path | None, typer.Option(help="Directory to check (default: the current one).")] = None,
+    host: Annotated[list[str] | None, typer.Option("--host", help="Check only this host (repeatable).")] = None,
 ) -> None:
-    """Check the Server, the token, the Scope, the hook registration and the last hook outcome."""
-    import os
+    """Check the Server, token, Scope, each installed host's hook, trust and MCP server, and the last hook run."""
     from dataclasses import replace
 
     from powercontext.hosts.doctor import run_checks
+    from powercontext.hosts.extension_hosts import installed_checks
+    from powercontext.hosts.hook import settings_for
     from powercontext.hosts.recall import HookSettings
+    from powercontext.hosts.registry import ADAPTERS
+    from powercontext.hosts.scope import find_repo_root
 
-    settings = replace(HookSettings.from_env(), url=url)
-    checks = run_checks((cwd or Path.cwd()).resolve(), settings, Path(os.path.expanduser("~")))
+    for name in host or []:
+        if name not in ADAPTERS and name not in EXTENSION_HOSTS:
+            choices = ", ".join([*ADAPTERS, *EXTENSION_HOSTS])
+            typer.echo(f"error: unknown host {name!r}; choose one of {choices}", err=True)
+            raise typer.Exit(2)
+    where = (cwd or Path.cwd()).resolve()
+    settings = settings_for(HookSettings.from_env(), where)
+    if url:
+        settings = replace(settings, url=url)
+    hook_hosts = [h for h in host or [] if h in ADAPTERS]
+    checks = run_checks(where, settings, Path(os.path.expanduser("~")), hook_hosts or None)
+    if not host or any(h in EXTENSION_HOSTS for h in host):
+        checks += installed_checks(find_repo_root(where) or where, dict(os.environ))
     width = max(len(c.name) for c in checks)
     for check in checks:
-        typer.echo(f"{_MARK[check.status]}  {check.name.ljust(width)}  {check.detail}")
+        typer.echo(f"{_MARK[check.status]} {check.name.ljust(width)}  {check.detail}")
+        if check.status == "fail" and check.fix:
+            typer.echo(f"  {' ' * width} fix: {check.fix}")
     if any(c.status == "fail" for c in checks):
         raise typer.Exit(1)
 
 
 def mcp_command(
-    url: UrlOption = DEFAULT_URL,
+    url: Annotated[str | None, typer.Option("--url", envvar="POWERCONTEXT_URL", help="Server base URL.")] = None,
 ) -> None:
-    """Serve the PowerContext MCP tools over stdio (the tools call the Server at --url with POWERCONTEXT_TOKEN)."""
-    import os
+    """Serve the PowerContext MCP tools over stdio (the tools call the Server at --url with POWERCONTEXT_TOKEN).
 
-    try:
-        from powercontext.mcp.stdio import serve_stdio
-    except ImportError:
-        typer.echo("error: the MCP server needs the 'mcp' extra: pip install 'powercontext[mcp]'", err=True)
-        raise typer.Exit(2) from None
-    serve_stdio(url, os.environ.get("POWERCONTEXT_TOKEN") or None)
+    Without --url/POWERCONTEXT_URL (and POWERCONTEXT_TOKEN), the URL and token ``hosts install`` recorded
+    for the project in the current directory are used, as the hook does."""
+    from powercontext.hosts.hook import settings_for
+    from powercontext.hosts.recall import HookSettings
+    from powercontext.mcp.stdio import serve_stdio
+
+    settings = settings_for(HookSettings.from_env(), Path.cwd())
+    serve_stdio(url or settings.url or DEFAULT_URL, settings.token)

@@ -19,6 +19,7 @@ from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreO
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.evaluate import eval_app
+from powercontext.cli.explain import context_explain
 from powercontext.cli.families import experience_app, profile_app, topic_app
 from powercontext.cli.hosts import hosts_app, mcp_command
 from powercontext.cli.prompts import prompt_app
@@ -31,7 +32,11 @@ if TYPE_CHECKING:
 
 IMPORT_BATCH = 500
 KINDS = "decision, constraint, fact, state, next-step, outcome, note"
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="PowerContext: prepared context for AI agents.")
+app = typer.Typer(
+    no_args_is_help=True,
+    help="PowerContext: prepared context for AI agents. Exit codes: 0 done, 1 refused, 2 usage, 3 not found, "
+    "4 conflict, 5 Server unreachable.",
+)
 server_app = typer.Typer(no_args_is_help=True, help="Run the Server.")
 scope_app = typer.Typer(no_args_is_help=True, help="Create and list Scopes.")
 memory_app = typer.Typer(no_args_is_help=True, help="Write, search and read Atomic Memory.")
@@ -106,9 +111,13 @@ def scope_create(
         list[str] | None, typer.Option("--reference", help="A Scope whose memories prepare also recalls.")
     ] = None,
     url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a Scope."""
     scope = _run(url, lambda c: c.create_scope(scope_id, title or scope_id, reference or []))
+    if as_json:
+        _print_json(scope.model_dump(mode="json"))
+        return
     typer.echo(f"created Scope {scope.scope_id}")
 
 
@@ -161,6 +170,7 @@ def memory_reindex(
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, max=2048, help="Memories per provider call.")] = 64,
     store_url: StoreOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Embed memories that have no vector from the configured model (works beside a running Server)."""
     from rich.progress import Progress
@@ -192,6 +202,9 @@ def memory_reindex(
     finally:
         store.close()
         provider.close()
+    if as_json:
+        _print_json({"embedded": report.embedded, "remaining": report.remaining, "model_id": provider.model_id})
+        return
     typer.echo(f"embedded {report.embedded} memories with {provider.model_id}; {report.remaining} still without one")
 
 
@@ -217,6 +230,7 @@ def memory_import(
     ],
     scope: ScopeOption,
     url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
 ) -> None:
     """Import memories from a JSONL file in batches of 500 (each batch is one transaction).
 
@@ -256,6 +270,8 @@ def memory_import(
         items.append(item)
     if not items:
         typer.echo("nothing to import", err=True)
+        if as_json:
+            _print_json({"scope_id": scope, "imported": 0, "existed": 0})
         return
 
     async def upload(client: PowerContextClient) -> tuple[int, int]:
@@ -278,6 +294,9 @@ def memory_import(
     except typer.Exit:
         typer.echo("the failed batch wrote nothing; earlier batches were kept; re-run to resume safely", err=True)
         raise
+    if as_json:
+        _print_json({"scope_id": scope, "imported": written, "existed": existed})
+        return
     typer.echo(f"imported {written} memories into {scope}; {existed} already existed")
 
 
@@ -304,6 +323,27 @@ def memory_search(
     for hit in result.hits:
         ref = hit.artifact_address.artifact
         typer.echo(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  [{hit.kind}]  {hit.text}")
+
+
+@memory_app.command("list")
+def memory_list(
+    scope: ScopeOption,
+    limit: Annotated[int, typer.Option(min=1, max=200, help="Memories per page.")] = 20,
+    cursor: Annotated[str | None, typer.Option(help="The next_cursor a previous page printed.")] = None,
+    state: Annotated[str, typer.Option(help="active, forgotten, retired, merged or all.")] = "active",
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """List Atomic Memory heads, newest first, one page at a time."""
+    page = _run(url, lambda c: c.list_memories(scope, limit, cursor, state))  # type: ignore[arg-type]
+    if as_json:
+        _print_json(page.model_dump(mode="json"))
+        return
+    for memory in page.items:
+        ref = memory.artifact_address.artifact
+        typer.echo(f"{ref.artifact_id}@{ref.revision}  [{memory.kind}]  {memory.state}  {memory.text}")
+    if page.next_cursor is not None:
+        typer.echo(f"more: --cursor {page.next_cursor}", err=True)
 
 
 @memory_app.command("get")
@@ -398,6 +438,9 @@ def context_prepare(
     print_prepared(prepared, include_receipt)
 
 
+context_app.command("explain")(context_explain)
+
+
 def _section(text: str) -> dict[str, object]:
     family, sep, limit = text.partition("=")
     if not sep or not limit.strip().isdigit():
@@ -414,23 +457,46 @@ def inspect(
     url: UrlOption = DEFAULT_URL,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address only.")] = False,
 ) -> None:
-    """Open the Context Inspector in a browser, pre-filled with a Scope and a query.
+    """Open the Context Inspector in a browser on the explained results of a Scope and a query.
 
-    The Scope and query travel in the address's fragment, which the browser never sends to the Server.
+    The address is the page's permalink: opening it runs the request. The Scope and query travel in the
+    address's fragment, which the browser never sends to the Server.
     A token, when the Server needs one, is asked for on the page and kept only in that tab.
     """
     import webbrowser
     from urllib.parse import quote, urlencode
 
-    fragment = urlencode({"scope": scope, "q": query, "max_bytes": str(max_bytes)}, quote_via=quote)
+    fragment = urlencode({"scope": scope, "q": query, "max_bytes": str(max_bytes), "run": "1"}, quote_via=quote)
     address = f"{url.rstrip('/')}/inspector#{fragment}"
     typer.echo(address)
     if not no_browser and not webbrowser.open(address):
         typer.echo("no browser found here: open the address above in one", err=True)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from powercontext import __version__
+
+        typer.echo(f"powercontext {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    pass
+
+
 def main() -> None:
+    from powercontext.cli.tidy import tidy_metavars
+
+    command = typer.main.get_command(app)
+    tidy_metavars(command)
     try:
-        app()
+        command(prog_name="powercontext")
     except KeyboardInterrupt:
         sys.exit(130)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from powercontext.cli.common import JsonOption, print_json
 
 store_app = typer.Typer(no_args_is_help=True, help="Copy a store between backends.")
 
@@ -14,11 +16,13 @@ def store_copy(
     source: Annotated[str, typer.Option("--from", help="Source store URL (sqlite:///…, seekdb:///…, oceanbase://…).")],
     target: Annotated[str, typer.Option("--to", help="Destination store URL; created if missing.")],
     batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per destination transaction.")] = 500,
+    as_json: JsonOption = False,
 ) -> None:
     """Copy everything, in resumable batches (rerun to resume), then compare row counts per table.
 
     Stop the Servers writing to the source first: rows written during the copy may be missed.
     """
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from powercontext.code.identifiers import identifier_terms, path_terms
@@ -47,7 +51,11 @@ def store_copy(
 
     try:
         with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),  # stdout carries the result (and --json) only
         ) as bar:
             task = bar.add_task("copying", total=None)
             counts = copy_store(
@@ -62,11 +70,20 @@ def store_copy(
     finally:
         src.close()
         dst.close()
+    if as_json:
+        tables = [{"table": c.table, "source": c.source, "destination": c.destination} for c in counts]
+        print_json({"tables": tables, "matches": all(c.matches for c in counts)})
+    else:
+        _print_counts(counts)
+    if not all(c.matches for c in counts):
+        typer.echo("error: row counts differ; rerun the same command to resume the copy", err=True)
+        raise typer.Exit(1)
+    if not as_json:
+        typer.echo(f"copied {from_location.display()} to {to_location.display()}: every table matches")
+
+
+def _print_counts(counts: list[Any]) -> None:
     typer.echo(f"{'table':<24}{'source':>10}{'destination':>14}")
     for count in counts:
         mark = "" if count.matches else "  MISMATCH"
         typer.echo(f"{count.table:<24}{count.source:>10}{count.destination:>14}{mark}")
-    if not all(c.matches for c in counts):
-        typer.echo("error: row counts differ; rerun the same command to resume the copy", err=True)
-        raise typer.Exit(1)
-    typer.echo(f"copied {from_location.display()} to {to_location.display()}: every table matches")

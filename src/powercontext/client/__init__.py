@@ -9,37 +9,48 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from powercontext.client.errors import (
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    PowerContextError,
+    Unavailable,
+    error_for,
+)
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
 from powercontext.contract.capabilities import Capabilities
 from powercontext.contract.code import CodeIndexResult, CodeQueryResult, CodeSnippetResult
 from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchModePolicy
+from powercontext.contract.explain import ContextExplanation, ExplainContextRequest
 from powercontext.contract.memory import (
     AtomicMemory,
     AtomicMemoryBatch,
     AtomicMemoryBatchItem,
     AtomicMemoryCreate,
     AtomicMemoryCreated,
+    AtomicMemoryList,
     AtomicMemorySearchResult,
+    MemoryListState,
 )
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
 from powercontext.contract.scopes import Scope, ScopeList
 
-__all__ = ["PowerContextClient", "PowerContextError", "PrepareContextRequest", "PreparedContext"]
+__all__ = [
+    "Conflict",
+    "Forbidden",
+    "InvalidRequest",
+    "NotFound",
+    "PowerContextClient",
+    "PowerContextError",
+    "PrepareContextRequest",
+    "PreparedContext",
+    "Unavailable",
+]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8765"
 M = TypeVar("M", bound=BaseModel)
-
-
-class PowerContextError(Exception):
-    """An error answer from the Server (or no answer at all, with code ``server-unreachable``)."""
-
-    def __init__(self, status: int, code: str, message: str, request_id: str | None = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.request_id = request_id
 
 
 class PowerContextClient(FamilyClientMixin, PromptClientMixin):
@@ -86,7 +97,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         try:
             response = await self._http.request(method, path, json=json, params=params, **extra)
         except httpx.TransportError as exc:
-            raise PowerContextError(
+            raise Unavailable(
                 0, "server-unreachable", f"no answer from {self.base_url} ({type(exc).__name__}); is it running?"
             ) from exc
         if response.status_code >= 400:
@@ -98,6 +109,10 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
     async def prepare_context(self, request: PrepareContextRequest) -> PreparedContext:
         """Prepare one injection-ready context. Unset optional fields are not sent."""
         return await self._call("POST", "/v1/context/prepare", PreparedContext, request.to_wire())
+
+    async def explain_context(self, request: ExplainContextRequest) -> ContextExplanation:
+        """Why each candidate of one prepare was selected or omitted (diagnostic; not for injection)."""
+        return await self._call("POST", "/v1/context/explain", ContextExplanation, request.to_wire())
 
     async def capabilities(self) -> Capabilities:
         return await self._call("GET", "/v1/capabilities", Capabilities)
@@ -143,6 +158,16 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
     ) -> AtomicMemorySearchResult:
         body = {"query": query, "mode": mode, "limit": limit}
         return await self._call("POST", f"{_mem(scope_id)}/search", AtomicMemorySearchResult, body)
+
+    async def list_memories(
+        self, scope_id: str, limit: int = 50, cursor: str | None = None, state: MemoryListState = "active"
+    ) -> AtomicMemoryList:
+        """One page of heads, newest first; pass the answer's ``next_cursor`` as ``cursor`` for the next.
+        ``state``: active (default), forgotten, retired, merged or all."""
+        params: dict[str, str | int] = {"limit": limit, "state": state}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return await self._call("GET", _mem(scope_id), AtomicMemoryList, params=params)
 
     async def revise_memory(
         self,
@@ -260,6 +285,6 @@ def _wire(model: BaseModel) -> dict[str, Any]:
 def _error_from(response: httpx.Response) -> PowerContextError:
     try:
         err = response.json()["error"]
-        return PowerContextError(response.status_code, err["code"], err["message"], err.get("request_id"))
+        return error_for(response.status_code, err["code"], err["message"], err.get("request_id"))
     except (ValueError, KeyError, TypeError):
-        return PowerContextError(response.status_code, "http-error", f"HTTP {response.status_code}")
+        return error_for(response.status_code, "http-error", f"HTTP {response.status_code}")

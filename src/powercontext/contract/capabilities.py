@@ -18,8 +18,14 @@ class Limits(StrictModel):
     body_max_bytes: StrictInt
     batch_max_items: StrictInt
     request_max_bytes: StrictInt = Field(
-        description="The largest request body the Server reads; a larger one is refused with 413 body-too-large "
-        "before it is parsed. It is the size of the largest valid request (a full batch of the largest items)."
+        description="The largest request body any route reads: the largest of route_max_bytes, the size of the "
+        "largest valid request (a full batch of the largest items)."
+    )
+    route_max_bytes: dict[str, StrictInt] = Field(
+        default_factory=dict,
+        description="Each route's body limit, keyed 'METHOD /path/template': the size of the largest valid "
+        "request to it, and never under 65536. A larger body is refused with 413 body-too-large before it is "
+        "parsed. A route not listed takes no body.",
     )
     receipt_max_bytes: StrictInt = Field(description="A Receipt whose serialized JSON is larger is dropped whole.")
 

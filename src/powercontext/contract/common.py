@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Final, Literal
+from functools import cache
+from types import UnionType
+from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 PREPARED_CONTEXT_SCHEMA: Final = "powercontext.prepared-context.v1"
 RECEIPT_SCHEMA: Final = "powercontext.prepared-context-receipt.v1"
@@ -17,15 +19,43 @@ class StrictModel(BaseModel):
 
     Every integer, boolean and number field is declared ``StrictInt``, ``StrictBool`` or ``StrictFloat``
     (a unit test walks every model to hold this), so a value is taken only in its schema's own JSON type:
-    lax mode took ``"1"`` and ``1.0`` for an integer and ``1`` or ``"yes"`` for a boolean, which the
-    published schema forbids (OpenAPI 3.1.0 defines ``integer`` as a JSON number without a fraction or
-    exponent part). A number field still takes an integer. Query parameters are not models: FastAPI
+    lax mode took ``"1"`` for an integer and ``1`` or ``"yes"`` for a boolean, which the published schema
+    forbids. One exception, from JSON Schema itself: a number with a zero fraction (``8.0``) is an integer
+    there, so an integer field takes it as that integer; ``8.5`` stays refused. A number field still takes
+    an integer. Query parameters are not models: FastAPI
     parses their text as before.
     """
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, serialize_by_alias=True, validate_by_name=True, validate_by_alias=True
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _integral_numbers(cls, data: Any) -> Any:
+        """``8.0`` for an integer field becomes ``8`` before the strict integer check (see the class doc)."""
+        if not isinstance(data, dict):
+            return data
+        names = _integer_fields(cls)
+        if not any(type(data.get(name)) is float for name in names):
+            return data
+        return {k: int(v) if k in names and type(v) is float and v.is_integer() else v for k, v in data.items()}
+
+
+@cache
+def _integer_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The wire names of ``model``'s integer fields (optional ones included)."""
+    return frozenset(field.alias or name for name, field in model.model_fields.items() if _is_int(field.annotation))
+
+
+def _is_int(annotation: Any) -> bool:
+    """``int``, or ``int`` or None (``Annotated`` metadata set aside)."""
+    if get_origin(annotation) is Annotated:
+        return _is_int(get_args(annotation)[0])
+    if annotation is int:
+        return True
+    options = [option for option in get_args(annotation) if option is not type(None)]
+    return get_origin(annotation) in (Union, UnionType) and len(options) == 1 and _is_int(options[0])
 
 
 Family = Literal["atomic-memory", "topic-memory", "experience", "profile", "code"]
@@ -43,6 +73,15 @@ def require_constants(*names: str) -> Callable[[dict[str, Any]], None]:
         schema["required"] = [*names, *(n for n in schema.get("required", []) if n not in names)]
 
     return hook
+
+
+MAX_UTF8_BYTES_KEYWORD: Final = "x-max-utf8-bytes"
+
+
+def utf8_bytes_schema(max_bytes: int) -> dict[str, Any]:
+    """JSON-schema keywords of a text bounded in UTF-8 bytes: ``maxLength`` (a character is at least one byte,
+    so it holds) and ``x-max-utf8-bytes``, the bound itself, from which the request size limits are computed."""
+    return {"maxLength": max_bytes, MAX_UTF8_BYTES_KEYWORD: max_bytes}
 
 
 # Revisions are SQLite integers: bounding them turns an absurd number into a 422, not an overflow.

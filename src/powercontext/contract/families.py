@@ -16,10 +16,12 @@ from powercontext.contract.common import (
     LifecycleState,
     SearchModePolicy,
     StrictModel,
+    utf8_bytes_schema,
 )
 from powercontext.contract.memory import AtomicMemory, IdempotencyKey
 from powercontext.contract.memory import Tag as TagText
 from powercontext.contract.prompts import PromptArtifact
+from powercontext.contract.schema_rules import all_or_none_of, at_least_one_of
 
 MAX_TOPIC_TITLE_CHARS = 200
 MAX_TOPIC_BODY_BYTES = 16_000
@@ -29,7 +31,6 @@ MAX_PROFILE_VALUE_BYTES = 2_000
 MAX_PROFILE_ENTRIES = 64
 MAX_TAGS = 32
 MAX_FAMILY_SEARCH_LIMIT = 20
-
 
 
 def utf8_bounded(name: str, max_bytes: int) -> Callable[[str], str]:
@@ -62,7 +63,12 @@ TopicTitle = Annotated[
 ]
 TopicBody = Annotated[
     str,
-    Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..16000 bytes."),
+    Field(
+        min_length=1,
+        pattern=NON_BLANK,
+        description="UTF-8 text, 1..16000 bytes.",
+        json_schema_extra=utf8_bytes_schema(MAX_TOPIC_BODY_BYTES),
+    ),
     AfterValidator(utf8_bounded("body", MAX_TOPIC_BODY_BYTES)),
 ]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
@@ -76,7 +82,12 @@ def _field(name: str) -> object:
     return AfterValidator(utf8_bounded(name, MAX_EXPERIENCE_FIELD_BYTES))
 
 
-_FIELD_TEXT = Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..4000 bytes.")
+_FIELD_TEXT = Field(
+    min_length=1,
+    pattern=NON_BLANK,
+    description="UTF-8 text, 1..4000 bytes.",
+    json_schema_extra=utf8_bytes_schema(MAX_EXPERIENCE_FIELD_BYTES),
+)
 Situation = Annotated[str, _FIELD_TEXT, _field("situation")]
 WhatWorked = Annotated[str, _FIELD_TEXT, _field("what_worked")]
 WhatToAvoid = Annotated[str, _FIELD_TEXT, _field("what_to_avoid")]
@@ -97,6 +108,8 @@ class TopicMemoryCreate(StrictModel):
 
 
 class TopicMemoryRevise(StrictModel):
+    model_config = StrictModel.model_config | {"json_schema_extra": at_least_one_of("title", "body", "tags")}
+
     expected_revision: Revision = Field(description="The head revision the change is based on.")
     title: TopicTitle | None = Field(default=None, description="Omit to keep the current title.")
     body: TopicBody | None = Field(default=None, description="Omit to keep the current body.")
@@ -153,6 +166,10 @@ class TopicMemorySearchResult(StrictModel):
 
 class ExperienceProposal(StrictModel):
     """The proposed content of a Candidate."""
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": all_or_none_of("target_artifact_id", "expected_revision")
+    }
 
     situation: Situation
     what_worked: WhatWorked
@@ -266,7 +283,12 @@ class ProfileEntry(StrictModel):
     ]
     value: Annotated[
         str,
-        Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..2000 bytes."),
+        Field(
+            min_length=1,
+            pattern=NON_BLANK,
+            description="UTF-8 text, 1..2000 bytes.",
+            json_schema_extra=utf8_bytes_schema(MAX_PROFILE_VALUE_BYTES),
+        ),
         AfterValidator(utf8_bounded("value", MAX_PROFILE_VALUE_BYTES)),
     ]
 

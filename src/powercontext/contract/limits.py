@@ -1,26 +1,57 @@
-"""The largest request body the Server reads, derived from the largest valid request.
+"""The largest request body the Server reads for a route, derived from the largest valid request to it.
 
-The largest valid request is a batch create of ``MAX_BATCH_ITEMS`` Atomic Memories, each at every field's
-maximum and written the longest way a standard JSON encoder writes it: ASCII-only output (``ensure_ascii``),
-so a control character in ``text`` becomes a six-byte ``\\u0001`` and a character outside the Basic
-Multilingual Plane in a tag becomes a twelve-byte surrogate pair, and pretty-printed with four-space
-indentation. Every other request (a Topic body of 16,000 bytes, a Profile of 64 entries, a prepare) is far
-smaller. The bound is computed from the models' own limits, so it follows them when they change.
+The largest valid request is the route's body model with every field at its maximum, written the longest way
+a standard JSON encoder writes it: ASCII-only output (``ensure_ascii``), so a control character becomes a
+six-byte ``\\u0001`` and a character outside the Basic Multilingual Plane a twelve-byte surrogate pair, and
+pretty-printed with four-space indentation. The size is computed from the model's own JSON schema (every
+string, array and object in a request model is bounded there), so it follows the models when they change;
+a request model with an unbounded part fails at import, not in production.
+
+A text bounded in UTF-8 bytes carries its bound in the schema (``x-max-utf8-bytes``): its longest form is that
+many one-byte control characters, six bytes each. A string whose pattern is one anchored character class
+(``^[...]+$``) costs at most what its widest admitted character costs; any other string is costed at twelve
+bytes a character, the most any character can take.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from functools import cache
 from typing import Any
 
-from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES, AtomicMemoryCreate
+from pydantic import TypeAdapter
 
-__all__ = ["MAX_REQUEST_BODY_BYTES", "largest_batch_item", "largest_valid_request_bytes"]
+from powercontext.contract.common import MAX_UTF8_BYTES_KEYWORD
+from powercontext.contract.memory import MAX_BATCH_ITEMS, MAX_BODY_BYTES, AtomicMemoryBatchCreate, AtomicMemoryCreate
+from powercontext.contract.prompts import PromptWrite
+
+__all__ = [
+    "MAX_REQUEST_BODY_BYTES",
+    "PROMPT_WRITE_MAX_BYTES",
+    "UnboundedRequest",
+    "largest_batch_item",
+    "largest_request_bytes",
+    "largest_valid_request_bytes",
+]
 
 _INDENT = 4
 _CONTROL_CHAR = "\x01"  # not whitespace, so a text of only these is valid; escaped as \u0001 (6 bytes)
 _ASTRAL_CHAR = "\U0001f600"  # not whitespace; escaped as a surrogate pair \ud83d\ude00 (12 bytes)
 _QUOTE = '"'  # printable ASCII, escaped as \" (2 bytes): the longest form of an idempotency key character
+_WIDEST_CHAR_BYTES = 12
+_NUMBER_BYTES = 24  # the longest repr of a float: -1.7976931348623157e+308
+_ONE_CLASS = re.compile(r"\^(\[[^\^].*\])[+*]\$")  # ^[...]+$ with a positive class
+_ASTRAL_SAMPLES = ("\U00010000", _ASTRAL_CHAR, "\U0010ffff")
+
+# A Prompt's content is checked after parsing (docs/prompts.md): at most 256 KiB of canonical JSON, whose
+# demonstrations are free-form JSON the schema cannot bound. Written with ASCII escapes a canonical byte
+# takes at most three (a 2-byte character becomes a 6-byte escape), plus room for indentation.
+PROMPT_WRITE_MAX_BYTES = 1024 * 1024
+
+
+class UnboundedRequest(ValueError):
+    """A request model has a string, array or object with no upper bound in its schema."""
 
 
 def largest_batch_item() -> dict[str, Any]:
@@ -33,12 +64,92 @@ def largest_batch_item() -> dict[str, Any]:
         "kind": max(properties["kind"]["enum"], key=len),
         "tags": [_ASTRAL_CHAR * tags["items"]["maxLength"]] * tags["maxItems"],
         "idempotency_key": _QUOTE * key["maxLength"],
+        "observed_at": "2000-01-01T00:00:00.000000000+00:00",  # the longest RFC 3339 form it takes
     }
 
 
-def _encoded_size(items: int) -> int:
-    body = {"items": [largest_batch_item()] * items}
-    return len(json.dumps(body, ensure_ascii=True, indent=_INDENT).encode("ascii"))
+def _escaped_bytes(char: str) -> int:
+    return len(json.dumps(char, ensure_ascii=True)) - 2
+
+
+@cache
+def _widest_char_bytes(pattern: str | None) -> int:
+    """The most bytes one character of a string matching ``pattern`` can take, escaped."""
+    match = _ONE_CLASS.fullmatch(pattern or "")
+    if match is None:
+        return _WIDEST_CHAR_BYTES
+    single = re.compile(match.group(1))
+    admitted = (chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
+    widest = max((_escaped_bytes(ch) for ch in admitted if single.fullmatch(ch)), default=0)
+    if any(single.fullmatch(ch) for ch in _ASTRAL_SAMPLES):
+        widest = _WIDEST_CHAR_BYTES
+    return widest
+
+
+def _string_bytes(schema: dict[str, Any]) -> int:
+    if "maxLength" not in schema:
+        raise UnboundedRequest("a string without maxLength")
+    max_chars = int(schema["maxLength"])
+    if MAX_UTF8_BYTES_KEYWORD in schema:
+        max_bytes = int(schema[MAX_UTF8_BYTES_KEYWORD])
+        # One-byte control characters (6 escaped) or four-byte astral ones (12 escaped, a quarter as many).
+        longest = max(6 * min(max_chars, max_bytes), _WIDEST_CHAR_BYTES * min(max_chars, max_bytes // 4))
+    else:
+        longest = max_chars * _widest_char_bytes(schema.get("pattern"))
+    return 2 + longest
+
+
+def _container_bytes(parts: list[int], depth: int) -> int:
+    """``[``/``{``, newline, each part on its own indented line joined by ``,``, newline, indent, close."""
+    if not parts:
+        return 2
+    return sum(_INDENT * (depth + 1) + part for part in parts) + 2 * len(parts) + 2 + _INDENT * depth
+
+
+def _value_bytes(schema: dict[str, Any], defs: dict[str, Any], depth: int) -> int:
+    if "$ref" in schema:
+        return _value_bytes(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, depth)
+    options = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
+    if options and "type" not in schema:  # alternatives; beside a type they are only extra rules (schema_rules)
+        return max(_value_bytes(option, defs, depth) for option in options)
+    if "enum" in schema or "const" in schema:
+        values = schema.get("enum", [schema.get("const")])
+        return max(len(json.dumps(value, ensure_ascii=True)) for value in values)
+    kind = schema.get("type")
+    if kind == "string":
+        return _string_bytes(schema)
+    if kind == "integer":
+        if "maximum" not in schema or "minimum" not in schema:
+            raise UnboundedRequest("an integer without minimum and maximum")
+        return max(len(str(int(schema["maximum"]))), len(str(int(schema["minimum"]))))
+    if kind == "number":
+        return _NUMBER_BYTES
+    if kind in ("boolean", "null"):
+        return 5 if kind == "boolean" else 4
+    if kind == "array":
+        if "maxItems" not in schema or "items" not in schema:
+            raise UnboundedRequest("an array without maxItems")
+        item = _value_bytes(schema["items"], defs, depth + 1)
+        return _container_bytes([item] * schema["maxItems"], depth)
+    if kind == "object":
+        if schema.get("additionalProperties", False) is not False:
+            raise UnboundedRequest("an object with additional properties")
+        properties = schema.get("properties", {}).items()
+        parts = [len(json.dumps(name)) + 2 + _value_bytes(value, defs, depth + 1) for name, value in properties]
+        return _container_bytes(parts, depth)
+    raise UnboundedRequest(f"a value of unbounded type {kind!r}")
+
+
+@cache
+def largest_request_bytes(model: Any) -> int:
+    """The encoded size of the largest valid request whose body is ``model`` (a type or an annotation).
+
+    Every optional field is present: an absent field only makes a request smaller.
+    """
+    if model is PromptWrite:
+        return PROMPT_WRITE_MAX_BYTES
+    schema = TypeAdapter(model).json_schema()
+    return _value_bytes(schema, schema.get("$defs", {}), 0)
 
 
 def largest_valid_request_bytes(items: int = MAX_BATCH_ITEMS) -> int:
@@ -50,4 +161,10 @@ def largest_valid_request_bytes(items: int = MAX_BATCH_ITEMS) -> int:
     return one + (items - 1) * (two - one)
 
 
-MAX_REQUEST_BODY_BYTES = largest_valid_request_bytes()
+def _encoded_size(items: int) -> int:
+    body = {"items": [largest_batch_item()] * items}
+    return len(json.dumps(body, ensure_ascii=True, indent=_INDENT).encode("ascii"))
+
+
+MAX_REQUEST_BODY_BYTES = largest_request_bytes(AtomicMemoryBatchCreate)
+"""The largest request any route takes: a full batch create of the largest Atomic Memories."""

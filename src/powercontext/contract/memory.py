@@ -16,6 +16,7 @@ from powercontext.contract.common import (
     Revision,
     SearchModePolicy,
     StrictModel,
+    utf8_bytes_schema,
 )
 from powercontext.contract.observed import ObservedAt
 
@@ -37,7 +38,12 @@ def check_body(text: str) -> str:
 
 
 class _BodyModel(StrictModel):
-    text: str = Field(min_length=1, pattern=NON_BLANK, description="UTF-8 text, 1..8000 bytes.")
+    text: str = Field(
+        min_length=1,
+        pattern=NON_BLANK,
+        description="UTF-8 text, 1..8000 bytes.",
+        json_schema_extra=utf8_bytes_schema(MAX_BODY_BYTES),
+    )
 
     @field_validator("text")
     @classmethod
@@ -113,6 +119,14 @@ class AtomicMemoryBatchItem(AtomicMemory):
         description="True when this item's idempotency_key (with the same body) was already stored: the answer "
         "is the earlier Atomic Memory and nothing new was written."
     )
+
+
+MemoryListState = Literal["active", "forgotten", "retired", "merged", "all"]
+
+
+class AtomicMemoryList(StrictModel):
+    items: list[AtomicMemory] = Field(description="Heads, newest first.")
+    next_cursor: str | None = Field(description="Pass as ``cursor`` for the next page; null on the last page.")
 
 
 class AtomicMemoryBatch(StrictModel):

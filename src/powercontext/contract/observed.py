@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Final
 
@@ -9,10 +10,14 @@ from pydantic import AfterValidator, Field
 
 # A writer's clock may run a little ahead of the Server's; more than this is a mistake, not skew.
 FUTURE_SKEW: Final = timedelta(minutes=5)
-# RFC 3339 full-date, or date-time with seconds, optional fraction and a zone (Z or ±hh:mm).
-OBSERVED_PATTERN: Final = (
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$"
+# RFC 3339 full-date, or date-time with seconds, optional fraction (at most 9 digits) and a zone (Z or ±hh:mm).
+_RFC3339: Final = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2}))?"
 )
+# The schema states the characters and the length (so the request size bound stays exact: contract/limits.py);
+# the shape and the calendar are checked by ``parse_observed``.
+OBSERVED_PATTERN: Final = r"^[0-9TtZz:.+ -]+$"
+OBSERVED_MAX_LENGTH: Final = len("2025-07-16T09:30:00.123456789+02:00")
 FUTURE_MESSAGE: Final = "observed_at is in the future"
 
 
@@ -27,6 +32,10 @@ def parse_observed(value: str, now: datetime | None = None) -> str:
     Raises ``ValueError`` for a value that is not a real time, or one more than ``FUTURE_SKEW`` ahead of ``now``.
     """
     text = value.strip()
+    if not _RFC3339.fullmatch(text):
+        raise ValueError(
+            "observed_at must be an RFC 3339 date or date-time with a zone, e.g. 2025-07-16T09:30:00Z"
+        ) from None
     try:
         # The pattern has checked the shape; this checks the calendar (no February 30th).
         moment = datetime.fromisoformat(text.upper() if len(text) > 10 else text)
@@ -47,6 +56,7 @@ ObservedAt = Annotated[
     str,
     Field(
         pattern=OBSERVED_PATTERN,
+        max_length=OBSERVED_MAX_LENGTH,
         description="When the statement was true (RFC 3339 date or date-time with zone; stored as UTC). At most "
         "5 minutes in the future. Omit for now.",
         examples=["2025-07-16T09:30:00Z"],

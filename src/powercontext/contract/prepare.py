@@ -15,6 +15,7 @@ from powercontext.contract.common import (
     require_constants,
 )
 from powercontext.contract.receipt import PreparedContextReceipt
+from powercontext.contract.schema_rules import at_most_one_item_per, cap_when
 
 DEFAULT_MAX_BYTES = 8000
 MIN_MAX_BYTES = 512
@@ -27,6 +28,10 @@ SECTION_LIMITS: dict[str, int] = {"memory": 8, "topic-memory": 8, "experience": 
 
 class AssemblySection(StrictModel):
     """One family to assemble, and how many of its items may be injected."""
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": cap_when("family", "experience", "limit", SECTION_LIMITS["experience"])
+    }
 
     family: SectionFamily = Field(description="'memory' selects the atomic-memory family.")
     limit: StrictInt = Field(ge=1, le=8, description="1..8; at most 2 for experience.")
@@ -49,6 +54,7 @@ class Assembly(StrictModel):
     sections: list[AssemblySection] = Field(
         default_factory=_default_sections,
         max_length=4,
+        json_schema_extra=at_most_one_item_per("family", list(SECTION_LIMITS)),
         description="Default [memory 6, experience 2]; an explicit [] assembles no historical family.",
     )
 

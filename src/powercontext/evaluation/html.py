@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from powercontext.evaluation.html_sections import baseline_section, worst_section
 from powercontext.evaluation.join import MISS_REASONS
+from powercontext.evaluation.svg import latency_chart, line_chart
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem;color:#222;max-width:1100px}
@@ -19,6 +21,8 @@ table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;paddin
 th:first-child,td:first-child{text-align:left}code{font-size:12px}
 .q{text-align:left;max-width:480px;white-space:pre-wrap}.muted{color:#666}
 svg text{font:11px system-ui,sans-serif}
+.worst ol,.worst ul{margin:.2rem 0;padding-left:1.2rem}.mem{color:#333}.miss{color:#8a1f1f}.miss .mem{color:#8a1f1f}
+.up{background:#e6f4e6}.down{background:#fbe9e9}.warn{color:#8a1f1f}
 """
 _COLORS = ("#3b6ea5", "#e0873a", "#5a9e5a", "#c44e52", "#8172b2", "#937860", "#da8bc3", "#8c8c8c")
 
@@ -31,6 +35,15 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return _e(value)
+
+
+def format_bytes(value: float) -> str:
+    """``906 B``, ``2.8 KiB``, ``1.2 MiB``: a byte count as a person reads it."""
+    if value < 1024:
+        return f"{value:.0f} B"
+    if value < 1024 * 1024:
+        return f"{value / 1024:.1f} KiB"
+    return f"{value / (1024 * 1024):.1f} MiB"
 
 
 def bar_chart(title: str, labels: Sequence[str], series: Mapping[str, Sequence[float]], maximum: float = 1.0) -> str:
@@ -61,34 +74,6 @@ def bar_chart(title: str, labels: Sequence[str], series: Mapping[str, Sequence[f
     return "".join(parts)
 
 
-def histogram(title: str, values: Sequence[float], bins: int = 20) -> str:
-    """Latency distribution: counts per equal-width bin, with the p50 marked."""
-    width, height, left, bottom = 520, 160, 40, 30
-    parts = [f'<svg width="{width + left + 20}" height="{height + bottom + 10}" role="img"><title>{_e(title)}</title>']
-    if values:
-        low, high = min(values), max(values)
-        span = (high - low) or 1.0
-        counts = [0] * bins
-        for v in values:
-            counts[min(bins - 1, int((v - low) / span * bins))] += 1
-        top = max(counts)
-        bw = width / bins
-        for i, c in enumerate(counts):
-            h = c / top * height
-            parts.append(
-                f'<rect x="{left + i * bw:.1f}" y="{10 + height - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
-                f'fill="{_COLORS[0]}"><title>{c}</title></rect>'
-            )
-        median = sorted(values)[(len(values) - 1) // 2]
-        mx = left + (median - low) / span * width
-        parts.append(f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="10" y2="{10 + height}" stroke="{_COLORS[3]}"/>')
-        parts.append(f'<text x="{mx + 3:.1f}" y="20">p50 {median:.1f} ms</text>')
-        parts.append(f'<text x="{left}" y="{height + bottom}">{low:.1f} ms</text>')
-        parts.append(f'<text x="{left + width}" y="{height + bottom}" text-anchor="end">{high:.1f} ms</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def _category_table(report: Mapping[str, Any]) -> str:
     columns = (
         ("queries", "queries"),
@@ -101,6 +86,7 @@ def _category_table(report: Mapping[str, Any]) -> str:
         ("outdated instead", "outdated_instead"),
         ("outdated above current", "outdated_over_current"),
         ("abstain bytes", "abstain_mean_bytes"),
+        ("mean injected", "mean_content_bytes"),
         ("p50 ms", None),
     )
     rows = ["<table><tr><th>category</th>" + "".join(f"<th>{_e(c)}</th>" for c, _ in columns) + "</tr>"]
@@ -111,11 +97,13 @@ def _category_table(report: Mapping[str, Any]) -> str:
         cells = []
         for _, key in columns:
             if key is None:
-                cells.append(_fmt(group["latency_ms"]["p50"]))
+                cells.append(f"{group['latency_ms']['p50']:.1f}")
             elif (key in ranked and not group["scored"]) or (key in outdated and not group["with_outdated"]):
                 cells.append("–")  # nothing to score: an abstain-only group, or no outdated ids
             elif key == "abstain_mean_bytes" and not group["abstain"]:
                 cells.append("–")
+            elif key in ("abstain_mean_bytes", "mean_content_bytes"):
+                cells.append(format_bytes(group[key]))
             else:
                 cells.append(_fmt(group[key]))
         rows.append(f"<tr><td>{_e(name)}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -140,31 +128,34 @@ def _help_table(report: Mapping[str, Any]) -> str:
     return "".join(rows)
 
 
-def _worst(report: Mapping[str, Any], limit: int = 25) -> str:
-    scored = [q for q in report["queries"] if "reciprocal_rank" in q]
-    worst = sorted(scored, key=lambda q: (q["reciprocal_rank"], q["recall_at_k"], q["id"]))[:limit]
-    rows = [
-        "<table><tr><th>query</th><th>category</th><th>RR</th><th>text</th><th>misses (reason, pool rank, "
-        "deep rank)</th><th>search</th></tr>"
-    ]
-    for q in worst:
-        misses = "; ".join(
-            f"{m['id']}: {m['reason']} (pool {m['pool_rank'] or '–'}, deep {m['deep_rank'] or '–'})"
-            for m in q["misses"]
-        )
-        searches = ""
-        if q["receipt"] is not None:
-            searches = ", ".join(
-                f"r{s['round']} {s['family']} {s['mode']}"
-                + ("" if s["fallback_reason"] == "none" else f" ({s['fallback_reason']})")
-                for s in q["receipt"]["searches"]
-            )
-        rows.append(
-            f"<tr><td>{_e(q['id'])}</td><td>{_e(q['category'])}</td><td>{q['reciprocal_rank']:.3f}</td>"
-            f'<td class="q">{_e(q["query"])}</td><td class="q">{_e(misses)}</td><td class="q">{_e(searches)}</td></tr>'
-        )
-    rows.append("</table>")
-    return "".join(rows)
+def _curves(report: Mapping[str, Any]) -> str:
+    curves = report["overall"].get("curves")
+    if not curves or not report["overall"]["scored"]:
+        return "<p class='muted'>no scored queries</p>"
+    series = {"hit@k": curves["hit_at"], "recall@k": curves["recall_at"]}
+    baseline = report.get("baseline")
+    if baseline is not None and baseline.get("curves"):
+        series["hit@k (baseline)"] = baseline["curves"]["hit_at"]
+        series["recall@k (baseline)"] = baseline["curves"]["recall_at"]
+    chart = line_chart("hit@k and recall@k for k = 1 … 16", curves["k"], series, _e)
+    ks = [int(k) for k in curves["k"]]
+    head = "".join(f"<th>{k}</th>" for k in ks)
+    rows = "".join(
+        f"<tr><td>{_e(name)}</td>" + "".join(f"<td>{v:.3f}</td>" for v in values) + "</tr>"
+        for name, values in series.items()
+    )
+    return f"{chart}<table class='curves'><tr><th>k</th>{head}</tr>{rows}</table>"
+
+
+def _baseline(report: Mapping[str, Any]) -> str:
+    baseline = report.get("baseline")
+    if baseline is None:
+        return ""
+    return (
+        f"<h2>Against the baseline</h2><p class='muted'>baseline <code>{_e(baseline['path'])}</code> (suite "
+        f"<code>{_e(baseline['comparison']['before']['suite'])}</code>); deltas are this run − baseline</p>"
+        + baseline_section(baseline["comparison"], _e)
+    )
 
 
 def render_html(report: Mapping[str, Any]) -> str:
@@ -189,6 +180,8 @@ def render_html(report: Mapping[str, Any]) -> str:
         maximum=float(max([reasons[r] for r in reason_labels], default=1)),
     )
     latencies = [q["latency_ms"] for q in report["queries"]]
+    latency = report["overall"]["latency_ms"]
+    percentiles = {"p50": latency["p50"], "p95": latency.get("p95", latency["p90"]), "p99": latency["p99"]}
     settings_rows = "".join(
         f"<tr><td>{_e(k)}</td><td class='q'>{_e(v)}</td></tr>"
         for k, v in {
@@ -212,8 +205,12 @@ def render_html(report: Mapping[str, Any]) -> str:
         f"<h2>Per category</h2>{_category_table(report)}{bars}"
         f"<h2>Why expected memories were not injected</h2>{_reason_table(report)}{reason_chart}"
         f"<h2>What would help</h2>{_help_table(report)}"
-        f"<h2>Prepare latency</h2>{histogram('prepare latency (ms)', latencies)}"
-        f"<h2>Worst queries</h2>{_worst(report)}"
+        f"<h2>Recall and hit rate by cut-off k</h2>{_curves(report)}"
+        f"{_baseline(report)}"
+        f"<h2>Prepare latency</h2><p>p50 {latency['p50']:.1f} ms · p95 {percentiles['p95']:.1f} ms · p99 "
+        f"{latency['p99']:.1f} ms · mean {latency['mean']:.1f} ms</p>"
+        f"{latency_chart('prepare latency (ms, log scale)', latencies, percentiles)}"
+        f"<h2>Worst queries</h2>{worst_section(report, _e)}"
         f"<h2>Settings</h2><table>{settings_rows}</table>"
         "</body></html>\n"
     )

@@ -9,11 +9,14 @@ from statistics import fmean
 from typing import Any
 
 from powercontext.evaluation.join import MISS_REASONS, what_would_help
-from powercontext.evaluation.metrics import percentile
+from powercontext.evaluation.metrics import hit_at, percentile, recall_at
 from powercontext.evaluation.runner import RunOutput, RunSettings, gather_modes
 from powercontext.evaluation.suite import ABSTAIN, Suite
 
 REPORT_SCHEMA = "powercontext.eval-report.v1"
+CURVE_KS = tuple(range(1, 17))  # the recall@k and hit@k curves: k = 1 … 16
+WORST_QUERIES = 25
+MAX_SHOWN_TEXT = 400  # characters of a memory's text shown beside a miss
 ALL = "all"
 RANKED_METRICS = ("hit_at_1", "hit_at_3", "hit_at_k", "recall_at_k", "all_at_k", "reciprocal_rank", "ndcg_at_k")
 
@@ -49,10 +52,41 @@ def aggregate(queries: list[dict[str, Any]]) -> dict[str, Any]:
     group["latency_ms"] = {
         "p50": round(percentile(latencies, 50), 2),
         "p90": round(percentile(latencies, 90), 2),
+        "p95": round(percentile(latencies, 95), 2),
         "p99": round(percentile(latencies, 99), 2),
         "mean": round(fmean(latencies), 2) if latencies else 0.0,
     }
+    group["curves"] = curves(ranked)
     return group
+
+
+def curves(ranked: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Mean hit@k and recall@k of scored queries for every k in ``CURVE_KS``."""
+    return {
+        "k": [float(k) for k in CURVE_KS],
+        "hit_at": [_mean(hit_at(q["selected"], q["expected"], k) for q in ranked) for k in CURVE_KS],
+        "recall_at": [_mean(recall_at(q["selected"], q["expected"], k) for q in ranked) for k in CURVE_KS],
+    }
+
+
+def worst_queries(queries: Iterable[dict[str, Any]], limit: int = WORST_QUERIES) -> list[dict[str, Any]]:
+    """The scored queries with the lowest reciprocal rank (then recall@k, then id)."""
+    scored = [q for q in queries if "reciprocal_rank" in q]
+    return sorted(scored, key=lambda q: (q["reciprocal_rank"], q["recall_at_k"], q["id"]))[:limit]
+
+
+def shown_texts(suite: Suite, queries: list[dict[str, Any]]) -> dict[str, str]:
+    """Texts of the memories the worst-queries table shows: each miss, and what was injected instead."""
+    by_id = {m.id: m.text for m in suite.memories}
+    wanted: dict[str, None] = {}
+    for q in worst_queries(queries):
+        for memory_id in (*(m["id"] for m in q["misses"]), *q["selected"]):
+            wanted.setdefault(memory_id, None)
+    return {
+        memory_id: text if len(text) <= MAX_SHOWN_TEXT else text[: MAX_SHOWN_TEXT - 1] + "…"
+        for memory_id in wanted
+        if (text := by_id.get(memory_id)) is not None
+    }
 
 
 def build_report(
@@ -100,6 +134,7 @@ def build_report(
         "categories": categories,
         "what_would_help": what_would_help(overall["miss_reasons"], modes),
         "queries": queries,
+        "texts": shown_texts(suite, queries),
     }
 
 

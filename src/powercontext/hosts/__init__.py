@@ -7,8 +7,12 @@ PreparedContext keys (``validate``), and print the host's documented hook output
 (``hook``). Every failure fails open: no injection, exit 0, one content-free line on stderr.
 
 The modules here import only the standard library so a hook process starts fast.
+
+Install, uninstall and doctor are per host: one adapter module per host (``claude_code``, ``codex``),
+listed in ``registry.ADAPTERS``; ``install`` plans and applies their file changes. ``HOSTS`` below are the
+names ``powercontext hook NAME`` accepts.
 """
 
 from __future__ import annotations
 
-HOSTS = ("claude-code", "codex")
+HOSTS = ("claude-code", "codex", "opencode", "pi")

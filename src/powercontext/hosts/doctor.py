@@ -1,24 +1,25 @@
-"""``powercontext hosts doctor``: is automatic recall going to work here, and did it last time?"""
+"""``powercontext hosts doctor``: will automatic recall work here, per host, and did it last time?
+
+Common checks (the Server answers, the token is accepted, the Scope resolves and exists, the last hook
+outcome), then each installed host's own (``HostAdapter.checks``): hook present and trusted, its command
+resolvable, the MCP server approved, configured with its environment and answering ``initialize``.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from powercontext.hosts.adapter import Check, HostContext
 from powercontext.hosts.diagnostics import read_state
-from powercontext.hosts.install import registered_hooks
+from powercontext.hosts.files import InstallError
 from powercontext.hosts.recall import HookSettings
+from powercontext.hosts.registry import ADAPTERS
 from powercontext.hosts.scope import ScopeConfigError, find_repo_root, resolve_scope
 from powercontext.hosts.transport import TransportFailure
 
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # ok | warn | fail
-    detail: str
+__all__ = ["Check", "run_checks"]
 
 
 def _get(settings: HookSettings, path: str) -> tuple[int, str | None]:
@@ -39,48 +40,62 @@ def _get(settings: HookSettings, path: str) -> tuple[int, str | None]:
     return response.status_code, code
 
 
-def run_checks(cwd: Path, settings: HookSettings, home: Path) -> list[Check]:
-    checks: list[Check] = []
+def _server_checks(settings: HookSettings, scope_id: str | None) -> list[Check]:
     try:
         status, _ = _get(settings, "/health/ready")
-        checks.append(Check("server", "ok" if status == 200 else "fail", f"{settings.url} answered {status}"))
-        reachable = status == 200
     except TransportFailure:
-        hint = "start it with `powercontext server run`"
-        checks.append(Check("server", "fail", f"no answer from {settings.url}; {hint}"))
-        reachable = False
+        return [Check("server", "fail", f"no answer from {settings.url}", "powercontext server run")]
+    if status != 200:
+        return [Check("server", "fail", f"{settings.url} answered {status}", "powercontext server run")]
+    checks = [Check("server", "ok", f"{settings.url} answered 200")]
+    if scope_id is None:
+        return checks
+    status, code = _get(settings, f"/v1/scopes/{quote(scope_id, safe=':@+=~.-_')}")
+    token_fix = "export POWERCONTEXT_TOKEN=<a token from the access file>, then run install again"
+    if status == 200:
+        checks.append(Check("token", "ok", "accepted" if settings.token else "not needed (no access file)"))
+        checks.append(Check("scope-exists", "ok", "readable with this token"))
+    elif status == 401:
+        checks.append(Check("token", "fail", "rejected by the Server", token_fix))
+    elif status == 403:
+        checks.append(Check("token", "ok", "accepted"))
+        checks.append(Check("scope-exists", "fail", "this token may not read the Scope", "ask for a read grant"))
+    else:
+        checks.append(Check("token", "ok", "accepted" if settings.token else "not needed"))
+        fix = f"powercontext scope create {scope_id} --title '...'"
+        checks.append(Check("scope-exists", "fail", f"{code or status}", fix))
+    return checks
+
+
+def run_checks(cwd: Path, settings: HookSettings, home: Path, hosts: list[str] | None = None) -> list[Check]:
+    project = find_repo_root(cwd) or cwd
+    checks: list[Check] = []
     try:
         resolution = resolve_scope(cwd)
-        checks.append(Check("scope", "ok", f"{resolution.scope_id} (from {resolution.source})"))
+        scope_check = Check("scope", "ok", f"{resolution.scope_id} (from {resolution.source})")
         scope_id: str | None = resolution.scope_id
     except ScopeConfigError as exc:
-        checks.append(Check("scope", "fail", str(exc)))
+        scope_check = Check("scope", "fail", str(exc), "powercontext hosts install HOST --scope SCOPE")
         scope_id = None
-    if reachable and scope_id is not None:
-        status, code = _get(settings, f"/v1/scopes/{quote(scope_id, safe=':@+=~.-_')}")
-        if status == 200:
-            checks.append(Check("token", "ok", "accepted" if settings.token else "not needed (no access file)"))
-            checks.append(Check("scope-exists", "ok", "readable with this token"))
-        elif status == 401:
-            checks.append(Check("token", "fail", "rejected: set POWERCONTEXT_TOKEN to a token in the access file"))
-        elif status == 403:
-            checks.append(Check("token", "ok", "accepted"))
-            checks.append(Check("scope-exists", "fail", "this token may not read the Scope; ask for a grant"))
-        else:
-            checks.append(Check("token", "ok", "accepted" if settings.token else "not needed"))
-            hint = f"create it: powercontext scope create {scope_id} --title ..."
-            checks.append(Check("scope-exists", "fail", f"{code or status}: {hint}"))
-    project = find_repo_root(cwd) or cwd
-    for host, path in registered_hooks(project, home).items():
-        if path is None:
-            checks.append(Check(f"{host}-hook", "warn", f"not registered; run `powercontext hosts install {host}`"))
-        else:
-            checks.append(Check(f"{host}-hook", "ok", f"registered in {path}"))
+    checks += _server_checks(settings, scope_id)
+    checks.append(scope_check)
+    ctx = HostContext(project=project, home=home)
+    wanted = hosts or [name for name, adapter in ADAPTERS.items() if adapter.installed(ctx)]
+    if not wanted:
+        checks.append(Check("hosts", "warn", "no host installed here", "powercontext hosts install claude-code"))
+    for name in wanted:
+        try:
+            checks += ADAPTERS[name].checks(ctx)
+        except InstallError as exc:  # a host config file it cannot read
+            checks.append(Check(name, "fail", str(exc), f"powercontext hosts install {name} --yes"))
+    checks.append(_last_run(settings))
+    return checks
+
+
+def _last_run(settings: HookSettings) -> Check:
     last = read_state(settings)
     if last is None:
-        checks.append(Check("last-hook-run", "warn", "none recorded yet"))
-    else:
-        outcome = str(last.get("outcome"))
-        detail = f"{last.get('host')}: {outcome} ({last.get('reason')}, {last.get('duration_ms')} ms)"
-        checks.append(Check("last-hook-run", "ok" if outcome in ("injected", "empty") else "warn", detail))
-    return checks
+        return Check("last-hook-run", "warn", "none recorded yet")
+    outcome = str(last.get("outcome"))
+    detail = f"{last.get('host')}: {outcome} ({last.get('reason')}, {last.get('duration_ms')} ms)"
+    return Check("last-hook-run", "ok" if outcome in ("injected", "empty") else "warn", detail)

@@ -1,18 +1,24 @@
-"""The ``UserPromptSubmit`` hook both plugins run: ``python -m powercontext.hosts.hook claude-code|codex``.
+"""The ``UserPromptSubmit`` hook: ``powercontext hook claude-code|codex`` (or ``python -m powercontext.hosts.hook``).
 
-Input: the host's hook JSON on stdin (both hosts send ``prompt`` and ``cwd``). Output on success: the
-host's documented JSON form on stdout,
+Input: the host's hook JSON on stdin (both hosts send ``prompt``, ``cwd`` and ``session_id``). Output on
+success: the host's documented JSON form on stdout,
 ``{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": <content>}}``,
-which both Claude Code and Codex add to the model's context next to the unchanged prompt. Otherwise
-nothing on stdout. The exit status is always 0: the hook never blocks or rewrites the prompt.
-Failures write one JSON line to stderr (CONTRACTS §2.8) that names no query, content, Scope or body.
+which both Claude Code and Codex add to the model's context next to the unchanged prompt. When recall is
+down (Server unreachable or refusing), the first prompt of a session gets ``{"systemMessage": <one line>}``
+instead, which the host shows the user and keeps out of the model's context (``notice``). Otherwise nothing
+on stdout. The exit status is always 0: the hook never blocks or rewrites the prompt, and never raises.
+Every run that injects nothing writes one JSON line to stderr (CONTRACTS §2.8), always of the same shape,
+that names no query, content, Scope or body.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,6 +26,7 @@ from powercontext.hosts import HOSTS
 from powercontext.hosts.recall import HookSettings, RecallOutcome, recall_for_prompt
 
 MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
+QUIET_ENV = "POWERCONTEXT_HOOK_QUIET"
 
 
 def host_output(host: str, content: str) -> str:
@@ -29,6 +36,11 @@ def host_output(host: str, content: str) -> str:
     # Both hosts document the same UserPromptSubmit JSON form for additional context.
     payload = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": content}}
     return json.dumps(payload, ensure_ascii=False)
+
+
+def notice_output(message: str) -> str:
+    """The stdout text that makes the host show ``message`` to the user only."""
+    return json.dumps({"systemMessage": message})
 
 
 def diagnostic_line(host: str, outcome: RecallOutcome) -> str:
@@ -52,9 +64,53 @@ def _read_input(stdin: IO[bytes]) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: JSON nested beyond the stack
         return None
     return data if isinstance(data, dict) else None
+
+
+def settings_for(settings: HookSettings, cwd: Path) -> HookSettings:
+    """Fill URL/token the environment left unset from what ``hosts install`` recorded for this project."""
+    if os.environ.get("POWERCONTEXT_URL", "").strip() and os.environ.get("POWERCONTEXT_TOKEN", "").strip():
+        return settings
+    from powercontext.hosts.machine import project_settings
+    from powercontext.hosts.scope import find_repo_root
+
+    recorded = project_settings(find_repo_root(cwd) or cwd)
+    if not os.environ.get("POWERCONTEXT_URL", "").strip() and "url" in recorded:
+        settings = replace(settings, url=recorded["url"])
+    if not os.environ.get("POWERCONTEXT_TOKEN", "").strip() and "token" in recorded:
+        settings = replace(settings, token=recorded["token"])
+    return settings
+
+
+def _notice(host: str, outcome: RecallOutcome, data: dict[str, Any] | None, settings: HookSettings) -> str | None:
+    if outcome.outcome not in {"server_unavailable", "refused", "version_mismatch"} or data is None:
+        return None
+    if os.environ.get(QUIET_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return None
+    from powercontext.hosts.notice import claim_notice, notice_text
+
+    if not claim_notice(settings.resolved_state_dir(), host, data.get("session_id")):
+        return None
+    return notice_output(notice_text(outcome.outcome, outcome.reason, outcome.error_code))
+
+
+def _record(host: str, outcome: RecallOutcome, settings: HookSettings, elapsed_ms: float, request: Any) -> None:
+    from powercontext.hosts.diagnostics import record_diagnostics, write_state
+
+    record = {
+        "time": round(time.time(), 3),
+        "host": host,
+        "outcome": outcome.outcome,
+        "reason": outcome.reason,
+        "http_status": outcome.http_status,
+        "content_bytes": outcome.content_bytes,
+        "duration_ms": elapsed_ms,
+    }
+    write_state(settings, record)
+    if settings.diagnostics and request is not None and request.query:
+        record_diagnostics(request, settings, host, settings.timeout_s)
 
 
 def run_hook(host: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str], settings: HookSettings) -> RecallOutcome:
@@ -64,10 +120,13 @@ def run_hook(host: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str], sett
     prompt = data.get("prompt") if data else None
     cwd_raw = data.get("cwd") if data else None
     request = None
-    if not isinstance(prompt, str) or not prompt.strip():
+    if data is None:
+        outcome = RecallOutcome("skipped", "bad_input")
+    elif not isinstance(prompt, str) or not prompt.strip():
         outcome = RecallOutcome("skipped", "no_prompt")
     else:
-        cwd = Path(cwd_raw) if isinstance(cwd_raw, str) and cwd_raw else Path.cwd()
+        cwd = Path(cwd_raw) if isinstance(cwd_raw, str) and cwd_raw and "\x00" not in cwd_raw else Path.cwd()
+        settings = settings_for(settings, cwd)
         outcome, request = recall_for_prompt(prompt, cwd, settings)
     if outcome.injected and outcome.content is not None:
         stdout.write(host_output(host, outcome.content))
@@ -75,45 +134,36 @@ def run_hook(host: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str], sett
     else:
         stderr.write(diagnostic_line(host, outcome) + "\n")
         stderr.flush()
-    elapsed_ms = round((time.monotonic() - started) * 1000, 1)
-    try:
-        from powercontext.hosts.diagnostics import record_diagnostics, write_state
-
-        write_state(
-            settings,
-            {
-                "time": round(time.time(), 3),
-                "host": host,
-                "outcome": outcome.outcome,
-                "reason": outcome.reason,
-                "http_status": outcome.http_status,
-                "content_bytes": outcome.content_bytes,
-                "duration_ms": elapsed_ms,
-            },
-        )
-        if settings.diagnostics and request is not None and request.query:
-            record_diagnostics(request, settings, host, settings.timeout_s)
-    except OSError:
-        pass  # the state file is a convenience for `hosts doctor`; never fail the hook over it
+        notice = _notice(host, outcome, data, settings)
+        if notice is not None:
+            stdout.write(notice)
+            stdout.flush()
+    # The state file is a convenience for `hosts doctor`; never fail the hook over it.
+    with contextlib.suppress(OSError, ValueError):
+        _record(host, outcome, settings, round((time.monotonic() - started) * 1000, 1), request)
     return outcome
+
+
+def _write_quietly(stream: IO[str], text: str) -> None:
+    # A closed pipe must not turn fail-open into a crash.
+    with contextlib.suppress(BaseException):
+        stream.write(text)
+        stream.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     host = args[0] if args else "claude-code"
+    if host not in HOSTS:
+        _write_quietly(sys.stderr, diagnostic_line("hook", RecallOutcome("skipped", "bad_host")) + "\n")
+        return 0
     try:
-        if host not in HOSTS:
-            sys.stderr.write(json.dumps({"component": "powercontext.hook", "outcome": "skipped", "reason": "bad_host"}))
-            sys.stderr.write("\n")
-            return 0
         # The context is UTF-8 whatever the locale says; hosts read the hook's stdout as UTF-8 JSON.
         if hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(encoding="utf-8")
         run_hook(host, sys.stdin.buffer, sys.stdout, sys.stderr, HookSettings.from_env())
-    except BaseException as exc:  # fail open whatever happens, including an interrupt
-        line = {"component": "powercontext.hook", "outcome": "skipped", "reason": "internal_error"}
-        line["error_type"] = type(exc).__name__
-        sys.stderr.write(json.dumps(line) + "\n")
+    except BaseException:  # fail open whatever happens, including an interrupt; same line shape as every path
+        _write_quietly(sys.stderr, diagnostic_line(host, RecallOutcome("skipped", "internal_error")) + "\n")
     return 0
 
 

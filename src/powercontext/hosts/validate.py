@@ -51,7 +51,7 @@ def validate_prepared_context(body: bytes, max_bytes: int) -> ValidatedContext:
     """The validated answer, or ``InvalidPreparedContext`` with the first violated rule."""
     try:
         doc = json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if isinstance(exc, InvalidPreparedContext):
             raise
         raise InvalidPreparedContext("not_json") from None
@@ -72,7 +72,11 @@ def validate_prepared_context(body: bytes, max_bytes: int) -> ValidatedContext:
         raise InvalidPreparedContext("status_unknown")
     if not isinstance(content, str) or not content:
         raise InvalidPreparedContext("content_type")
-    if len(content.encode("utf-8")) != content_bytes:
+    try:
+        encoded = content.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON allows "\\ud800"); not text a host can show
+        raise InvalidPreparedContext("not_utf8") from None
+    if len(encoded) != content_bytes:
         raise InvalidPreparedContext("content_bytes_mismatch")
     if content_bytes > max_bytes:
         raise InvalidPreparedContext("over_budget")

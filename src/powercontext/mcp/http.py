@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
-from mcp.server.mcpserver import Context
+from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -23,15 +23,23 @@ from powercontext.mcp.tools import build_server
 MCP_PATH = "/mcp"
 
 
-def _authorization(ctx: Context) -> str | None:
-    request = ctx.request_context.request
+def _authorization(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    request = ctx.request
     headers = getattr(request, "headers", None)
     value = headers.get("authorization") if headers is not None else None
     return str(value) if value else None
 
 
+async def _send_error(send: Any, status: int, code: str, message: str, request_id: str, headers: list[Any]) -> None:
+    body = json.dumps({"error": {"code": code, "message": message, "request_id": request_id}}).encode("utf-8")
+    start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii")), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})
+
+
 class _BearerGuard:
-    """401 with the API's error envelope unless the token is known (when the Server has an access file)."""
+    """401 with the API's error envelope unless the token is known (when the Server has an access file);
+    405 for anything but POST: the endpoint is stateless, so there is no stream to GET and no session to DELETE."""
 
     def __init__(self, app: Any, inner: Any) -> None:
         self._app = app
@@ -42,34 +50,18 @@ class _BearerGuard:
         # Name the route template for the access log, the request span and the metrics (Starlette sets it
         # only for FastAPI routes).
         scope["route"] = self.route
+        request_id = str(scope.get("state", {}).get("request_id", ""))
+        if scope.get("method") != "POST":
+            allow = [(b"allow", b"POST")]
+            await _send_error(send, 405, "method-not-allowed", "/mcp takes POST only (stateless)", request_id, allow)
+            return
         table = self._app.state.access
         if table is not None:
             headers = dict(scope.get("headers") or [])
             authorization = headers.get(b"authorization", b"").decode("latin-1")
             if table.principal_for(authorization) is None:
-                request_id = str(scope.get("state", {}).get("request_id", ""))
-                body = json.dumps(
-                    {
-                        "error": {
-                            "code": "unauthenticated",
-                            "message": "send 'Authorization: Bearer <token>' with a token listed in the Server's "
-                            "access file",
-                            "request_id": request_id,
-                        }
-                    }
-                ).encode("utf-8")
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode("ascii")),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                message = "send 'Authorization: Bearer <token>' with a token listed in the Server's access file"
+                await _send_error(send, 401, "unauthenticated", message, request_id, [(b"www-authenticate", b"Bearer")])
                 return
         await self._inner(scope, receive, send)
 
@@ -80,7 +72,7 @@ def mount_mcp(app: Any) -> Callable[[], AbstractAsyncContextManager[None]]:
 
     internal = httpx.ASGITransport(app=app)
 
-    def bridge_for(ctx: Context) -> HttpBridge:
+    def bridge_for(ctx: ServerRequestContext[Any, Any]) -> HttpBridge:
         return HttpBridge(INTERNAL_BASE_URL, _authorization(ctx), transport=internal)
 
     server = build_server(bridge_for)

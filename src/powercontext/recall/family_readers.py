@@ -27,9 +27,10 @@ class TopicMemoryReader:
 
     def read_groups(self, ctx: RecallContext, limit: int | None = None) -> ScopePools:
         scope_id = ctx.scope_ids[0]
+        probe = None if ctx.trace.probe is None else ctx.trace.probe.channel(ctx.round, self.family, scope_id)
         with ctx.trace.stage("topic_memory.search"):
             outcome = self._search.search(
-                scope_id, ctx.query, "auto", limit or self._limit, channel=ctx.channel, round=ctx.round
+                scope_id, ctx.query, "auto", limit or self._limit, channel=ctx.channel, round=ctx.round, probe=probe
             )
         ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
         return [
@@ -59,6 +60,10 @@ class ExperienceReader:
                 outcome = self._search.search(scope_id, ctx.query, limit or self._limit)
             # The adapter says which mode ran; it is recorded as given.
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", "none")
+            if ctx.trace.probe is not None:  # full text is Experience's only channel: its list is the pool
+                recorder = ctx.trace.probe.channel(ctx.round, self.family, scope_id)
+                recorder.record("fts", outcome.hits)
+                recorder.record("fused", outcome.hits)
             pool = [
                 Candidate(h.record.key, "experience", h.record.render_text(), h.record.created_at) for h in outcome.hits
             ]
@@ -87,5 +92,7 @@ class ProfileReader:
                 ctx.trace.record_search(0, self.family, "none", "not_run", "none")
                 continue
             ctx.trace.record_search(0, self.family, "snapshot", "completed", "none")
+            if ctx.trace.probe is not None:
+                ctx.trace.probe.unsearched(0, self.family, scope_id, [snapshot.key])
             candidates.append(Candidate(snapshot.key, "profile", snapshot.render_text(), snapshot.created_at))
         return candidates

@@ -6,14 +6,16 @@ are exactly what the readers recorded (the Runtime never infers a mode from a re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from powercontext.contract.common import Family
 from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCandidate, round_robin
+from powercontext.recall.probe import ChannelRecorder
 from powercontext.recall.supersession import SEARCH_DEPTH_FACTOR, asks_for_history, newer_first
 from powercontext.recall.trace import RecallTrace
-from powercontext.search.channels import ChannelSearch
+from powercontext.search.channels import ChannelSearch, ScoredHit
 from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import VectorChannel
 from powercontext.store.base import ScoredMemory
@@ -74,6 +76,7 @@ class AtomicMemoryReader:
         for scope_id in ctx.scope_ids:
             pool = limit or self._limit
             history = asks_for_history(ctx.query)
+            recorder = None if ctx.trace.probe is None else ctx.trace.probe.channel(ctx.round, self.family, scope_id)
             with ctx.trace.stage("memory.search"):
                 outcome = self._search.search(
                     scope_id,
@@ -83,11 +86,28 @@ class AtomicMemoryReader:
                     channel=ctx.channel,
                     round=ctx.round,
                     depth=pool if history else pool * SEARCH_DEPTH_FACTOR,
+                    probe=None if recorder is None else _ChannelsOnly(recorder),
                 )
                 hits = outcome.hits[:pool] if history else newer_first(outcome.hits, pool, _observed, _text)
+            if recorder is not None:  # the pool as the Builder receives it: fused, then newer first
+                recorder.record("fused", hits)
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
             groups.append((scope_id, [_candidate(h) for h in hits]))
         return groups
+
+
+class _ChannelsOnly:
+    """Passes a search's per-channel lists to the explain probe, but not its fused list: the reader records the
+    pool itself, after the newer-first rule has ordered it."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: ChannelRecorder) -> None:
+        self._inner = inner
+
+    def record(self, channel: Literal["fts", "vector", "fused"], hits: Sequence[ScoredHit]) -> None:
+        if channel != "fused":
+            self._inner.record(channel, hits)
 
 
 def _observed(hit: ScoredMemory) -> str:

@@ -279,11 +279,19 @@ def _rerank_pool(
         return result.outcome, _coarse(pool, limit, trace)
     chosen = [pool[i] for i in result.order[:limit]]
     trace.omit("atomic-memory", "rerank_not_selected", len(pool) - len(chosen))
+    if trace.probe is not None:
+        kept = {c.key for c in chosen}
+        for dropped in pool:
+            if dropped.key not in kept:
+                trace.probe.omitted("atomic-memory", dropped.key, "rerank_not_selected")
     return result.outcome, chosen
 
 
 def _coarse(pool: list[Candidate], limit: int, trace: RecallTrace) -> list[Candidate]:
     trace.omit("atomic-memory", "family_limit", max(0, len(pool) - limit))
+    if trace.probe is not None:
+        for dropped in pool[limit:]:
+            trace.probe.omitted("atomic-memory", dropped.key, "family_limit")
     return pool[:limit]
 
 

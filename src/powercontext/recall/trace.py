@@ -21,6 +21,7 @@ from powercontext.contract.receipt import OmissionReason, SearchFallback, Search
 from powercontext.recall.budget import PrepareBudget
 
 if TYPE_CHECKING:  # the rerank module records onto the trace; the trace only holds its records
+    from powercontext.recall.probe import ExplainProbe
     from powercontext.recall.rerank import RerankConfigRecord
 
 # Stages that a ``record_search`` follows: the search's attributes go onto their span.
@@ -73,6 +74,8 @@ class RecallTrace:
     expansion_queries: list[str] | None = field(default=None, repr=False)
     # What this prepare may still spend on providers (time, model calls); not evidence, never reported.
     budget: PrepareBudget = field(default_factory=PrepareBudget.unbounded, repr=False, compare=False)
+    # Per-candidate evidence for the diagnostic explain route; None on every other prepare.
+    probe: ExplainProbe | None = field(default=None, repr=False, compare=False)
     # Stage spans recorded while tracing is on, handed over by ``finish``.
     _spans: list[observe.StageSpan] = field(default_factory=list, repr=False, compare=False)
     _tracing: bool | None = field(default=None, repr=False, compare=False)

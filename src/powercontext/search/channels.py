@@ -44,6 +44,12 @@ class ScoredHit(Protocol):
 H = TypeVar("H", bound=ScoredHit)
 
 
+class ChannelProbe(Protocol):
+    """Receives one search's ranked lists (explain only; see ``recall.probe``): which channel, in rank order."""
+
+    def record(self, channel: Literal["fts", "vector", "fused"], hits: Sequence[ScoredHit]) -> None: ...
+
+
 class ModeUnavailable(RequestRefused):
     code, status = "mode-unavailable", 409
 
@@ -186,12 +192,30 @@ class ChannelSearch(Generic[H]):
         channel: VectorChannel | None = None,
         round: int = 0,
         depth: int | None = None,
+        probe: ChannelProbe | None = None,
     ) -> SearchOutcome[H]:
         """``depth`` (at least ``limit``) asks for more hits than ``limit`` for the caller's own re-ordering; the
         first ``limit`` of them are still exactly what a search at ``limit`` returns (hybrid fusion keeps the
-        channel depth of ``limit``)."""
+        channel depth of ``limit``). ``probe`` (explain only) receives each channel's ranked list as this search
+        computed it."""
+        outcome = self._search(scope_id, query, mode, limit, max(limit, depth or limit), channel, round, probe)
+        if probe is not None and outcome.mode != "hybrid":
+            probe.record(outcome.mode, outcome.hits)
+            probe.record("fused", outcome.hits)
+        return outcome
+
+    def _search(
+        self,
+        scope_id: str,
+        query: str,
+        mode: SearchModePolicy,
+        limit: int,
+        depth: int,
+        channel: VectorChannel | None,
+        round: int,
+        probe: ChannelProbe | None,
+    ) -> SearchOutcome[H]:
         normalized = normalize_query(query)
-        depth = max(limit, depth or limit)
         if mode == "fts" or (mode == "auto" and self._vector is None):
             return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", "none")
         if mode in ("vector", "hybrid"):
@@ -203,18 +227,25 @@ class ChannelSearch(Generic[H]):
                 raise SearchInferenceFailed(exc) from None
             if mode == "vector":
                 return SearchOutcome(self._vectors(scope_id, vector, depth), "vector", "none")
-            return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit, depth), "hybrid", "none")
+            return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit, depth, probe), "hybrid", "none")
         # auto: hybrid when the provider is configured and answers, else fts with the honest reason.
         channel = channel or VectorChannel(self._embedder)
         if channel.will_compute(scope_id, normalized):
-            return self._auto_overlapped(scope_id, normalized, limit, depth, channel, round)
+            return self._auto_overlapped(scope_id, normalized, limit, depth, channel, round, probe)
         planned = channel.query_vector(round, normalized, scope_id)
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", planned)
-        return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit, depth), "hybrid", "none")
+        return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit, depth, probe), "hybrid", "none")
 
     def _auto_overlapped(
-        self, scope_id: str, normalized: str, limit: int, depth: int, channel: VectorChannel, round: int
+        self,
+        scope_id: str,
+        normalized: str,
+        limit: int,
+        depth: int,
+        channel: VectorChannel,
+        round: int,
+        probe: ChannelProbe | None,
     ) -> SearchOutcome[H]:
         """``auto`` with the vector side (embed the query, rank by cosine) on another thread while the
         full-text search runs on this one.
@@ -236,7 +267,7 @@ class ChannelSearch(Generic[H]):
         planned, vec = pending.result()
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", planned)
-        return SearchOutcome(self._fuse(fts, vec, depth), "hybrid", "none")
+        return SearchOutcome(self._fuse(fts, vec, depth, probe), "hybrid", "none")
 
     def _fts(self, scope_id: str, normalized: str, limit: int) -> list[H]:
         return self._text(scope_id, query_terms(normalized, SEARCH_QUERY_TERMS), limit)
@@ -245,16 +276,24 @@ class ChannelSearch(Generic[H]):
         assert self._vector is not None
         return self._vector(scope_id, self._embedder.model_id, vector, limit)
 
-    def _hybrid(self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int) -> list[H]:
+    def _hybrid(
+        self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int, probe: ChannelProbe | None
+    ) -> list[H]:
         channel_depth = _channel_depth(limit)
-        fts = self._fts(scope_id, normalized, channel_depth)
-        return self._fuse(fts, self._vectors(scope_id, vector, channel_depth), depth)
+        fts, vec = self._fts(scope_id, normalized, channel_depth), self._vectors(scope_id, vector, channel_depth)
+        return self._fuse(fts, vec, depth, probe)
 
-    def _fuse(self, fts: list[H], vec: list[H], limit: int) -> list[H]:
+    def _fuse(self, fts: list[H], vec: list[H], limit: int, probe: ChannelProbe | None = None) -> list[H]:
         w = self.weights
         if w.fusion == "rrf":
-            return fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
-        return fuse_scores([(fts, w.fts), (vec, w.vector)], limit)
+            fused = fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
+        else:
+            fused = fuse_scores([(fts, w.fts), (vec, w.vector)], limit)
+        if probe is not None:
+            probe.record("fts", fts)
+            probe.record("vector", vec)
+            probe.record("fused", fused)
+        return fused
 
 
 def _channel_depth(limit: int) -> int:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from powercontext.code.identifiers import code_query_terms
 from powercontext.search.channels import HybridWeights, fuse
+from powercontext.search.code_definitions import definitions_first
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
 from powercontext.store.code import CodeStore, ScoredCodeChunk
 from powercontext.text.normalize import normalize_query
@@ -52,20 +53,26 @@ class CodeSearch:
     ) -> tuple[list[CodeHit], FallbackReason]:
         """The hits, and why the vector channel was not used (``none`` when it was, or when none exists)."""
         normalized = normalize_query(query)
+        # A deeper pool than the answer, so that a defining chunk BM25 ranks below the cut still leads.
+        depth = max(2 * limit, 32)
         if self._embedder is None:
-            return [_hit(s) for s in self._full_text(scope_id, normalized, limit)], "none"
+            return _ranked(self._full_text(scope_id, normalized, depth), query, limit), "none"
         planned = (channel or VectorChannel(self._embedder)).query_vector(0, normalized, scope_id)
         if isinstance(planned, str):
-            return [_hit(s) for s in self._full_text(scope_id, normalized, limit)], planned
-        depth = max(2 * limit, 32)
+            return _ranked(self._full_text(scope_id, normalized, depth), query, limit), planned
         w = self._weights
         text = self._full_text(scope_id, normalized, depth)
         vectors = self._store.search_code_vector(scope_id, self._embedder.model_id, planned, depth)
-        fused = fuse([(text, w.fts), (vectors, w.vector)], w.k, limit, key_of=_chunk_key)
-        return [_hit(s) for s in fused], "none"
+        fused = fuse([(text, w.fts), (vectors, w.vector)], w.k, depth, key_of=_chunk_key)
+        return _ranked(fused, query, limit), "none"
 
     def _full_text(self, scope_id: str, normalized: str, limit: int) -> list[ScoredCodeChunk]:
         return self._store.search_code(scope_id, code_query_terms(normalized), limit)
+
+
+def _ranked(pool: list[ScoredCodeChunk], query: str, limit: int) -> list[CodeHit]:
+    ordered = definitions_first(pool, [s.chunk.text for s in pool], query)
+    return [_hit(s) for s in ordered[:limit]]
 
 
 def _chunk_key(scored: ScoredCodeChunk) -> tuple[str, str, int]:

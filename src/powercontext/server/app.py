@@ -11,9 +11,9 @@ from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
 from powercontext import __version__
-from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES
 from powercontext.runtime import Runtime
 from powercontext.server.auth import AccessTable, authorize
+from powercontext.server.body_limits import BodyLimits
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.gate import RequestGate
 from powercontext.server.host_guard import HostOriginGuard, HostRules
@@ -101,7 +101,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)  # its own token rule: the ``metrics`` grant
     for router in routers[1:]:
-        app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403))
+        app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403, 413))
     if inspector:
         app.include_router(inspector_router())
     # The routes behind ``authorize``: their body errors answer 401/403 first (``refusal_before_validation``).
@@ -113,6 +113,10 @@ def create_app(
         for route in router.routes
         if isinstance(route, APIRoute)
     ]
+    # Each route's body limit, looked up by the gate before routing and published by GET /v1/capabilities.
+    app.state.body_limits = BodyLimits(
+        route for router in routers for route in router.routes if isinstance(route, APIRoute)
+    )
     # Streamable-HTTP MCP at /mcp when the `mcp` extra is installed (not part of the OpenAPI document).
     app.state.mcp_run = mount_mcp_if_available(app) if runtime is not None else None
     public_paths = {route.path for route in health.router.routes if isinstance(route, APIRoute)}
@@ -124,7 +128,7 @@ def create_app(
     # Innermost first: the gate runs inside telemetry (its refusals are counted) and inside RequestIdMiddleware
     # (its refusals carry the request id too).
     app.add_middleware(
-        RequestGate, access=access, max_body_bytes=MAX_REQUEST_BODY_BYTES, public_paths=frozenset(public_paths)
+        RequestGate, access=access, body_limits=app.state.body_limits, public_paths=frozenset(public_paths)
     )
     # Outside the gate: a request to a foreign host name is refused before its token is even looked at.
     app.add_middleware(HostOriginGuard, rules=hosts or HostRules())

@@ -2,35 +2,42 @@
 
 Plain ASGI middleware ahead of routing. Routing, dependency resolution and body parsing all come later,
 so an unauthenticated caller cannot make the Server read, buffer or parse anything, and no body larger
-than the largest valid request (``MAX_REQUEST_BODY_BYTES``) is ever held: a declared ``Content-Length``
-over the limit is refused at once, and a chunked body is counted as it arrives and refused the moment it
-passes the limit. A refusal of a request whose body was not read closes the connection, so the rest of
-the body is not read either.
+than the largest valid request to its route (``server.body_limits``) is ever held: a declared
+``Content-Length`` over the limit is refused at once, and a chunked body is counted as it arrives and
+refused the moment it passes the limit.
+
+A 413 closes the connection, but only after reading and discarding what the client still sends, up to
+``LINGER_BYTES`` for ``LINGER_SECONDS``: a client that writes its whole body before it reads (httpx,
+requests) then gets the answer rather than a connection reset. A body declared larger than that is not
+waited for. A 401 closes at once: an unauthenticated caller gets no reading at all.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
+import time
 from collections.abc import Collection
 from typing import IO, Any
 
-from powercontext.contract.memory import MAX_BATCH_ITEMS
 from powercontext.server.auth import AccessTable
+from powercontext.server.body_limits import BodyLimits
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
 
 SPOOL_BYTES = 1 << 20  # a chunked body up to this size stays in memory; a larger one goes to a temporary file
 REPLAY_PIECE_BYTES = 1 << 16
+LINGER_BYTES = 128 << 20  # what is read and discarded after a 413, at most
+LINGER_SECONDS = 10.0
 
 UNAUTHENTICATED_MESSAGE = "send 'Authorization: Bearer <token>' with a token listed in the Server's access file"
 
 
 def body_too_large_message(limit: int) -> str:
     return (
-        f"the request body is larger than {limit} bytes, the size of the largest valid request "
-        f"(a batch of {MAX_BATCH_ITEMS} memories of the largest size); send fewer items per request"
+        f"the request body is larger than {limit} bytes, the size of the largest valid request to this route "
+        "(limits.route_max_bytes in GET /v1/capabilities); send less per request"
     )
 
 
@@ -42,11 +49,11 @@ class RequestGate:
     """
 
     def __init__(
-        self, app: Any, *, access: AccessTable | None, max_body_bytes: int, public_paths: Collection[str]
+        self, app: Any, *, access: AccessTable | None, body_limits: BodyLimits, public_paths: Collection[str]
     ) -> None:
         self.app = app
         self.access = access
-        self.max_body_bytes = max_body_bytes
+        self.body_limits = body_limits
         self.public_paths = frozenset(public_paths)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
@@ -71,8 +78,9 @@ class RequestGate:
                 )
                 return
             scope.setdefault("state", {})["principal"] = principal
-        if length is not None and length > self.max_body_bytes:
-            await self._too_large(scope, send)
+        limit = self.body_limits.limit_for(scope["method"], scope["path"])
+        if length is not None and length > limit:
+            await self._too_large(scope, receive, send, limit, linger=length <= LINGER_BYTES)
             return
         if chunked:
             # No declared length: read it here, counting, so nothing past the limit is ever read. The bytes
@@ -88,9 +96,10 @@ class RequestGate:
                     return
                 chunk: bytes = message.get("body", b"")
                 size += len(chunk)
-                if size > self.max_body_bytes:
+                if size > limit:
                     spool.close()
-                    await self._too_large(scope, send)
+                    more = message.get("more_body", False)
+                    await self._too_large(scope, receive, send, limit, linger=more)
                     return
                 spool.write(chunk)
                 if not message.get("more_body", False):
@@ -103,9 +112,25 @@ class RequestGate:
             return
         await self.app(scope, receive, send)
 
-    async def _too_large(self, scope: Scope, send: Any) -> None:
-        message = body_too_large_message(self.max_body_bytes)
-        await _refuse(scope, send, 413, "body-too-large", message, close=True)
+    async def _too_large(self, scope: Scope, receive: Any, send: Any, limit: int, *, linger: bool) -> None:
+        message = body_too_large_message(limit)
+        await _refuse(scope, send, 413, "body-too-large", message, close=True, more=linger)
+        if linger:
+            await _discard_rest(receive)
+            await send({"type": "http.response.body", "body": b""})
+
+
+async def _discard_rest(receive: Any) -> None:
+    """Reads what the client still sends, bounded in bytes and time; the answer is already on the wire."""
+    deadline = time.monotonic() + LINGER_SECONDS
+    discarded = 0
+    while discarded <= LINGER_BYTES and time.monotonic() < deadline:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        discarded += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _replay(spool: IO[bytes], size: int, receive: Any) -> Any:
@@ -147,7 +172,9 @@ async def _refuse(
     *,
     close: bool,
     extra: list[tuple[bytes, bytes]] | None = None,
+    more: bool = False,
 ) -> None:
+    """Sends the error answer whole; ``more`` leaves the exchange open (its last, empty message unsent)."""
     request_id = str(scope.get("state", {}).get("request_id", ""))
     body = json.dumps({"error": {"code": code, "message": message, "request_id": request_id}}).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]
@@ -155,4 +182,4 @@ async def _refuse(
     if close:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": body, "more_body": more})

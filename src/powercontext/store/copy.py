@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from powercontext.store.base import ExperienceContent
+from powercontext.store.sqlite import scope_fts
 from powercontext.text.tokenize import terms as index_terms
 
 # (table, primary key, columns) in an order that satisfies every reference.
@@ -181,8 +182,9 @@ def _index_heads(conn: Any, revisions: list[tuple[Any, ...]]) -> None:
             continue
         scope_id, family = head
         if family == "atomic-memory":
+            table = scope_fts.ensure_table(conn, "atomic_memory_fts", _scope_tag(scope_id))
             conn.execute(
-                "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+                f"INSERT INTO {table} (rowid, scope_tag, terms) VALUES (?, ?, ?)",
                 (artifact, _scope_tag(scope_id), " ".join(index_terms(body))),
             )
         elif family == "topic-memory":
@@ -202,7 +204,8 @@ def _index_chunks(conn: Any, chunks: list[tuple[Any, ...]], code_terms: CodeTerm
             "SELECT t.scope_id, f.path FROM code_files f JOIN code_trees t ON t.id = f.tree WHERE f.id = ?", (file_id,)
         ).fetchone()
         path_terms, terms = code_terms(path, text)
+        table = scope_fts.ensure_table(conn, "code_fts", code_scope_tag(scope_id))
         conn.execute(
-            "INSERT INTO code_fts (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
+            f"INSERT INTO {table} (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
             (chunk_id, code_scope_tag(scope_id), path_terms, terms),
         )

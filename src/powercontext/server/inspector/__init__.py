@@ -1,7 +1,8 @@
 """The Context Inspector: a static page the Server ships and serves, which calls the public API from the browser.
 
-The page holds no data of its own. It asks the Server for one prepare with a Receipt under the viewer's token and
-renders what came back; every body it shows is fetched through the ordinary exact-read routes.
+The page holds no data of its own. It asks the Server to explain one prepare (``POST /v1/context/explain``, which
+includes that prepare's answer and Receipt) under the viewer's token and renders what came back; every body it shows
+is fetched through the ordinary exact-read routes.
 """
 
 from __future__ import annotations

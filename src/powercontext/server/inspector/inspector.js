@@ -4,6 +4,9 @@
 (() => {
   const SVG = "http://www.w3.org/2000/svg";
   let token = null; // only in this tab's memory: never in storage or the URL
+  let baseline = null; // a pinned run: { label, explained }
+  let lastRun = null; // the run on screen: { request, explained }
+  let pendingRun = false; // the address asked for a run once the Scopes are loaded
 
   const OMISSION_REASONS = {
     duplicate: "the same Scope-qualified identity was already selected",
@@ -14,6 +17,12 @@
     no_fitting_truncation: "no truncation of it fit the remaining budget",
     rerank_not_selected: "the reranker did not choose it",
     not_retrieved: "the family was requested but no search returned a candidate",
+  };
+  const WHERE = {
+    candidate: "a candidate of this run",
+    below_pool: "ranked by this run, below the pool depth",
+    deeper_search: "only a deeper search ranks it",
+    not_found: "not ranked for this query",
   };
 
   const $ = (id) => document.getElementById(id);
@@ -106,6 +115,10 @@
     select.replaceChildren(...list.items.map((s) => el("option", { value: s.scope_id }, `${s.scope_id} — ${s.title}`)));
     if (wanted && list.items.some((s) => s.scope_id === wanted)) select.value = wanted;
     select.dataset.loaded = String(list.items.length);
+    if (pendingRun && select.value) {
+      pendingRun = false;
+      runA();
+    }
     return true;
   }
 
@@ -132,21 +145,33 @@
     });
   }
 
+  const expectedIds = () => $("expected").value.split(/[\s,]+/).filter(Boolean);
+
   function settings(which) {
     const sections = parseSections($(`sections-${which}`).value);
+    const query = which === "b" && $("query-b").value.trim() ? $("query-b").value : $("query").value;
     const request = {
       scope_id: $("scope").value,
-      query: $("query").value,
+      query,
       max_bytes: Number($(`max-bytes-${which}`).value),
       include_code: $(`code-${which}`).checked,
       include_receipt: true,
+      expected: expectedIds(),
     };
     if (sections !== null) request.assembly = { sections };
     return request;
   }
 
-  async function prepare(request) {
-    return api("POST", "/v1/context/prepare", request);
+  const explain = (request) => api("POST", "/v1/context/explain", request);
+
+  // The address of this run: opening it runs it again (the fragment never reaches the Server).
+  function permalink(request) {
+    const params = new URLSearchParams({ scope: request.scope_id, q: request.query, max_bytes: String(request.max_bytes) });
+    if ($("sections-a").value.trim()) params.set("sections", $("sections-a").value.trim());
+    if (request.include_code) params.set("code", "1");
+    if (request.expected.length) params.set("expect", request.expected.join(","));
+    params.set("run", "1");
+    return `${location.pathname}#${params.toString().replace(/\+/g, "%20")}`;
   }
 
   // -- Identities --------------------------------------------------------------------------------
@@ -159,6 +184,10 @@
     const a = item.artifact_address;
     return `${a.scope_id} ${a.artifact.family} ${a.artifact.artifact_id}@${a.artifact.revision}`;
   }
+
+  // Code candidates name the whole indexed range; an injected range may end earlier.
+  const rangeOf = (item) =>
+    item.family === "code" ? `code ${item.code_evidence.path}:${item.code_evidence.start_line}` : identityOf(item);
 
   function labelOf(item) {
     if (item.family === "code") {
@@ -196,19 +225,70 @@
     return JSON.stringify(view, null, 2);
   }
 
+  // Bodies are read through the exact-read routes under the viewer's own token, a few at a time.
+  const reads = new Map();
+  let active = 0;
+  const waiting = [];
+  function readExact(path) {
+    if (!reads.has(path)) {
+      reads.set(
+        path,
+        new Promise((resolve) => waiting.push(resolve)).then(async () => {
+          try {
+            return await api("GET", path);
+          } finally {
+            active -= 1;
+            if (waiting.length) (active += 1), waiting.shift()();
+          }
+        }),
+      );
+      if (active < 6) (active += 1), waiting.shift()();
+    }
+    return reads.get(path);
+  }
+
+  // Query terms are stemmed index terms ("releas" for "release"): a word matches when it starts with one.
+  function highlight(text, terms) {
+    const out = document.createDocumentFragment();
+    const words = terms.filter((t) => t.length > 0);
+    for (const part of text.split(/([\p{L}\p{N}]+)/u)) {
+      const folded = part.toLowerCase();
+      const hit = /[\p{L}\p{N}]/u.test(part) && words.some((t) => (t.length >= 3 ? folded.startsWith(t) : folded === t));
+      out.append(hit ? el("mark", {}, part) : part);
+    }
+    return out;
+  }
+
+  const PREVIEW_CHARS = 320;
+  async function fillPreview(cell, item, request, terms) {
+    try {
+      const view = await readExact(exactReadPath(item, request));
+      let text = bodyText(view);
+      if (text.length > PREVIEW_CHARS) text = text.slice(0, PREVIEW_CHARS) + "…";
+      const state = view.state && view.state !== "active" ? el("span", { class: "tag" }, view.state) : null;
+      cell.replaceChildren(highlight(text, terms), state ? " " : "", state || "");
+    } catch (error) {
+      cell.replaceChildren(el("span", { class: "error read-error" }, error.describe ? error.describe() : String(error)));
+    }
+  }
+
   // -- Rendering ---------------------------------------------------------------------------------
 
   function section(title, ...children) {
     return el("div", { class: "block" }, el("h3", {}, title), ...children);
   }
 
+  const scroll = (node) => el("div", { class: "scroll" }, node);
+
   function table(headers, rows, emptyText) {
     if (!rows.length) return el("p", { class: "empty" }, emptyText);
-    return el(
-      "table",
-      {},
-      el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", {}, h)))),
-      el("tbody", {}, ...rows.map((cells) => el("tr", {}, ...cells.map((c) => el("td", {}, c))))),
+    return scroll(
+      el(
+        "table",
+        {},
+        el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", {}, h)))),
+        el("tbody", {}, ...rows.map((cells) => el("tr", {}, ...cells.map((c) => el("td", {}, c))))),
+      ),
     );
   }
 
@@ -227,9 +307,11 @@
     const row = 20;
     const labelWidth = 170;
     const barWidth = 320;
+    const width = labelWidth + barWidth + 90;
     const chart = svg("svg", {
-      width: labelWidth + barWidth + 90,
+      width,
       height: row * stages.length,
+      viewBox: `0 0 ${width} ${row * stages.length}`,
       id: "stage-chart",
       role: "img",
       "aria-label": "stage timings",
@@ -238,12 +320,132 @@
       const y = i * row;
       const label = svg("text", { x: 0, y: y + 14, class: "chart-label" });
       label.textContent = stage.count > 1 ? `${stage.stage} ×${stage.count}` : stage.stage;
-      const width = Math.max(1, Math.round((stage.duration_ms / longest) * barWidth));
-      const value = svg("text", { x: labelWidth + width + 6, y: y + 14, class: "chart-label" });
+      const w = Math.max(1, Math.round((stage.duration_ms / longest) * barWidth));
+      const value = svg("text", { x: labelWidth + w + 6, y: y + 14, class: "chart-label" });
       value.textContent = `${stage.duration_ms.toFixed(2)} ms`;
-      chart.append(label, svg("rect", { x: labelWidth, y: y + 3, width, height: 14, class: "bar-stage" }), value);
+      chart.append(label, svg("rect", { x: labelWidth, y: y + 3, width: w, height: 14, class: "bar-stage" }), value);
     });
     return chart;
+  }
+
+  const number = (value) => (value === null || value === undefined ? "" : Number(value).toPrecision(4));
+
+  function fateText(fate) {
+    if (fate.outcome === "selected") return `injected #${fate.position} · ${fate.rendered_bytes} B${fate.truncated ? " · truncated" : ""}`;
+    return fate.reason;
+  }
+
+  function channelRanks(candidate) {
+    const best = {};
+    for (const r of candidate.ranks) if (!(r.channel in best) || r.rank < best[r.channel]) best[r.channel] = r.rank;
+    const parts = [];
+    if (best.fts) parts.push(`fts ${best.fts}`);
+    if (best.vector) parts.push(`vec ${best.vector}`);
+    return parts.join(" · ");
+  }
+
+  const byFate = (a, b) => {
+    const pa = a.fate.position || Infinity;
+    const pb = b.fate.position || Infinity;
+    return pa - pb || a.family.localeCompare(b.family) || a.rank - b.rank;
+  };
+
+  function whyTable(explained, request) {
+    const candidates = [...explained.candidates].sort(byFate);
+    if (!candidates.length) return el("p", { class: "empty" }, "no search returned a candidate");
+    const terms = explained.query_terms;
+    const body = el("tbody", {});
+    candidates.forEach((c, i) => {
+      const preview = el("td", { class: "preview" }, el("span", { class: "hint" }, "reading…"));
+      const label = labelOf(c);
+      const link = el("a", { href: exactReadPath(c, request), target: "_blank", rel: "noopener noreferrer", class: "mono" }, label.id);
+      const fate = el("td", { class: `fate fate-${c.fate.outcome}`, title: OMISSION_REASONS[c.fate.reason] || "" }, fateText(c.fate));
+      const row = el(
+        "tr",
+        {
+          id: `candidate-${i}`,
+          class: `candidate-row${c.expected ? " expected" : ""}`,
+          "data-identity": identityOf(c),
+          "data-fate": c.fate.outcome === "selected" ? "selected" : c.fate.reason,
+        },
+        fate,
+        el("td", {}, c.family, label.scope ? el("div", { class: "hint" }, label.scope) : null),
+        el("td", { class: "num" }, String(c.rank), el("div", { class: "hint" }, channelRanks(c))),
+        el("td", { class: "num" }, number(c.bm25)),
+        el("td", { class: "num" }, number(c.cosine)),
+        el("td", { class: "num" }, number(c.fused)),
+        el("td", { class: "terms" }, ...c.matched_terms.map((t) => el("span", { class: "term" }, t))),
+        preview,
+        el("td", {}, link),
+      );
+      body.append(row);
+      fillPreview(preview, c, request, terms);
+    });
+    const heads = ["fate", "family", "rank", "bm25", "cosine", "fused", "matched", "text", "revision"];
+    return scroll(el("table", { id: "why" }, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))), body));
+  }
+
+  function expectedBox(explained) {
+    if (!explained.expected.length) return null;
+    const rowOf = (e) =>
+      [...document.querySelectorAll("tr.candidate-row")].find((r) => r.dataset.identity.includes(` ${e.artifact_id}@`));
+    const list = el("ul", { id: "expected-list" });
+    for (const e of explained.expected) {
+      const fate = e.fate ? ` — ${fateText(e.fate)}` : "";
+      const item = el(
+        "li",
+        { "data-id": e.artifact_id, "data-where": e.where },
+        el("span", { class: "mono" }, e.artifact_id),
+        ` ${WHERE[e.where]}${fate}`,
+        el("div", { class: "hint" }, e.explanation),
+      );
+      if (e.where === "candidate") {
+        const jump = el("button", { type: "button", class: "jump" }, "show row");
+        jump.addEventListener("click", () => {
+          const row = rowOf(e);
+          if (row) row.scrollIntoView({ block: "center" }), row.classList.add("flash");
+        });
+        item.append(jump);
+      }
+      list.append(item);
+    }
+    return section("Expected ids", list);
+  }
+
+  // The content is a preamble and one JSON array of items between markers: shown here item by item.
+  function injectedItems(prepared) {
+    const raw = el("pre", { id: "content", hidden: "" }, prepared.content === null ? "(empty)" : prepared.content);
+    const toggle = el("button", { type: "button", id: "raw-toggle" }, "show raw");
+    toggle.addEventListener("click", () => {
+      raw.hidden = !raw.hidden;
+      items.hidden = !raw.hidden;
+      toggle.textContent = raw.hidden ? "show raw" : "show items";
+    });
+    const items = el("ol", { id: "injected" });
+    const text = prepared.content || "";
+    const start = text.indexOf("\n{");
+    const end = text.lastIndexOf("}\n");
+    try {
+      const parsed = start >= 0 && end > start ? JSON.parse(text.slice(start + 1, end + 1)).items : [];
+      for (const item of parsed) {
+        const cite = item.citation;
+        const label = cite.code_evidence
+          ? `code ${cite.code_evidence.path}:${cite.code_evidence.start_line}-${cite.code_evidence.end_line}`
+          : `${cite.artifact.family} ${cite.scope_id} ${cite.artifact.artifact_id} r${cite.artifact.revision}`;
+        items.append(
+          el(
+            "li",
+            { class: "injected-item" },
+            el("div", { class: "hint mono" }, `${label} · ${item.kind}${item.truncated ? " · truncated" : ""}`),
+            el("pre", { class: "body" }, item.content),
+          ),
+        );
+      }
+    } catch (error) {
+      items.append(el("li", { class: "error" }, "the content could not be split into items; see raw"));
+    }
+    if (!items.childElementCount && !prepared.content) items.append(el("li", { class: "empty" }, "nothing was injected"));
+    return section("Injected content", toggle, items, raw);
   }
 
   function selectedTable(receipt, request) {
@@ -267,12 +469,8 @@
       );
       body.append(row, detail);
     });
-    return el(
-      "table",
-      { id: "selected" },
-      el("thead", {}, el("tr", {}, ...["#", "family", "Scope", "identity", "bytes", "truncated", ""].map((h) => el("th", {}, h)))),
-      body,
-    );
+    const heads = ["#", "family", "Scope", "identity", "bytes", "truncated", ""];
+    return scroll(el("table", { id: "selected" }, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))), body));
   }
 
   async function toggle(item, request, detail, button) {
@@ -294,9 +492,17 @@
     }
   }
 
+  // A family with no candidates lost nothing: it is said once, not listed as an omission.
   function omissionTable(receipt) {
-    const rows = receipt.omitted.map((g) => [g.family, g.reason, String(g.count), OMISSION_REASONS[g.reason] || ""]);
+    const groups = receipt.omitted.filter((g) => g.reason !== "not_retrieved");
+    const rows = groups.map((g) => [g.family, g.reason, String(g.count), OMISSION_REASONS[g.reason] || ""]);
     return table(["family", "reason", "count", "meaning"], rows, "nothing was omitted");
+  }
+
+  function emptyFamilies(explained) {
+    const empty = explained.families.filter((f) => f.candidates === 0).map((f) => f.family);
+    if (!empty.length) return null;
+    return el("p", { id: "no-candidates", class: "hint" }, `No candidates from: ${empty.join(", ")} (nothing there matched this query).`);
   }
 
   function retrieval(receipt) {
@@ -339,9 +545,12 @@
     return el("dl", { id: "receipt-ids" }, ...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { class: "mono" }, v)]));
   }
 
-  function renderResult(prepared, request) {
+  function renderResult(explained, request) {
     const start = performance.now();
+    reads.clear(); // a revision's text never changes, but its state and the viewer's grant may have
+    const prepared = explained.prepared;
     const receipt = prepared.receipt;
+    const terms = explained.query_terms.length ? explained.query_terms.join(" ") : "none";
     const parts = [el("h2", {}, `Result: ${prepared.status}`), budgetBar(prepared.content_bytes, request.max_bytes)];
     if (!receipt) {
       parts.push(
@@ -352,7 +561,21 @@
         ),
       );
     }
-    parts.push(section("Injected content", el("pre", { id: "content" }, prepared.content === null ? "(empty)" : prepared.content)));
+    parts.push(
+      expectedBox(explained),
+      section(
+        "Why: every candidate and its fate",
+        el(
+          "p",
+          { class: "hint" },
+          `Query terms (stemmed): ${terms}. Rank is the place in its family's pool; the default recall interleaves ` +
+            "families by that rank (each family's first, then each second), so scores of two families are not compared.",
+        ),
+        emptyFamilies(explained),
+        whyTable(explained, request),
+      ),
+      injectedItems(prepared),
+    );
     if (receipt) {
       parts.push(
         section("Receipt", summary(receipt)),
@@ -363,47 +586,71 @@
       );
     }
     const result = $("result");
-    result.replaceChildren(...parts);
+    result.replaceChildren(...parts.filter(Boolean));
     result.hidden = false;
     document.body.dataset.renderMs = (performance.now() - start).toFixed(3);
   }
 
-  function renderComparison(a, b, requestA, requestB) {
-    const ids = (p) => (p.receipt ? p.receipt.selected.map(identityOf) : []);
-    const left = ids(a);
-    const right = ids(b);
-    const column = (title, prepared, request, own, other) => {
-      const items = prepared.receipt ? prepared.receipt.selected : [];
-      const list = el("ol", { class: "compare-list" });
-      items.forEach((item, i) => {
-        const id = own[i];
-        const at = other.indexOf(id);
-        const mark = at === -1 ? (own === left ? "removed" : "added") : at === i ? "same" : "moved";
-        const label = labelOf(item);
-        list.append(el("li", { class: `mark-${mark}`, "data-identity": id, "data-mark": mark }, `${item.family} ${label.scope} ${label.id}`, el("span", { class: "mark" }, mark)));
-      });
-      const note = prepared.receipt ? null : el("p", { class: "banner" }, "no Receipt: the selection cannot be compared");
-      return el("div", { class: "compare-column" }, el("h3", {}, title), el("p", { class: "hint" }, `max_bytes ${request.max_bytes}, ${prepared.content_bytes} bytes used`), note, list);
+  // -- Diff of two runs --------------------------------------------------------------------------
+
+  function injected(explained) {
+    return explained.candidates.filter((c) => c.fate.outcome === "selected").sort(byFate);
+  }
+
+  function renderDiff(before, after, labels) {
+    const a = injected(before);
+    const b = injected(after);
+    const posA = new Map(a.map((c) => [rangeOf(c), c.fate.position]));
+    const posB = new Map(b.map((c) => [rangeOf(c), c.fate.position]));
+    const fateInB = new Map(after.candidates.map((c) => [rangeOf(c), c.fate]));
+    const line = (c, note) => {
+      const label = labelOf(c);
+      return el("li", { "data-identity": identityOf(c) }, el("span", { class: "mono" }, `${c.family} ${label.scope} ${label.id}`), ` ${note}`);
     };
+    const gained = b.filter((c) => !posA.has(rangeOf(c))).map((c) => line(c, `injected #${c.fate.position}`));
+    const lost = a.filter((c) => !posB.has(rangeOf(c))).map((c) => {
+      const fate = fateInB.get(rangeOf(c));
+      return line(c, `was #${c.fate.position}; now ${fate ? fate.reason : "not a candidate"}`);
+    });
+    const moved = b
+      .filter((c) => posA.has(rangeOf(c)) && posA.get(rangeOf(c)) !== c.fate.position)
+      .map((c) => line(c, `#${posA.get(rangeOf(c))} → #${c.fate.position}`));
+    const kept = b.filter((c) => posA.get(rangeOf(c)) === c.fate.position).length;
+    const group = (title, id, items, cls) =>
+      el("div", { class: `diff-group ${cls}` }, el("h3", {}, `${title} (${items.length})`), items.length ? el("ul", { id }, ...items) : el("p", { class: "empty", id }, "none"));
     const view = $("comparison");
     view.replaceChildren(
-      el("h2", {}, "Compare"),
-      el("div", { class: "compare" }, column("A", a, requestA, left, right), column("B", b, requestB, right, left)),
+      el("h2", {}, "Diff of two runs"),
+      el("p", { class: "hint", id: "diff-labels" }, `${labels[0]} → ${labels[1]}; ${kept} item(s) kept their place.`),
+      el("div", { class: "diff" }, group("Gained", "diff-gained", gained, "mark-added"), group("Lost", "diff-lost", lost, "mark-removed"), group("Moved", "diff-moved", moved, "mark-moved")),
     );
     view.hidden = false;
   }
+
+  const describe = (request) => `"${request.query.slice(0, 60)}" at ${request.max_bytes} B`;
 
   // -- Wiring ------------------------------------------------------------------------------------
 
   const prefill = Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 
-  async function run(event) {
-    event.preventDefault();
+  function showRun(explained, request) {
+    renderResult(explained, request);
+    lastRun = { request, explained };
+    $("pin").disabled = false;
+    const link = permalink(request);
+    $("permalink").href = link;
+    $("permalink").hidden = false;
+    history.replaceState(null, "", link);
+  }
+
+  async function runA() {
     hideError("request-error");
     try {
       const request = settings("a");
-      renderResult(await prepare(request), request);
-      $("comparison").hidden = true;
+      const explained = await explain(request);
+      showRun(explained, request);
+      if (baseline) renderDiff(baseline.explained, explained, [`baseline ${baseline.label}`, `now ${describe(request)}`]);
+      else $("comparison").hidden = true;
     } catch (error) {
       showError("request-error", error.describe ? error.describe() : error.message);
     }
@@ -414,20 +661,41 @@
     try {
       const requestA = settings("a");
       const requestB = settings("b");
-      const a = await prepare(requestA);
-      const b = await prepare(requestB);
-      renderResult(a, requestA);
-      renderComparison(a, b, requestA, requestB);
+      const a = await explain(requestA);
+      const b = await explain(requestB);
+      showRun(a, requestA);
+      renderDiff(a, b, [`A ${describe(requestA)}`, `B ${describe(requestB)}`]);
     } catch (error) {
       showError("request-error", error.describe ? error.describe() : error.message);
     }
   }
 
+  function pin(on) {
+    baseline = on && lastRun ? { label: describe(lastRun.request), explained: lastRun.explained } : null;
+    $("unpin").hidden = baseline === null;
+    $("pin").textContent = baseline ? "Baseline pinned" : "Pin as baseline";
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     if (prefill.q) $("query").value = prefill.q;
     if (prefill.max_bytes) $("max-bytes-a").value = prefill.max_bytes;
-    $("request-form").addEventListener("submit", run);
+    if (prefill.sections) $("sections-a").value = prefill.sections;
+    if (prefill.code === "1") $("code-a").checked = true;
+    if (prefill.expect) $("expected").value = prefill.expect;
+    pendingRun = prefill.run === "1" && Boolean(prefill.q);
+    $("request-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      runA();
+    });
     $("compare").addEventListener("click", compare);
+    $("pin").addEventListener("click", () => pin(true));
+    $("unpin").addEventListener("click", () => pin(false));
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        runA();
+      }
+    });
     $("token-form").addEventListener("submit", (event) => {
       event.preventDefault();
       token = $("token").value.trim() || null;

@@ -23,10 +23,11 @@ from powercontext.contract.code import (
 from powercontext.contract.common import MAX_REVISION
 from powercontext.domain.identity import code_evidence_ref
 from powercontext.runtime import Runtime
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.routes.deps import RuntimeDep, errors
 from powercontext.store.code import CodeStore
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}/code", tags=["code"])
+router = APIRouter(prefix="/v1/scopes/{scope_id}/code", tags=["code"], route_class=OffLoopBodyRoute)
 log = logging.getLogger("powercontext.code")
 
 Sha256 = Annotated[str, Query(pattern=r"^sha256:[0-9a-f]{64}$")]

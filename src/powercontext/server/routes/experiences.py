@@ -17,10 +17,11 @@ from powercontext.contract.families import (
     RejectDecision,
 )
 from powercontext.search.families import ExperienceSearch
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.family_mapping import candidate_view, experience_draft, experience_hit_view, experience_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["experience"])
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["experience"], route_class=OffLoopBodyRoute)
 
 
 @router.post(

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from powercontext.contract.capabilities import Capabilities
+from powercontext.server.body_limits import BodyLimits
 from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes.deps import RuntimeDep
 
@@ -32,5 +33,10 @@ async def ready(request: Request) -> Any:
 
 
 @router.get("/v1/capabilities", tags=["health"], operation_id="get_capabilities")
-def capabilities(runtime: RuntimeDep) -> Capabilities:
-    return runtime.capabilities()
+def capabilities(request: Request, runtime: RuntimeDep) -> Capabilities:
+    published = runtime.capabilities()
+    # The body limits belong to the routes, which only the Server knows.
+    body_limits: BodyLimits = request.app.state.body_limits
+    route_limits = body_limits.published()
+    limits = published.limits.model_copy(update={"route_max_bytes": route_limits})
+    return published.model_copy(update={"limits": limits})

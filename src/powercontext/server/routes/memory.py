@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
 
 from powercontext.contract.memory import (
     AtomicMemory,
@@ -11,15 +13,40 @@ from powercontext.contract.memory import (
     AtomicMemoryCreate,
     AtomicMemoryCreated,
     AtomicMemoryLifecycle,
+    AtomicMemoryList,
     AtomicMemoryMerge,
     AtomicMemoryRevise,
     AtomicMemorySearchRequest,
     AtomicMemorySearchResult,
+    MemoryListState,
 )
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
 from powercontext.server.routes.deps import RuntimeDep, errors
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"])
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"], route_class=OffLoopBodyRoute)
+
+
+@router.get(
+    "/atomic-memory",
+    operation_id="list_atomic_memories",
+    responses=errors(404, 422),
+    summary="List Atomic Memory heads, newest first, a page at a time",
+)
+def list_heads(
+    scope_id: str,
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=18, pattern=r"^[0-9]+$")] = None,
+    state: MemoryListState = "active",
+) -> AtomicMemoryList:
+    """``cursor`` is the ``next_cursor`` of the previous page; a page never repeats or skips a memory when
+    others are written meanwhile (new ones appear on a fresh first page)."""
+    before = int(cursor) if cursor is not None else None
+    rows = runtime.store.list_memories(scope_id, None if state == "all" else state, before, limit + 1)
+    page = rows[:limit]
+    next_cursor = str(page[-1][0]) if len(rows) > limit else None
+    return AtomicMemoryList(items=[memory_view(record) for _, record in page], next_cursor=next_cursor)
 
 
 @router.post("/atomic-memory", status_code=201, operation_id="create_atomic_memory", responses=errors(404, 409))

@@ -6,12 +6,13 @@ from fastapi import APIRouter
 
 from powercontext.contract.families import Profile, ProfileCommit
 from powercontext.runtime import Runtime
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.family_mapping import profile_entries, profile_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors
 from powercontext.store.base import FamilyStore, ProfileRecord
 from powercontext.store.errors import ProfileNotFound
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["profile"])
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["profile"], route_class=OffLoopBodyRoute)
 
 
 def committed_head(scope_id: str, runtime: Runtime, store: FamilyStore) -> ProfileRecord:

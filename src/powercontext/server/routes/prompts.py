@@ -26,12 +26,13 @@ from powercontext.prompts.definitions import BUILTIN_DEFINITIONS, ResolvedPrompt
 from powercontext.prompts.errors import PromptUnavailable
 from powercontext.prompts.resolver import ScopePromptResolver
 from powercontext.runtime import Runtime
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
 from powercontext.store.base import PromptContent, PromptRecord, PromptStore
 from powercontext.store.base import PromptDemonstration as StoredDemonstration
 from powercontext.store.errors import StoreError
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["prompts"])
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["prompts"], route_class=OffLoopBodyRoute)
 
 PromptKeyPath = Path(min_length=1, max_length=128, description="A registered Prompt key, e.g. memory.rerank.")
 

@@ -11,12 +11,13 @@ from fastapi import APIRouter
 
 from powercontext.contract.scopes import Scope, ScopeCreate, ScopeList, ScopeUpdate
 from powercontext.domain.access import Principal, ScopeForbidden
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.mapping import scope_view
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
 from powercontext.store.base import ScopeRecord
 from powercontext.store.errors import ReferencedScopeNotFound
 
-router = APIRouter(prefix="/v1/scopes", tags=["scopes"])
+router = APIRouter(prefix="/v1/scopes", tags=["scopes"], route_class=OffLoopBodyRoute)
 
 
 def _require_readable(principal: Principal, references: list[str]) -> None:

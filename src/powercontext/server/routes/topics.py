@@ -12,10 +12,11 @@ from powercontext.contract.families import (
     TopicMemorySearchRequest,
     TopicMemorySearchResult,
 )
+from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.family_mapping import new_topic, topic_hit_view, topic_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["topic-memory"])
+router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["topic-memory"], route_class=OffLoopBodyRoute)
 
 
 @router.post(

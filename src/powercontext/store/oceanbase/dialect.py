@@ -26,8 +26,14 @@ from powercontext.store.sqlite.driver import sqlite
 
 _ON_CONFLICT = re.compile(r"ON CONFLICT \([^)]*\) DO UPDATE SET", re.IGNORECASE)
 _EXCLUDED = re.compile(r"\bexcluded\.(\w+)")
-_FTS_INSERT = re.compile(r"^\s*INSERT INTO (\w+_fts) \(rowid, scope_tag, ([\w, ]+)\) VALUES", re.IGNORECASE)
-_FTS_DELETE = re.compile(r"^\s*DELETE FROM (\w+_fts) WHERE rowid = \?\s*$", re.IGNORECASE)
+# The shared code names each Scope's own FTS5 table (store/sqlite/scope_fts.py: index + "_" + scope tag); here
+# the index is the name before the tag, and the tag travels in the row (fts_docs, fts_segments are per Scope).
+_FTS_INSERT = re.compile(
+    r"^\s*INSERT INTO (\w+_fts)(?:_[sc][0-9a-f]{24})? \(rowid, scope_tag, ([\w, ]+)\) VALUES", re.IGNORECASE
+)
+_FTS_DELETE = re.compile(r"^\s*DELETE FROM (\w+_fts)(?:_[sc][0-9a-f]{24})? WHERE rowid = \?\s*$", re.IGNORECASE)
+# Creating a Scope's FTS5 table: nothing to create here (the postings tables hold every Scope).
+_FTS_CREATE = re.compile(r"^\s*CREATE VIRTUAL TABLE IF NOT EXISTS \w+_fts_[sc][0-9a-f]{24}(?:_vocab)? USING")
 # Every write of an embedding, whichever path (single write, batch, reindex, store copy): mirrored into the
 # VECTOR(n) tables on a native-vectors database (native_vectors.py).
 _EMBEDDING_INSERT = re.compile(r"^\s*INSERT INTO artifact_embeddings \(artifact, revision, model_id, vector\) VALUES")
@@ -133,6 +139,8 @@ class Connection:
         native = self._native
         if native is not None and sql.lstrip().startswith(self._text_reads):
             return self._read_native(native, translate(sql), params)
+        if _FTS_CREATE.match(sql):
+            return Result((), None)
         insert = _FTS_INSERT.match(sql)
         if insert is not None:
             self._fts.add(self, insert.group(1), params[0], params[1], tuple(params[2:]))

@@ -9,14 +9,16 @@ postings (term frequency per column) and token count, and ranking recomputes FTS
     idf(t)   = ln((N - n(t) + 0.5) / (n(t) + 0.5)), clamped to 1e-6 when ≤ 0
     score(d) = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 - b + b·|d| / avgdl)),  k1 = 1.2, b = 0.75
 
-with ``N``, ``n(t)`` and ``avgdl`` over the whole index (every Scope, as FTS5 computes them; ``N`` and
-the token total count every document ever added, as a contentless-delete FTS5 table does),
-``f`` the column-weighted frequency and ``|d|`` the document's tokens including its scope tag.
+with ``N``, ``n(t)`` and ``avgdl`` over the searched Scope's documents only, as the SQLite store's per-Scope
+FTS5 tables compute them (store/sqlite/scope_fts.py: no other Scope's content may move a Scope's ranking);
+``N`` and the token total count every document ever added to the Scope (``fts_scope_totals``), as a
+contentless-delete FTS5 table does, ``f`` is the column-weighted frequency and ``|d|`` the document's tokens
+including its scope tag.
 
 Postings are stored packed: one ``fts_segments`` row per (index, scope tag, term, segment) holds the
 segment's postings as a little-endian array of (doc id, tf1, tf2, |d|) records, decoded with NumPy.
-A search reads every input of the formula in one statement (totals, each term's global document
-count, the Scope's posting arrays) and scores in NumPy with the same float64 operations in the same
+A search reads every input of the formula in one statement (the Scope's totals and its posting arrays,
+whose sizes are the terms' document counts) and scores in NumPy with the same float64 operations in the same
 order as the per-posting loop, so scores still agree with FTS5 to the last bit. Measured on embedded
 seekdb at 10,000 memories (docs/oceanbase.md): one row per posting cost ~35 ms per search in two
 statements that scan and join every posting of the query terms; packed segments ship the same
@@ -116,6 +118,7 @@ class FtsWriter:
         self._native_docs: dict[tuple[str, int], tuple[str, str]] = {}  # (table, doc) -> (scope tag, body)
         self._removed: set[tuple[str, int]] = set()  # stored documents to take out of the index
         self._totals: Counter[tuple[str, str]] = Counter()  # (table, "docs" | "tokens")
+        self._scope_totals: dict[tuple[str, str], tuple[int, int]] = {}  # (table, scope tag) -> (docs, tokens)
         self.segments = SegmentCounts()
 
     def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None:
@@ -132,6 +135,8 @@ class FtsWriter:
             self._native_docs[(table, doc_id)] = (scope_tag, native_fulltext.body(spec.weights, texts))
         self._totals[(table, "docs")] += 1
         self._totals[(table, "tokens")] += tokens
+        docs, total = self._scope_totals.get((table, scope_tag), (0, 0))
+        self._scope_totals[(table, scope_tag)] = (docs + 1, total + tokens)
 
     def remove(self, conn: Connection, table: str, doc_id: int) -> None:
         self._native_docs.pop((table, doc_id), None)
@@ -154,6 +159,11 @@ class FtsWriter:
         }
         if self._docs:
             _add_documents(conn, self._docs, self.segments, numbers)
+        conn.insert_rows(
+            "INSERT INTO fts_scope_totals (fts_table, scope_tag, docs, tokens) VALUES ",
+            [(table, tag, docs, tokens) for (table, tag), (docs, tokens) in sorted(self._scope_totals.items())],
+            " ON DUPLICATE KEY UPDATE docs = docs + VALUES(docs), tokens = tokens + VALUES(tokens)",
+        )
         if self.native:
             added = [(table, doc, tag, text) for (table, doc), (tag, text) in self._native_docs.items()]
             native_fulltext.write(conn, sorted(self._removed), added)
@@ -165,6 +175,7 @@ class FtsWriter:
         self._native_docs.clear()
         self._removed.clear()
         self._totals.clear()
+        self._scope_totals.clear()
 
 
 SegmentKey = tuple[str, str, str]  # (fts table, scope tag, term)
@@ -414,13 +425,13 @@ def search(
     if not query or limit < 1:
         return []
     marks = ", ".join(["%s"] * len(query))
-    # One round trip for every input of the formula: the totals row, each term's segment sizes in every
-    # Scope (n(t) is index-wide, as in FTS5), and the postings of this Scope's segments only.
+    # One round trip for every input of the formula, all of them the Scope's own: its totals row, and its
+    # segments of the query terms (their sizes add up to n(t)).
     rows = conn.query(
-        "SELECT NULL, docs, tokens, NULL FROM fts_totals WHERE fts_table = %s UNION ALL"
-        " SELECT term, n, 0, CASE WHEN scope_tag = %s THEN postings END FROM fts_segments"
-        f" WHERE fts_table = %s AND term IN ({marks})",
-        (table, scope_tag, table, *query),
+        "SELECT NULL, docs, tokens, NULL FROM fts_scope_totals WHERE fts_table = %s AND scope_tag = %s UNION ALL"
+        " SELECT term, n, 0, postings FROM fts_segments"
+        f" WHERE fts_table = %s AND term IN ({marks}) AND scope_tag = %s",
+        (table, scope_tag, table, *query, scope_tag),
     ).fetchall()
     n_rows = n_tokens = 0
     counts: Counter[str] = Counter()
@@ -484,26 +495,18 @@ def _idf(n_rows: int, n_hits: int) -> float:
     return 1e-6 if idf <= 0.0 else idf
 
 
-def term_documents(conn: Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
-    """Documents per term over the whole index (every Scope), like ``fts5vocab``'s ``doc``."""
+def term_documents(conn: Connection, table: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:
+    """Documents of one Scope per term, like ``fts5vocab``'s ``doc`` on the Scope's own FTS5 table."""
     query = list(dict.fromkeys(posting_term(t) for t in terms if t))
     if not query:
         return {}
     marks = ", ".join(["%s"] * len(query))
     rows: Any = conn.query(
-        f"SELECT term, SUM(n) FROM fts_segments WHERE fts_table = %s AND term IN ({marks}) GROUP BY term",
-        (table, *query),
+        f"SELECT term, SUM(n) FROM fts_segments WHERE fts_table = %s AND term IN ({marks}) AND scope_tag = %s"
+        " GROUP BY term",
+        (table, *query, scope_tag),
     ).fetchall()
     return {str(term): int(count) for term, count in rows}
-
-
-def in_scope(conn: Connection, table: str, scope_tag: str, term: str) -> bool:
-    """Whether any document of the Scope holds ``term``."""
-    row = conn.query(
-        "SELECT 1 FROM fts_segments WHERE fts_table = %s AND term = %s AND scope_tag = %s LIMIT 1",
-        (table, posting_term(term), scope_tag),
-    ).fetchone()
-    return row is not None
 
 
 def pack_legacy_postings(conn: Connection) -> None:

@@ -226,6 +226,23 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
         # When the revision's statement was true; NULL reads as created_at (see the SQLite migration 8).
         ["ALTER TABLE revisions ADD COLUMN observed_at VARCHAR(40)"],
     ),
+    (
+        9,
+        [
+            # BM25's document count and token total per (index, Scope), so a Scope ranks by its own statistics
+            # (fulltext.py). Filled from the documents indexed now; rerunnable if a process died half-way.
+            f"""CREATE TABLE IF NOT EXISTS fts_scope_totals (
+              fts_table VARCHAR(32) NOT NULL,
+              scope_tag VARCHAR(32) NOT NULL,
+              docs BIGINT NOT NULL,
+              tokens BIGINT NOT NULL,
+              PRIMARY KEY (fts_table, scope_tag)
+            ) {_T}""",
+            "DELETE FROM fts_scope_totals",
+            "INSERT INTO fts_scope_totals (fts_table, scope_tag, docs, tokens)"
+            " SELECT fts_table, scope_tag, COUNT(*), SUM(ntokens) FROM fts_docs GROUP BY fts_table, scope_tag",
+        ],
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

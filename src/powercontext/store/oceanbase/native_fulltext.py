@@ -10,8 +10,10 @@ one-character terms), split by the engine's ``space`` parser with ``min_token_si
 longer CJK text is found (its bigrams are terms), stems agree with the query's, and the query's terms are the
 same ones the exact search would use. What differs: the engine's relevance scores (a different BM25 and
 statistics, so rankings and Receipts can differ from SQLite's), its stopwords (``a``, ``the`` are never
-matched), and its speed (measured in docs/oceanbase.md: one ``MATCH`` costs more than a whole exact prepare, and
-the index slows bulk writes).
+matched), its statistics (the engine computes them over the whole ``FULLTEXT`` index, every Scope's rows
+together, so unlike the default a Scope's ranking can move with other Scopes' content: keep ``exact`` where Scopes
+belong to parties that must not influence each other), and its speed (measured in docs/oceanbase.md: one
+``MATCH`` costs more than a whole exact prepare, and the index slows bulk writes).
 
 The choice belongs to the database, not to one process: a database created with ``?fulltext=native`` has the
 ``fts_native`` table, and every Server that opens it maintains that table in the same transaction as

@@ -364,32 +364,27 @@ class OceanBaseStore(SqliteStore):
 
     @staticmethod
     def _affordable_code_terms(conn: Connection, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
-        """The SQLite adapter's rule (store/sqlite/code.py ``_affordable_terms``) over the postings tables."""
+        """The SQLite adapter's rule (store/sqlite/code.py ``_affordable_terms``) over the Scope's postings."""
         if not terms:
             return [], True
         sizes = conn.execute(
-            "SELECT COALESCE(SUM(chunk_count), 0), COALESCE(SUM(CASE WHEN scope_id = ? THEN chunk_count END), 0)"
-            " FROM code_trees",
-            (scope_id,),
+            "SELECT COALESCE(SUM(chunk_count), 0) FROM code_trees WHERE scope_id = ?", (scope_id,)
         ).fetchone()
         assert sizes is not None
-        all_chunks, scope_chunks = int(sizes[0]), int(sizes[1])
+        scope_chunks = int(sizes[0])
         budget = sqlite_code.POSTING_BUDGET
         if scope_chunks <= budget:
             return list(terms), True
-        docs = fulltext.term_documents(conn, "code_fts", terms)
-        tag = sqlite_code.code_scope_tag(scope_id)
+        docs = fulltext.term_documents(conn, "code_fts", sqlite_code.code_scope_tag(scope_id), terms)
         kept: list[str] = []
         total = 0
         present = [t for t in terms if fulltext.posting_term(t) in docs]
         for term in sorted(present, key=lambda t: docs[fulltext.posting_term(t)]):
-            n = docs[fulltext.posting_term(term)]
-            count = min(n, scope_chunks)
-            if kept and (2 * n >= all_chunks or total + count > budget):
+            count = docs[fulltext.posting_term(term)]
+            if kept and (2 * count >= scope_chunks or total + count > budget):
                 break
-            if fulltext.in_scope(conn, "code_fts", tag, term):
-                kept.append(term)
-                total += count
+            kept.append(term)
+            total += count
         return kept, total <= budget
 
     # -- vectors -------------------------------------------------------------------------------

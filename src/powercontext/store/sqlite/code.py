@@ -16,13 +16,15 @@ from powercontext.store.code import (
     TreeKind,
 )
 from powercontext.store.errors import CodeNotFound, ScopeNotFound
+from powercontext.store.sqlite import scope_fts
 from powercontext.store.sqlite.connections import SqliteConnections
+from powercontext.store.sqlite.driver import sqlite
 from powercontext.store.sqlite.vectors import Vector, to_blob
 
 CODE = "code"  # the vector-cache family of code chunks
 
 # Path terms weigh more than body terms: a query naming a module should find that module first.
-_BM25 = "bm25(code_fts, 0.0, 2.0, 1.0)"
+_WEIGHTS = "0.0, 2.0, 1.0"
 # bm25() costs ~3-4 µs per matching chunk (a docsize lookup each): this many keep ranking under ~8 ms.
 POSTING_BUDGET = 2_000
 _SELECT_TREE = "SELECT scope_id, fingerprint, kind, root_path, max_file_bytes, indexed_at FROM code_trees"
@@ -37,9 +39,10 @@ def code_scope_tag(scope_id: str) -> str:
     return "c" + hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:24]
 
 
-def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
+def _match_expression(terms: Sequence[str]) -> str:
+    # The Scope's own table (scope_fts.py) holds only its chunks: no scope_tag filter.
     quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f'scope_tag : "{code_scope_tag(scope_id)}" AND {{path_terms terms}} : ( {quoted} )'
+    return f"{{path_terms terms}} : ( {quoted} )"
 
 
 class SqliteCodeStore(SqliteConnections):
@@ -75,6 +78,7 @@ class SqliteCodeStore(SqliteConnections):
         tag = code_scope_tag(scope_id)
         with self._write() as conn:
             tree = _tree_id(conn, scope_id, fingerprint)
+            table = scope_fts.ensure_table(conn, "code_fts", tag)
             for item in files:
                 found = conn.execute("SELECT id FROM code_files WHERE tree = ? AND path = ?", (tree, item.path))
                 row = found.fetchone()
@@ -99,7 +103,7 @@ class SqliteCodeStore(SqliteConnections):
                         (file_id, chunk.start_line, chunk.end_line, chunk.snippet_sha256, chunk.text),
                     ).lastrowid
                     conn.execute(
-                        "INSERT INTO code_fts (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
+                        f"INSERT INTO {table} (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
                         (chunk_id, tag, item.path_terms, chunk.terms),
                     )
                     if chunk.embedding is not None:
@@ -137,7 +141,7 @@ class SqliteCodeStore(SqliteConnections):
             conn.execute("DELETE FROM code_trees WHERE id = ?", (row[0],))
 
     def _forget_chunks(self, conn: Any, scope_id: str, file_id: int) -> None:
-        for chunk_id in _delete_chunks(conn, file_id):
+        for chunk_id in _delete_chunks(conn, file_id, scope_id):
             self._changes.unsearchable(conn, scope_id, CODE, chunk_id)
 
     def search_code_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredCodeChunk]:
@@ -181,21 +185,29 @@ class SqliteCodeStore(SqliteConnections):
 
     def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
         conn = self._reader()
-        terms, rankable = _affordable_terms(conn, scope_id, terms)
-        if not terms:
-            return []
+        tag = code_scope_tag(scope_id)
+        table = scope_fts.table_name("code_fts", tag)
         # When even the rarest term is in too many chunks to rank them all, only the first
         # POSTING_BUDGET matches (in index order) are ranked.
-        window = "ORDER BY rank LIMIT ?" if rankable else "LIMIT ?"
-        rows = conn.execute(
-            f"WITH hits AS (SELECT rowid AS id, {_BM25} AS rank FROM code_fts WHERE code_fts MATCH ? {window})"
-            " SELECT hits.rank, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
-            " c.start_line, c.end_line, c.snippet_sha256, c.text"
-            " FROM hits JOIN code_chunks c ON c.id = hits.id JOIN code_files f ON f.id = c.file"
-            " JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
-            " ORDER BY hits.rank, f.path, c.start_line LIMIT ?",
-            (_match_expression(scope_id, terms), limit if rankable else POSTING_BUDGET, scope_id, limit),
-        ).fetchall()
+        try:
+            terms, rankable = _affordable_terms(conn, scope_id, terms)
+            if not terms:
+                return []
+            window = "ORDER BY rank LIMIT ?" if rankable else "LIMIT ?"
+            rows = conn.execute(
+                f"WITH hits AS (SELECT rowid AS id, bm25({table}, {_WEIGHTS}) AS rank FROM {table}"
+                f" WHERE {table} MATCH ? {window})"
+                " SELECT hits.rank, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
+                " c.start_line, c.end_line, c.snippet_sha256, c.text"
+                " FROM hits JOIN code_chunks c ON c.id = hits.id JOIN code_files f ON f.id = c.file"
+                " JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
+                " ORDER BY hits.rank, f.path, c.start_line LIMIT ?",
+                (_match_expression(terms), limit if rankable else POSTING_BUDGET, scope_id, limit),
+            ).fetchall()
+        except sqlite.OperationalError as exc:
+            if scope_fts.missing_table(exc):
+                return []
+            raise
         # bm25() is lower-is-better; the public score is higher-is-better.
         return [ScoredCodeChunk(CodeChunkRecord(*row[1:]), -row[0]) for row in rows]
 
@@ -205,41 +217,28 @@ def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[l
 
     A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
     only terms found in this Scope count, and the rarest of them is kept; further terms are added,
-    rarest first, while they are in fewer than half of all chunks (FTS5 clamps such a term's IDF to
-    ~0, so it would only add cost) and their document counts fit ``POSTING_BUDGET``. Counts come
-    from ``code_fts_vocab`` and span every Scope (bm25() computes its IDF over the same whole table),
-    so they can only overestimate this Scope's: the budget errs on the cheap side.
+    rarest first, while they are in fewer than half of the Scope's chunks (FTS5 clamps such a term's IDF
+    to ~0, so it would only add cost) and their document counts fit ``POSTING_BUDGET``. Counts come from
+    the Scope's own ``fts5vocab`` table, so no other Scope's code changes which terms are kept.
     """
     if not terms:
         return [], True
-    sizes = conn.execute(
-        "SELECT COALESCE(SUM(chunk_count), 0), COALESCE(SUM(chunk_count) FILTER (WHERE scope_id = ?), 0)"
-        " FROM code_trees",
-        (scope_id,),
-    ).fetchone()
-    all_chunks, scope_chunks = int(sizes[0]), int(sizes[1])
+    sizes = conn.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM code_trees WHERE scope_id = ?", (scope_id,))
+    scope_chunks = int(sizes.fetchone()[0])
     if scope_chunks <= POSTING_BUDGET:
         return list(terms), True
     marks = ",".join("?" * len(terms))
-    docs = dict(conn.execute(f"SELECT term, doc FROM code_fts_vocab WHERE term IN ({marks})", list(terms)))
+    vocab = scope_fts.vocab_name(code_scope_tag(scope_id))
+    docs = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", list(terms)))
     kept: list[str] = []
     total = 0
     for term in sorted((t for t in terms if t in docs), key=lambda t: docs[t]):
-        count = min(docs[term], scope_chunks)
-        if kept and (2 * docs[term] >= all_chunks or total + count > POSTING_BUDGET):
+        count = docs[term]
+        if kept and (2 * count >= scope_chunks or total + count > POSTING_BUDGET):
             break
-        if _in_scope(conn, scope_id, term):
-            kept.append(term)
-            total += count
+        kept.append(term)
+        total += count
     return kept, total <= POSTING_BUDGET
-
-
-def _in_scope(conn: Any, scope_id: str, term: str) -> bool:
-    # Cheap either way: a common term meets the Scope at once, a rare one has a short doclist.
-    found = conn.execute(
-        "SELECT 1 FROM code_fts WHERE code_fts MATCH ? LIMIT 1", (_match_expression(scope_id, [term]),)
-    )
-    return found.fetchone() is not None
 
 
 def _require_scope(conn: Any, scope_id: str) -> None:
@@ -257,9 +256,10 @@ def _tree_id(conn: Any, scope_id: str, fingerprint: str) -> int:
     return int(row[0])
 
 
-def _delete_chunks(conn: Any, file_id: int) -> list[int]:
+def _delete_chunks(conn: Any, file_id: int, scope_id: str) -> list[int]:
     ids = [(r[0],) for r in conn.execute("SELECT id FROM code_chunks WHERE file = ?", (file_id,))]
-    conn.executemany("DELETE FROM code_fts WHERE rowid = ?", ids)
+    table = scope_fts.ensure_table(conn, "code_fts", code_scope_tag(scope_id))
+    conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", ids)
     conn.executemany("DELETE FROM code_chunk_embeddings WHERE chunk = ?", ids)
     conn.executemany("DELETE FROM code_chunks WHERE id = ?", ids)
     return [i for (i,) in ids]

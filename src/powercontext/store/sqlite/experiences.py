@@ -166,7 +166,7 @@ class SqliteExperiences(SqliteConnections):
                 row_id = insert_artifact(conn, scope_id, EXPERIENCE, artifact_id, at)
             else:
                 artifact_id, revision, row_id = head.artifact_id, head.head_revision + 1, head.rowid
-                EXPERIENCE_FTS.remove(conn, row_id)
+                EXPERIENCE_FTS.remove(conn, row_id, scope_id)
             fields = {**_content_fields(draft.content), "candidate_id": candidate_id}
             key = ArtifactKey(scope_id, EXPERIENCE, artifact_id, revision)
             experience = ExperienceRecord(key, revision, "active", draft.content, draft.tags, at, candidate_id)
@@ -229,7 +229,7 @@ class SqliteExperiences(SqliteConnections):
             except FamilyTransitionRefused as exc:
                 raise NotActive(str(exc)) from exc
             set_state(conn, head.rowid, target, at)
-            EXPERIENCE_FTS.remove(conn, head.rowid)
+            EXPERIENCE_FTS.remove(conn, head.rowid, scope_id)
         return replace(_experience(head), state=target)
 
     def read_experience_head(self, scope_id: str, artifact_id: str) -> ExperienceRecord:

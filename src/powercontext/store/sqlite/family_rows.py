@@ -17,6 +17,8 @@ from typing import Any, cast
 from powercontext.contract.common import ArtifactFamily, LifecycleState
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.errors import ArtifactNotFound, IdempotencyConflict, RevisionNotFound, ScopeNotFound
+from powercontext.store.sqlite import scope_fts
+from powercontext.store.sqlite.driver import sqlite
 from powercontext.text.tokenize import MAX_QUERY_TERMS
 from powercontext.text.tokenize import terms as index_terms
 
@@ -233,13 +235,15 @@ class FtsIndex:
         names = ", ".join(self.columns)
         marks = ", ".join("?" * len(self.columns))
         values = [" ".join(index_terms(text)) for text in texts]
+        table = scope_fts.ensure_table(conn, self.table, scope_tag(scope_id))
         conn.execute(
-            f"INSERT INTO {self.table} (rowid, scope_tag, {names}) VALUES (?, ?, {marks})",
+            f"INSERT INTO {table} (rowid, scope_tag, {names}) VALUES (?, ?, {marks})",
             (rowid, scope_tag(scope_id), *values),
         )
 
-    def remove(self, conn: Any, rowid: int) -> None:
-        conn.execute(f"DELETE FROM {self.table} WHERE rowid = ?", (rowid,))
+    def remove(self, conn: Any, rowid: int, scope_id: str) -> None:
+        table = scope_fts.ensure_table(conn, self.table, scope_tag(scope_id))
+        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
 
     def search(self, conn: Any, scope_id: str, terms: Sequence[str], limit: int) -> list[tuple[float, ArtifactRow]]:
         """Active heads of one Scope matching any term, best BM25 first, as (higher-is-better score, row)."""
@@ -258,16 +262,23 @@ class FtsIndex:
         ):
             return []
         quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in distinct)
-        match = f'scope_tag : "{scope_tag(scope_id)}" AND {self._filter} : ( {quoted} )'
-        rows = conn.execute(
-            f"WITH hits AS (SELECT rowid AS id, bm25({self.table}, {self._bm25}) AS rank FROM {self.table}"
-            f" WHERE {self.table} MATCH ? ORDER BY rank LIMIT ?) "
-            + _SELECT.replace("SELECT a.id", "SELECT hits.rank, a.id").replace(
-                "FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id"
-            )
-            + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? AND a.family = ?"
-            " ORDER BY hits.rank, a.id",
-            (match, limit, scope_id, self.family),
-        ).fetchall()
+        # The Scope's own table (scope_fts.py): no scope_tag filter needed.
+        match = f"{self._filter} : ( {quoted} )"
+        table = scope_fts.table_name(self.table, scope_tag(scope_id))
+        try:
+            rows = conn.execute(
+                f"WITH hits AS (SELECT rowid AS id, bm25({table}, {self._bm25}) AS rank FROM {table}"
+                f" WHERE {table} MATCH ? ORDER BY rank LIMIT ?) "
+                + _SELECT.replace("SELECT a.id", "SELECT hits.rank, a.id").replace(
+                    "FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id"
+                )
+                + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? AND a.family = ?"
+                " ORDER BY hits.rank, a.id",
+                (match, limit, scope_id, self.family),
+            ).fetchall()
+        except sqlite.OperationalError as exc:
+            if scope_fts.missing_table(exc):
+                return []
+            raise
         # bm25() is lower-is-better; the public score is higher-is-better.
         return [(-raw[0], _row(raw[1:])) for raw in rows]

@@ -219,6 +219,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE revisions ADD COLUMN observed_at TEXT;
         """,
     ),
+    (
+        9,
+        """
+        -- One FTS5 table per (index, Scope) (store/sqlite/scope_fts.py), so BM25's statistics are the
+        -- Scope's own. The shared tables go; the data step indexes every active head (and code chunk)
+        -- again into its Scope's tables, from the stored text.
+        DROP TABLE code_fts_vocab;
+        DROP TABLE code_fts;
+        DROP TABLE atomic_memory_fts;
+        DROP TABLE topic_memory_fts;
+        DROP TABLE experience_fts;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -240,8 +253,14 @@ def _backfill_term_docs(conn: Any) -> None:
     )
 
 
+def _index_per_scope(conn: Any) -> None:
+    from powercontext.store.sqlite.migrate_scope_fts import index_every_scope
+
+    index_every_scope(conn)
+
+
 # Data steps that run after a migration's SQL, in the same transaction.
-DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs}
+DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs, 9: _index_per_scope}
 
 
 def apply_migrations(conn: Any, now: str) -> int:

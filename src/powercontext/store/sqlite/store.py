@@ -43,6 +43,7 @@ from powercontext.store.errors import (
     ScopeNotFound,
     StoreUnavailable,
 )
+from powercontext.store.sqlite import scope_fts
 from powercontext.store.sqlite.code import SqliteCodeStore
 from powercontext.store.sqlite.driver import sqlite
 from powercontext.store.sqlite.families import SqliteFamilies
@@ -87,9 +88,10 @@ def scope_tag(scope_id: str) -> str:
     return "s" + hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:24]
 
 
-def _match_expression(scope_id: str, terms: Sequence[str]) -> str:
+def _match_expression(terms: Sequence[str]) -> str:
+    # The Scope's own table holds only its rows: no scope_tag filter (its phrase added exactly 0.0 to bm25()).
     quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f'scope_tag : "{scope_tag(scope_id)}" AND terms : ( {quoted} )'
+    return f"terms : ( {quoted} )"
 
 
 class SqliteStore(SqliteFamilies, SqliteCodeStore):
@@ -443,6 +445,23 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
             raise RevisionNotFound(head[4])
         return _record(row)
 
+    def list_memories(
+        self, scope_id: str, state: str | None, before: int | None, limit: int
+    ) -> list[tuple[int, MemoryRecord]]:
+        conn = self._reader()
+        self._require_scope(conn, scope_id)
+        sql = _SELECT_MEMORY + " WHERE a.scope_id = ? AND a.family = ? AND r.revision = a.head_revision"
+        params: list[object] = [scope_id, FAMILY]
+        if state is not None:
+            sql += " AND a.state = ?"
+            params.append(state)
+        if before is not None:
+            sql += " AND a.id < ?"
+            params.append(before)
+        params.append(limit)
+        rows = conn.execute(sql + " ORDER BY a.id DESC LIMIT ?", params).fetchall()
+        return [(int(row[0]), _record(row)) for row in rows]
+
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
         conn = self._reader()
         terms, rankable = _affordable_terms(conn, scope_id, terms)
@@ -451,15 +470,21 @@ class SqliteStore(SqliteFamilies, SqliteCodeStore):
         # When even the rarest term is in too many memories to rank them all, take the newest matches
         # (a rowid walk, no scoring) and rank only those.
         window = "rank" if rankable else "rowid DESC"
-        rows = conn.execute(
-            "WITH hits AS (SELECT rowid AS id, bm25(atomic_memory_fts, 0.0, 1.0) AS rank FROM atomic_memory_fts"
-            f" WHERE atomic_memory_fts MATCH ? ORDER BY {window} LIMIT ?) "
-            + _SELECT_MEMORY.replace("FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id").replace(
-                "SELECT a.id", "SELECT hits.rank, a.id"
-            )
-            + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? ORDER BY hits.rank",
-            (_match_expression(scope_id, terms), limit, scope_id),
-        ).fetchall()
+        table = scope_fts.table_name("atomic_memory_fts", scope_tag(scope_id))
+        try:
+            rows = conn.execute(
+                f"WITH hits AS (SELECT rowid AS id, bm25({table}, 0.0, 1.0) AS rank FROM {table}"
+                f" WHERE {table} MATCH ? ORDER BY {window} LIMIT ?) "
+                + _SELECT_MEMORY.replace("FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id").replace(
+                    "SELECT a.id", "SELECT hits.rank, a.id"
+                )
+                + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? ORDER BY hits.rank",
+                (_match_expression(terms), limit, scope_id),
+            ).fetchall()
+        except sqlite.OperationalError as exc:
+            if scope_fts.missing_table(exc):
+                return []
+            raise
         # bm25() is lower-is-better; the public score is higher-is-better.
         return [ScoredMemory(_record(row[1:]), -row[0]) for row in rows]
 
@@ -604,19 +629,25 @@ class TermCounts:
     def __init__(self, scope_id: str) -> None:
         self.scope_id = scope_id
         self.deltas: Counter[str] = Counter()
+        self._table: str | None = None  # the Scope's FTS5 table, once this transaction made sure it exists
+
+    def _fts_table(self, conn: Any) -> str:
+        if self._table is None:
+            self._table = scope_fts.ensure_table(conn, "atomic_memory_fts", scope_tag(self.scope_id))
+        return self._table
 
     def index(self, conn: Any, rowid: int, text: str) -> None:
         """Make one active head searchable."""
         terms = index_terms(text)
         conn.execute(
-            "INSERT INTO atomic_memory_fts (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+            f"INSERT INTO {self._fts_table(conn)} (rowid, scope_tag, terms) VALUES (?, ?, ?)",
             (rowid, scope_tag(self.scope_id), " ".join(terms)),
         )
         self.deltas.update({ACTIVE_DOCS, *terms})
 
     def unindex(self, conn: Any, rowid: int, text: str) -> None:
         """Remove one head from search; ``text`` is the body it was indexed with."""
-        conn.execute("DELETE FROM atomic_memory_fts WHERE rowid = ?", (rowid,))
+        conn.execute(f"DELETE FROM {self._fts_table(conn)} WHERE rowid = ?", (rowid,))
         self.deltas.subtract({ACTIVE_DOCS, *index_terms(text)})
 
     def flush(self, conn: Any) -> None:

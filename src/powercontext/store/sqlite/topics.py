@@ -97,7 +97,7 @@ class SqliteTopics(SqliteConnections):
             new_tags = tuple(tags) if tags is not None else head.tags
             revision = head.head_revision + 1
             _write_revision(conn, head.rowid, revision, new_title, new_body, new_tags, at)
-            TOPIC_FTS.remove(conn, head.rowid)
+            TOPIC_FTS.remove(conn, head.rowid, scope_id)
             TOPIC_FTS.add(conn, head.rowid, scope_id, (new_title, new_body))
             self._changes.unsearchable(conn, scope_id, TOPIC_MEMORY, head.rowid)
             if embedding is not None:
@@ -122,7 +122,7 @@ class SqliteTopics(SqliteConnections):
                 TOPIC_FTS.add(conn, head.rowid, scope_id, (head.fields["title"], head.fields["body"]))
                 self._changes.searchable_again(conn, scope_id, TOPIC_MEMORY, head.rowid, head.head_revision)
             else:
-                TOPIC_FTS.remove(conn, head.rowid)
+                TOPIC_FTS.remove(conn, head.rowid, scope_id)
                 self._changes.unsearchable(conn, scope_id, TOPIC_MEMORY, head.rowid)
         return replace(_record(head), state=target)
 

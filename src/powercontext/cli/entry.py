@@ -1,0 +1,56 @@
+"""The ``powercontext`` console script: ``powercontext hook HOST`` and ``powercontext mcp`` start without the CLI.
+
+Agent hosts run the hook before every prompt and start ``powercontext mcp`` at every session, waiting for its
+``initialize`` answer, so those two commands skip Typer, Rich and the other commands' imports. Everything else
+goes to the full CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+
+def mcp_arguments(args: list[str]) -> str | None:
+    """``""`` when ``args`` are exactly ``mcp`` (the URL is resolved later), the URL of ``mcp --url URL``, and
+    None for anything else (e.g. ``mcp --help``, which the full CLI answers)."""
+    if not args or args[0] != "mcp":
+        return None
+    rest = args[1:]
+    if not rest:
+        return ""
+    if len(rest) == 2 and rest[0] == "--url" and rest[1]:
+        return rest[1]
+    if len(rest) == 1 and rest[0].startswith("--url=") and len(rest[0]) > len("--url="):
+        return rest[0].removeprefix("--url=")
+    return None
+
+
+def _serve_mcp(url: str) -> None:
+    """Without ``--url``/``POWERCONTEXT_URL`` (and ``POWERCONTEXT_TOKEN``), what ``hosts install`` recorded for
+    the project in the current directory is used, as the hook does."""
+    from pathlib import Path
+
+    from powercontext.hosts.hook import settings_for
+    from powercontext.hosts.recall import HookSettings
+    from powercontext.mcp.stdio import serve_stdio
+
+    settings = settings_for(HookSettings.from_env(), Path.cwd())
+    serve_stdio(url or settings.url or DEFAULT_URL, settings.token)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args and args[0] == "hook":
+        from powercontext.hosts.hook import main as hook_main
+
+        raise SystemExit(hook_main(args[1:]))
+    url = mcp_arguments(args)
+    if url is not None:
+        _serve_mcp(url or os.environ.get("POWERCONTEXT_URL", "").strip())
+        return
+    from powercontext.cli.main import main as full_cli
+
+    full_cli()

@@ -1,0 +1,31 @@
+"""Server messages, told in CLI terms: where a message names an HTTP route, the command that does it.
+
+The Server's messages are written for every client, so they name routes (``create it with POST
+/v1/scopes``). A person at a shell wants the command to type, with the Scope they just used filled in.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ROUTE_COMMANDS = (
+    (re.compile(r"POST /v1/scopes\b(?!/)"), "`powercontext scope create {scope}`"),
+    (re.compile(r"PUT /v1/scopes/\{scope_id\}/profile"), "`powercontext profile set KEY=VALUE -s {scope}`"),
+)
+_CODE_HINTS = {
+    "code-root-forbidden": "start the Server with POWERCONTEXT_CODE_ROOTS=<a directory above it> (`:`-separated), "
+    "or index in this process with `powercontext code index PATH -s {scope} --db <store file>`",
+    "server-unreachable": "start one with `powercontext server run`, or point --url / POWERCONTEXT_URL at it",
+}
+
+
+def with_commands(code: str, message: str, scope: str | None) -> str:
+    """``message`` with every route it names replaced by the CLI command (and a hint for some codes);
+    ``scope`` is the command's ``--scope``, when it has one."""
+    scope = scope or "SCOPE"
+    for pattern, command in _ROUTE_COMMANDS:
+        message = pattern.sub(command.format(scope=scope), message)
+    hint = _CODE_HINTS.get(code)
+    if hint is not None:
+        message = f"{message}; {hint.format(scope=scope)}"
+    return message

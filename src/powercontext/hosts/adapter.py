@@ -1,0 +1,166 @@
+"""What every agent host adapter provides, and the pieces Claude Code and Codex share.
+
+An adapter (one module per host, listed in ``powercontext.hosts.registry``) answers three questions for
+one project: which file changes install it (``plan_install``), which remove exactly those
+(``plan_uninstall``), and what ``hosts doctor`` should check (``checks``). Adapters only plan; the
+installer applies the plan, asks before recording trust, and prints it for ``--dry-run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from powercontext.hosts.files import FileChange
+
+HOOK_MODULE = "powercontext.hosts.hook"
+HOOK_TIMEOUT_S = 10
+MCP_COMMAND = "powercontext"
+MCP_ARGS = ["mcp"]
+MCP_ENV_VARS = ["POWERCONTEXT_URL", "POWERCONTEXT_TOKEN"]
+MCP_INIT_TIMEOUT_S = 15.0
+
+
+def hook_command(host: str) -> str:
+    """The portable hook command committed files carry: ``powercontext`` from PATH, nothing machine-specific."""
+    return f"powercontext hook {host}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One ``hosts doctor`` line; a ``fail`` carries the exact command that fixes it."""
+
+    name: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class HostContext:
+    """Where a host is installed: the project, the user's home (user-level host config) and the environment."""
+
+    project: Path
+    home: Path
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    scope_id: str | None = None
+
+
+class HostAdapter(Protocol):
+    name: str
+    title: str
+
+    def plan_install(self, ctx: HostContext) -> list[FileChange]: ...
+
+    def plan_uninstall(self, ctx: HostContext) -> list[FileChange]: ...
+
+    def installed(self, ctx: HostContext) -> bool: ...
+
+    def checks(self, ctx: HostContext) -> list[Check]: ...
+
+
+# -- hooks.json (Claude Code and Codex share its shape) ---------------------------------------------
+
+
+def is_powercontext_hook(entry: Any) -> bool:
+    hooks = entry.get("hooks") if isinstance(entry, dict) else None
+    return isinstance(hooks, list) and any(
+        isinstance(h, dict) and _is_our_command(str(h.get("command", ""))) for h in hooks
+    )
+
+
+def _is_our_command(command: str) -> bool:
+    return HOOK_MODULE in command or command.startswith("powercontext hook ") or "/powercontext hook " in command
+
+
+def with_hook(path: Path, settings: dict[str, Any], host: str) -> int:
+    """Replace PowerContext's ``UserPromptSubmit`` entry in ``settings`` (in place); returns its group index."""
+    from powercontext.hosts.files import InstallError
+
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict) or not isinstance(hooks.get("UserPromptSubmit", []), list):
+        raise InstallError(f"{path}: 'hooks.UserPromptSubmit' must be a list inside an object")
+    entries = [e for e in hooks.get("UserPromptSubmit", []) if not is_powercontext_hook(e)]
+    entries.append({"hooks": [{"type": "command", "command": hook_command(host), "timeout": HOOK_TIMEOUT_S}]})
+    hooks["UserPromptSubmit"] = entries
+    return len(entries) - 1
+
+
+def without_hook(settings: dict[str, Any]) -> None:
+    """Remove PowerContext's entries (in place), and the containers that became empty."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict) or not isinstance(hooks.get("UserPromptSubmit"), list):
+        return
+    hooks["UserPromptSubmit"] = [e for e in hooks["UserPromptSubmit"] if not is_powercontext_hook(e)]
+    if not hooks["UserPromptSubmit"]:
+        del hooks["UserPromptSubmit"]
+    if not hooks:
+        del settings["hooks"]
+
+
+def our_hook(settings: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """(group index, handler) of PowerContext's hook in a hooks file, if registered."""
+    entries = settings.get("hooks", {}).get("UserPromptSubmit", []) if isinstance(settings.get("hooks"), dict) else []
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        if is_powercontext_hook(entry):
+            handler = next(h for h in entry["hooks"] if isinstance(h, dict) and _is_our_command(str(h.get("command"))))
+            return index, handler
+    return None
+
+
+# -- checks shared by hosts -------------------------------------------------------------------------
+
+
+def command_check(name: str, command: str, env: Mapping[str, str], fix: str) -> Check:
+    """Whether the first word of a command resolves on the PATH the host will use."""
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return Check(name, "fail", f"cannot parse the command {command!r}", fix)
+    found = shutil.which(program, path=env.get("PATH"))
+    if found is None:
+        return Check(name, "fail", f"`{program}` is not on PATH", fix)
+    return Check(name, "ok", f"`{command}` ({found})")
+
+
+def mcp_initialize(command: str, args: list[str], env: Mapping[str, str], cwd: Path) -> tuple[bool, str]:
+    """Start an MCP stdio server as a host would and ask ``initialize``; (answered, detail)."""
+    program = shutil.which(command, path=env.get("PATH")) or command
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "doctor", "version": "1"},
+        },
+    }
+    try:
+        done = subprocess.run(
+            [program, *args],
+            input=json.dumps(request) + "\n",
+            capture_output=True,
+            text=True,
+            env=dict(env),
+            cwd=str(cwd),
+            timeout=MCP_INIT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"did not answer initialize ({type(exc).__name__})"
+    for line in done.stdout.splitlines():
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(answer, dict) and answer.get("id") == 1 and "result" in answer:
+            return True, "answered initialize"
+    last = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+    return False, f"no initialize answer: {last[0][:200]}"

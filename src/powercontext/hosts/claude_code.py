@@ -1,0 +1,186 @@
+"""Claude Code: the ``UserPromptSubmit`` hook and the project MCP server, shared files portable.
+
+* ``.claude/settings.json`` (committed): ``hooks.UserPromptSubmit`` runs ``powercontext hook claude-code``;
+* ``.mcp.json`` (committed): ``mcpServers.powercontext`` runs ``powercontext mcp``;
+* ``.claude/settings.local.json`` (this machine; Claude Code keeps it out of git): the user's approval of
+  that project MCP server, ``enabledMcpjsonServers: ["powercontext"]``. Without it ``claude mcp list``
+  shows the server as pending approval and ``claude -p`` never starts it;
+* ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json``): Claude Code reads the local approval above only
+  for a workspace the user trusts, so install sets ``projects["<dir>"].hasTrustDialogAccepted`` when it is
+  not already set, and marks that it did (``powercontextRecordedTrust``) so uninstall removes only its own.
+
+Both trust records are written only with consent (``--yes`` or an answered prompt).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from powercontext.hosts.adapter import (
+    MCP_ARGS,
+    MCP_COMMAND,
+    Check,
+    HostContext,
+    command_check,
+    mcp_initialize,
+    our_hook,
+    with_hook,
+    without_hook,
+)
+from powercontext.hosts.files import (
+    FileChange,
+    InstallError,
+    parse_json_object,
+    prune_empty,
+    read_text,
+    render_json,
+)
+
+SERVER = "powercontext"
+TRUST_KEY = "hasTrustDialogAccepted"
+OUR_MARK = "powercontextRecordedTrust"
+
+
+def claude_json(ctx: HostContext) -> Path:
+    base = ctx.env.get("CLAUDE_CONFIG_DIR")
+    return (Path(base) if base else ctx.home) / ".claude.json"
+
+
+def _workspace_trust(ctx: HostContext, add: bool) -> FileChange:
+    path = claude_json(ctx)
+    before = read_text(path)
+    data = parse_json_object(path, before)
+    projects = data.get("projects")
+    entry = projects.get(str(ctx.project)) if isinstance(projects, dict) else None
+    changed = False
+    if add and not (isinstance(entry, dict) and entry.get(TRUST_KEY) is True):
+        project_entry = data.setdefault("projects", {}).setdefault(str(ctx.project), {})
+        project_entry.update({TRUST_KEY: True, OUR_MARK: True})
+        changed = True
+    elif not add and isinstance(entry, dict) and entry.pop(OUR_MARK, None) is True:
+        entry.pop(TRUST_KEY, None)
+        if not entry and isinstance(projects, dict):
+            del projects[str(ctx.project)]  # the entry install created: nothing else in it
+        changed = True
+    after = json.dumps(data, indent=2, ensure_ascii=False) + "\n" if changed else before
+    why = "trust this workspace in Claude Code (it reads local MCP approvals only in trusted workspaces)"
+    return FileChange(
+        path, before, after if after != before else before, why if add else "remove that trust", trust=add
+    )
+
+
+class ClaudeCode:
+    name = "claude-code"
+    title = "Claude Code"
+
+    @staticmethod
+    def paths(project: Path) -> tuple[Path, Path, Path]:
+        return project / ".claude" / "settings.json", project / ".mcp.json", project / ".claude" / "settings.local.json"
+
+    def plan_install(self, ctx: HostContext) -> list[FileChange]:
+        settings_path, mcp_path, local_path = self.paths(ctx.project)
+        changes: list[FileChange] = []
+        before = read_text(settings_path)
+        settings = parse_json_object(settings_path, before)
+        with_hook(settings_path, settings, self.name)
+        changes.append(FileChange(settings_path, before, render_json(settings), "hook: UserPromptSubmit"))
+        before = read_text(mcp_path)
+        mcp = parse_json_object(mcp_path, before)
+        servers = mcp.setdefault("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise InstallError(f"{mcp_path}: 'mcpServers' must be an object")
+        servers[SERVER] = {"command": MCP_COMMAND, "args": list(MCP_ARGS)}
+        changes.append(FileChange(mcp_path, before, render_json(mcp), "MCP server `powercontext mcp`"))
+        before = read_text(local_path)
+        local = parse_json_object(local_path, before)
+        enabled = local.setdefault("enabledMcpjsonServers", [])
+        if not isinstance(enabled, list):
+            raise InstallError(f"{local_path}: 'enabledMcpjsonServers' must be a list")
+        if SERVER not in enabled and local.get("enableAllProjectMcpServers") is not True:
+            enabled.append(SERVER)
+        prune_empty(local, "enabledMcpjsonServers")
+        why = "approve the project MCP server `powercontext` for this project on this machine"
+        changes.append(FileChange(local_path, before, render_json(local), why, trust=True))
+        changes.append(_workspace_trust(ctx, add=True))
+        return changes
+
+    def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
+        settings_path, mcp_path, local_path = self.paths(ctx.project)
+        changes = []
+        before = read_text(settings_path)
+        settings = parse_json_object(settings_path, before)
+        without_hook(settings)
+        changes.append(FileChange(settings_path, before, render_json(settings), "remove the hook"))
+        before = read_text(mcp_path)
+        mcp = parse_json_object(mcp_path, before)
+        if isinstance(mcp.get("mcpServers"), dict):
+            mcp["mcpServers"].pop(SERVER, None)
+            prune_empty(mcp, "mcpServers")
+        changes.append(FileChange(mcp_path, before, render_json(mcp), "remove the MCP server"))
+        before = read_text(local_path)
+        local = parse_json_object(local_path, before)
+        if isinstance(local.get("enabledMcpjsonServers"), list):
+            local["enabledMcpjsonServers"] = [s for s in local["enabledMcpjsonServers"] if s != SERVER]
+            prune_empty(local, "enabledMcpjsonServers")
+        changes.append(FileChange(local_path, before, render_json(local), "remove the MCP approval"))
+        changes.append(_workspace_trust(ctx, add=False))
+        return [c for c in changes if c.changed]
+
+    def _hook_files(self, ctx: HostContext) -> list[Path]:
+        settings_path, _, local_path = self.paths(ctx.project)
+        return [settings_path, local_path, ctx.home / ".claude" / "settings.json"]
+
+    def _registered(self, ctx: HostContext) -> tuple[Path, dict[str, Any]] | None:
+        for path in self._hook_files(ctx):
+            try:
+                found = our_hook(parse_json_object(path, read_text(path)))
+            except InstallError:
+                continue
+            if found is not None:
+                return path, found[1]
+        return None
+
+    def installed(self, ctx: HostContext) -> bool:
+        return self._registered(ctx) is not None
+
+    def checks(self, ctx: HostContext) -> list[Check]:
+        fix = f"powercontext hosts install {self.name} --yes"
+        registered = self._registered(ctx)
+        if registered is None:
+            return [Check("claude-code-hook", "fail", "no PowerContext UserPromptSubmit hook", fix)]
+        path, handler = registered
+        checks = [Check("claude-code-hook", "ok", f"registered in {path}")]
+        path_fix = "put `powercontext` on PATH (activate its venv, or: pipx install powercontext)"
+        checks.append(command_check("claude-code-hook-command", str(handler.get("command", "")), ctx.env, path_fix))
+        return checks + self._mcp_checks(ctx, fix)
+
+    def _mcp_checks(self, ctx: HostContext, fix: str) -> list[Check]:
+        _, mcp_path, local_path = self.paths(ctx.project)
+        try:
+            server = parse_json_object(mcp_path, read_text(mcp_path)).get("mcpServers", {}).get(SERVER)
+            local = parse_json_object(local_path, read_text(local_path))
+        except (InstallError, AttributeError):
+            return [Check("claude-code-mcp", "fail", f"{mcp_path} or {local_path} is not valid JSON", fix)]
+        if not isinstance(server, dict):
+            return [Check("claude-code-mcp", "warn", f"no `powercontext` server in {mcp_path} (hook only)", fix)]
+        checks = []
+        approved = (
+            SERVER in (local.get("enabledMcpjsonServers") or []) or local.get("enableAllProjectMcpServers") is True
+        )
+        projects = parse_json_object(claude_json(ctx), read_text(claude_json(ctx))).get("projects")
+        entry = projects.get(str(ctx.project)) if isinstance(projects, dict) else None
+        if not (isinstance(entry, dict) and entry.get(TRUST_KEY) is True):
+            detail = f"workspace not trusted in {claude_json(ctx)}: Claude Code ignores the local MCP approval"
+            checks.append(Check("claude-code-workspace-trust", "fail", detail, fix))
+        if approved:
+            checks.append(Check("claude-code-mcp-approval", "ok", f"approved in {local_path}"))
+        else:
+            detail = "pending approval: Claude Code will not start the project MCP server"
+            checks.append(Check("claude-code-mcp-approval", "fail", detail, fix))
+        command, args = str(server.get("command", "")), [str(a) for a in server.get("args", [])]
+        answered, detail = mcp_initialize(command, args, ctx.env, ctx.project)
+        mcp_fix = "pip install 'powercontext[mcp]'   (into the environment `powercontext` runs from)"
+        checks.append(Check("claude-code-mcp-server", "ok" if answered else "fail", f"`{command}`: {detail}", mcp_fix))
+        return checks

@@ -1,0 +1,205 @@
+"""Codex: the ``UserPromptSubmit`` hook, the MCP server, and the two trusts Codex requires before using them.
+
+* ``.codex/hooks.json`` (committed): ``hooks.UserPromptSubmit`` runs ``powercontext hook codex``;
+* ``.codex/config.toml`` (committed): a marked ``[mcp_servers.powercontext]`` block running
+  ``powercontext mcp`` with ``env_vars`` so ``POWERCONTEXT_URL``/``POWERCONTEXT_TOKEN`` reach it;
+* ``$CODEX_HOME/config.toml`` (default ``~/.codex``, this user): a marked block that trusts exactly this
+  project (``[projects."<dir>"] trust_level = "trusted"``; Codex ignores an untrusted project's ``.codex``)
+  and exactly this hook (``[hooks.state."<dir>/.codex/hooks.json:user_prompt_submit:<group>:0"]
+  trusted_hash``; Codex skips a hook whose hash it was not told to trust). Recorded only with consent.
+
+Codex's trust hash is ``sha256:`` + hex SHA-256 of the compact, key-sorted JSON of the hook's normalized
+identity: ``{"event_name": "user_prompt_submit", "hooks": [{"async": false, "command": ..., "timeout": ...,
+"type": "command"}]}`` (plus ``"matcher"`` when set). Any edit of the command or timeout changes it, so
+``hosts doctor`` recomputes it from the file and compares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from powercontext.hosts.adapter import (
+    MCP_ARGS,
+    MCP_COMMAND,
+    MCP_ENV_VARS,
+    Check,
+    HostContext,
+    command_check,
+    mcp_initialize,
+    our_hook,
+    with_hook,
+    without_hook,
+)
+from powercontext.hosts.files import (
+    FileChange,
+    InstallError,
+    parse_json_object,
+    parse_toml,
+    read_text,
+    render_json,
+    toml_string,
+    with_block,
+    without_block,
+)
+
+EVENT = "user_prompt_submit"
+MCP_BLOCK = "mcp"
+
+
+def trust_hash(handler: dict[str, Any], matcher: str | None = None) -> str:
+    """The hash Codex computes for one command hook handler (what ``trusted_hash`` must equal)."""
+    normalized = {
+        "async": bool(handler.get("async", False)),
+        "command": str(handler.get("command", "")),
+        "timeout": int(handler.get("timeout", 600)),
+        "type": "command",
+    }
+    identity: dict[str, Any] = {"event_name": EVENT, "hooks": [normalized]}
+    if matcher is not None:
+        identity["matcher"] = matcher
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def hook_state_key(project: Path, group: int) -> str:
+    return f"{project / '.codex' / 'hooks.json'}:{EVENT}:{group}:0"
+
+
+class Codex:
+    name = "codex"
+    title = "Codex"
+
+    @staticmethod
+    def user_config(ctx: HostContext) -> Path:
+        home = ctx.env.get("CODEX_HOME")
+        return (Path(home) if home else ctx.home / ".codex") / "config.toml"
+
+    @staticmethod
+    def paths(project: Path) -> tuple[Path, Path]:
+        return project / ".codex" / "hooks.json", project / ".codex" / "config.toml"
+
+    def _trust_block_id(self, ctx: HostContext) -> str:
+        return f"trust {ctx.project}"
+
+    def plan_install(self, ctx: HostContext) -> list[FileChange]:
+        hooks_path, config_path = self.paths(ctx.project)
+        before = read_text(hooks_path)
+        hooks = parse_json_object(hooks_path, before)
+        group = with_hook(hooks_path, hooks, self.name)
+        changes = [FileChange(hooks_path, before, render_json(hooks), "hook: UserPromptSubmit")]
+        before = read_text(config_path)
+        rest = parse_toml(config_path, without_block(before or "", MCP_BLOCK))
+        if "powercontext" in rest.get("mcp_servers", {}):
+            raise InstallError(f"{config_path} already defines [mcp_servers.powercontext]; remove it, then run again")
+        body = [
+            "[mcp_servers.powercontext]",
+            f"command = {toml_string(MCP_COMMAND)}",
+            f"args = {json.dumps(MCP_ARGS)}",
+            f"env_vars = {json.dumps(MCP_ENV_VARS)}",
+        ]
+        why = "MCP server `powercontext mcp` (env_vars pass POWERCONTEXT_URL/TOKEN)"
+        changes.append(FileChange(config_path, before, with_block(before, MCP_BLOCK, body), why))
+        handler = hooks["hooks"]["UserPromptSubmit"][group]["hooks"][0]
+        changes.append(self._trust_change(ctx, hook_state_key(ctx.project, group), trust_hash(handler)))
+        return changes
+
+    def _trust_change(self, ctx: HostContext, key: str, digest: str) -> FileChange:
+        path = self.user_config(ctx)
+        before = read_text(path)
+        block_id = self._trust_block_id(ctx)
+        rest = parse_toml(path, without_block(before or "", block_id))
+        body: list[str] = []
+        project_trust = rest.get("projects", {}).get(str(ctx.project), {}).get("trust_level")
+        if project_trust is None:
+            body += [f"[projects.{toml_string(str(ctx.project))}]", 'trust_level = "trusted"']
+        elif project_trust != "trusted":
+            raise InstallError(f'{path} marks {ctx.project} as {project_trust!r}; change it to "trusted" yourself')
+        if key in rest.get("hooks", {}).get("state", {}):
+            raise InstallError(f"{path} already has [hooks.state.{toml_string(key)}]; remove it, then run again")
+        body += [f"[hooks.state.{toml_string(key)}]", f"trusted_hash = {toml_string(digest)}"]
+        why = f"trust this project and this hook (hash {digest[:19]}…) in Codex's user config"
+        return FileChange(path, before, with_block(before, block_id, body), why, trust=True)
+
+    def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
+        hooks_path, config_path = self.paths(ctx.project)
+        changes = []
+        before = read_text(hooks_path)
+        hooks = parse_json_object(hooks_path, before)
+        without_hook(hooks)
+        changes.append(FileChange(hooks_path, before, render_json(hooks), "remove the hook"))
+        before = read_text(config_path)
+        after = without_block(before or "", MCP_BLOCK) if before is not None else None
+        changes.append(FileChange(config_path, before, after or None, "remove the MCP server"))
+        user = self.user_config(ctx)
+        before = read_text(user)
+        after = without_block(before or "", self._trust_block_id(ctx)) if before is not None else None
+        changes.append(FileChange(user, before, after or None, "remove the trust install recorded"))
+        return [c for c in changes if c.changed]
+
+    def installed(self, ctx: HostContext) -> bool:
+        hooks_path, _ = self.paths(ctx.project)
+        try:
+            return our_hook(parse_json_object(hooks_path, read_text(hooks_path))) is not None
+        except InstallError:
+            return False
+
+    def checks(self, ctx: HostContext) -> list[Check]:
+        fix = f"powercontext hosts install {self.name} --yes"
+        hooks_path, _ = self.paths(ctx.project)
+        try:
+            found = our_hook(parse_json_object(hooks_path, read_text(hooks_path)))
+            user = parse_toml(self.user_config(ctx), read_text(self.user_config(ctx)))
+        except InstallError as exc:
+            return [Check("codex-hook", "fail", str(exc), fix)]
+        if found is None:
+            return [Check("codex-hook", "fail", f"no PowerContext hook in {hooks_path}", fix)]
+        group, handler = found
+        checks = [Check("codex-hook", "ok", f"registered in {hooks_path}")]
+        path_fix = "put `powercontext` on PATH (activate its venv, or: pipx install powercontext)"
+        checks.append(command_check("codex-hook-command", str(handler.get("command", "")), ctx.env, path_fix))
+        checks += self._trust_checks(ctx, user, group, handler, fix)
+        return checks + self._mcp_checks(ctx, fix)
+
+    def _trust_checks(
+        self, ctx: HostContext, user: dict[str, Any], group: int, handler: dict[str, Any], fix: str
+    ) -> list[Check]:
+        config = self.user_config(ctx)
+        level = user.get("projects", {}).get(str(ctx.project), {}).get("trust_level")
+        if level == "trusted":
+            checks = [Check("codex-project-trust", "ok", f"trusted in {config}")]
+        else:
+            detail = f"not trusted in {config}: Codex ignores this project's .codex/ (hook and MCP)"
+            checks = [Check("codex-project-trust", "fail", detail, fix)]
+        key = hook_state_key(ctx.project, group)
+        recorded = user.get("hooks", {}).get("state", {}).get(key, {}).get("trusted_hash")
+        current = trust_hash(handler)
+        if recorded == current:
+            checks.append(Check("codex-hook-trust", "ok", "recorded hash matches the hook"))
+        elif recorded is None:
+            checks.append(Check("codex-hook-trust", "fail", "hook not trusted: Codex skips it", fix))
+        else:
+            checks.append(Check("codex-hook-trust", "fail", "stale trust: the hook changed since it was trusted", fix))
+        return checks
+
+    def _mcp_checks(self, ctx: HostContext, fix: str) -> list[Check]:
+        _, config_path = self.paths(ctx.project)
+        try:
+            server = parse_toml(config_path, read_text(config_path)).get("mcp_servers", {}).get("powercontext")
+        except InstallError as exc:
+            return [Check("codex-mcp", "fail", str(exc), fix)]
+        if not isinstance(server, dict):
+            return [Check("codex-mcp", "warn", f"no [mcp_servers.powercontext] in {config_path} (hook only)", fix)]
+        missing = [v for v in MCP_ENV_VARS if v not in server.get("env_vars", [])]
+        if missing:
+            detail = f"env_vars lacks {', '.join(missing)}: the MCP server would not see them"
+            checks = [Check("codex-mcp-env", "fail", detail, fix)]
+        else:
+            checks = [Check("codex-mcp-env", "ok", "POWERCONTEXT_URL and POWERCONTEXT_TOKEN pass through")]
+        command, args = str(server.get("command", "")), [str(a) for a in server.get("args", [])]
+        answered, detail = mcp_initialize(command, args, ctx.env, ctx.project)
+        mcp_fix = "pip install 'powercontext[mcp]'   (into the environment `powercontext` runs from)"
+        checks.append(Check("codex-mcp-server", "ok" if answered else "fail", f"`{command}`: {detail}", mcp_fix))
+        return checks

@@ -1,0 +1,256 @@
+"""The MCP tool surface as data: name, title, description, JSON Schema, annotations and the API call.
+
+Both servers serve this one table: ``powercontext mcp`` (stdio, standard library only so it answers
+``initialize`` fast) and ``/mcp`` on the Server (the ``mcp`` SDK). Each tool maps to exactly one HTTP
+API operation, so inputs are validated and authorized exactly as the API does. ``prepare_context`` is
+deliberately not a tool (RFC 0028/1435): automatic recall belongs to host hooks.
+
+Standard library only: the enums and bounds below repeat the API contract's, and a unit test keeps them equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+MEMORY_KINDS = ("decision", "constraint", "fact", "state", "next-step", "outcome", "note")
+SEARCH_MODES = ("auto", "fts", "vector", "hybrid")
+MEMORY_SEARCH_LIMIT = 50
+FAMILY_SEARCH_LIMIT = 20
+CODE_QUERY_LIMIT = 50
+MAX_TAGS = 32
+
+Call = tuple[str, str, Any]  # (HTTP method, path, JSON body or None)
+
+
+class Tool:
+    """One tool (a plain class: ``dataclasses`` would cost ``powercontext mcp`` ~10 ms of start-up)."""
+
+    __slots__ = (
+        "call",
+        "description",
+        "destructive",
+        "idempotent",
+        "name",
+        "properties",
+        "read_only",
+        "required",
+        "title",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        title: str,
+        description: str,
+        properties: dict[str, dict[str, Any]],
+        required: tuple[str, ...],
+        read_only: bool,
+        destructive: bool,
+        idempotent: bool,
+        call: Callable[[dict[str, Any]], Call],
+    ) -> None:
+        self.name, self.title, self.description = name, title, description
+        self.properties, self.required = properties, required
+        self.read_only, self.destructive, self.idempotent = read_only, destructive, idempotent
+        self.call = call
+
+    def input_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": self.properties,
+            "required": list(self.required),
+            "additionalProperties": False,
+        }
+
+    def annotations(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": False,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """The ``tools/list`` entry."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema(),
+            "annotations": self.annotations(),
+        }
+
+
+def segment(value: str) -> str:
+    """One path segment, percent-encoded like the Python client does."""
+    from urllib.parse import quote  # on the first tool call: urllib.parse costs start-up ~10 ms (ipaddress)
+
+    return quote(value, safe=":@+=~.-_")
+
+
+def _scope(args: dict[str, Any], *parts: str) -> str:
+    return "/v1/scopes/" + "/".join(segment(p) for p in (args["scope_id"], *parts))
+
+
+def _artifact(args: dict[str, Any], family: str, revision: int | None = None) -> str:
+    path = _scope(args, "artifacts", family, args["artifact_id"])
+    return path if revision is None else f"{path}/revisions/{revision}"
+
+
+def _pick(args: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {n: args[n] for n in names if args.get(n) is not None}
+
+
+SCOPE_ID = {"type": "string", "minLength": 1, "maxLength": 256, "description": "The Scope, e.g. project:payments."}
+ARTIFACT_ID = {"type": "string", "minLength": 1, "maxLength": 128, "description": "The Artifact's id, e.g. am_..."}
+QUERY = {"type": "string", "minLength": 1, "description": "What to look for, in plain words."}
+TAGS = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1},
+    "maxItems": MAX_TAGS,
+    "description": "Optional labels.",
+}
+REVISION = {"type": "integer", "minimum": 1, "description": "An exact revision number (1 is the first)."}
+
+
+def _limit(maximum: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": maximum, "default": 10, "description": "At most this many."}
+
+
+def _lifecycle(action: str) -> Callable[[dict[str, Any]], Call]:
+    return lambda a: ("POST", _scope(a, "atomic-memory", a["artifact_id"], "lifecycle"), {"action": action})
+
+
+def _profile(a: dict[str, Any]) -> Call:
+    if a.get("revision") is None:
+        return ("GET", _scope(a, "profile"), None)
+    return ("GET", _scope(a, "artifacts", "profile", "profile", "revisions", str(a["revision"])), None)
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "scope_list", "List Scopes",
+        "The Scopes this caller may read (id, title, references). Start here to find the scope_id to use.",
+        {}, (), True, False, True, lambda a: ("GET", "/v1/scopes", None),
+    ),
+    Tool(
+        "capabilities", "Server capabilities",
+        "What this Server supports: families, search modes, limits, context versions.",
+        {}, (), True, False, True, lambda a: ("GET", "/v1/capabilities", None),
+    ),
+    Tool(
+        "memory_add", "Add a memory",
+        "Record one Atomic Memory: a short, self-contained statement worth recalling later.",
+        {
+            "scope_id": SCOPE_ID,
+            "text": {"type": "string", "minLength": 1, "description": "The statement, in one or two sentences."},
+            "kind": {"type": "string", "enum": list(MEMORY_KINDS), "description": "What sort of statement it is."},
+            "tags": TAGS,
+        },
+        ("scope_id", "text", "kind"), False, False, False,
+        lambda a: ("POST", _scope(a, "atomic-memory"), _pick(a, "text", "kind", "tags")),
+    ),
+    Tool(
+        "memory_search", "Search memories",
+        "Search the Scope's active Atomic Memories.",
+        {
+            "scope_id": SCOPE_ID,
+            "query": QUERY,
+            "mode": {
+                "type": "string", "enum": list(SEARCH_MODES), "default": "auto",
+                "description": "auto picks the best available; fts is keyword search; vector and hybrid need "
+                "an embedding model on the Server.",
+            },
+            "limit": _limit(MEMORY_SEARCH_LIMIT),
+        },
+        ("scope_id", "query"), True, False, True,
+        lambda a: (
+            "POST", _scope(a, "atomic-memory", "search"),
+            {"mode": "auto", "limit": 10, **_pick(a, "query", "mode", "limit")},
+        ),
+    ),
+    Tool(
+        "memory_get", "Read a memory",
+        "The current head revision of an Atomic Memory.",
+        {"scope_id": SCOPE_ID, "artifact_id": ARTIFACT_ID},
+        ("scope_id", "artifact_id"), True, False, True,
+        lambda a: ("GET", _artifact(a, "atomic-memory"), None),
+    ),
+    Tool(
+        "memory_get_revision", "Read a memory revision",
+        "One exact, immutable revision of an Atomic Memory (readable after forget, retire or merge).",
+        {"scope_id": SCOPE_ID, "artifact_id": ARTIFACT_ID, "revision": REVISION},
+        ("scope_id", "artifact_id", "revision"), True, False, True,
+        lambda a: ("GET", _artifact(a, "atomic-memory", a["revision"]), None),
+    ),
+    Tool(
+        "memory_forget", "Forget a memory",
+        "Forget an Atomic Memory: it leaves search and recall; its revisions stay readable by address.",
+        {"scope_id": SCOPE_ID, "artifact_id": ARTIFACT_ID},
+        ("scope_id", "artifact_id"), False, True, True, _lifecycle("forget"),
+    ),
+    Tool(
+        "memory_retire", "Retire a memory",
+        "Retire an Atomic Memory that is no longer true: it leaves search and recall.",
+        {"scope_id": SCOPE_ID, "artifact_id": ARTIFACT_ID},
+        ("scope_id", "artifact_id"), False, True, True, _lifecycle("retire"),
+    ),
+    Tool(
+        "topic_create", "Create a topic",
+        "Create a Topic Memory: a titled, longer body about one subject.",
+        {
+            "scope_id": SCOPE_ID,
+            "title": {"type": "string", "minLength": 1, "description": "The subject, as a short title."},
+            "body": {"type": "string", "minLength": 1, "description": "What is known about it."},
+            "tags": TAGS,
+        },
+        ("scope_id", "title", "body"), False, False, False,
+        lambda a: ("POST", _scope(a, "topic-memory"), _pick(a, "title", "body", "tags")),
+    ),
+    Tool(
+        "topic_search", "Search topics",
+        "Search the Scope's active Topic Memories.",
+        {"scope_id": SCOPE_ID, "query": QUERY, "limit": _limit(FAMILY_SEARCH_LIMIT)},
+        ("scope_id", "query"), True, False, True,
+        lambda a: ("POST", _scope(a, "topic-memory", "search"), {"limit": 10, **_pick(a, "query", "limit")}),
+    ),
+    Tool(
+        "topic_get", "Read a topic",
+        "A Topic Memory's head, or with revision that exact revision.",
+        {"scope_id": SCOPE_ID, "artifact_id": ARTIFACT_ID, "revision": REVISION},
+        ("scope_id", "artifact_id"), True, False, True,
+        lambda a: ("GET", _artifact(a, "topic-memory", a.get("revision")), None),
+    ),
+    Tool(
+        "experience_candidate_add", "Propose a lesson",
+        "Propose a lesson as a pending Experience Candidate (a person reviews it before it is recalled).",
+        {
+            "scope_id": SCOPE_ID,
+            "situation": {"type": "string", "minLength": 1, "description": "When the lesson applies."},
+            "what_worked": {"type": "string", "minLength": 1, "description": "What to do."},
+            "what_to_avoid": {"type": "string", "minLength": 1, "description": "What not to do."},
+            "tags": TAGS,
+        },
+        ("scope_id", "situation", "what_worked", "what_to_avoid"), False, False, False,
+        lambda a: (
+            "POST", _scope(a, "experience", "candidates"), _pick(a, "situation", "what_worked", "what_to_avoid", "tags")
+        ),
+    ),
+    Tool(
+        "profile_get", "Read the Profile",
+        "The Scope's committed Profile (stable key/value facts), or with revision that exact snapshot.",
+        {"scope_id": SCOPE_ID, "revision": REVISION},
+        ("scope_id",), True, False, True, _profile,
+    ),
+    Tool(
+        "code_query", "Search code",
+        "Search the Scope's indexed code; hits carry exact, re-readable line ranges.",
+        {"scope_id": SCOPE_ID, "query": QUERY, "limit": _limit(CODE_QUERY_LIMIT)},
+        ("scope_id", "query"), True, False, True,
+        lambda a: ("POST", _scope(a, "code", "query"), {"limit": 10, **_pick(a, "query", "limit")}),
+    ),
+)  # fmt: skip
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+TOOL_NAMES = tuple(TOOLS_BY_NAME)
