@@ -6,7 +6,7 @@ reranker's own cost.
 1. Three Servers on the same corpus (each its own database), measured in one run, alternating: rerank off,
    ``POWERCONTEXT_RERANK=listwise`` against ``tests/chat_server.py`` answering every call after a fixed
    ``--latency-ms`` (a real process on loopback), and ``POWERCONTEXT_RERANK=deterministic``. Target:
-   listwise p50 minus the chat latency ≤ 1.15 × the rerank-off p50.
+   listwise p50 minus the chat latency ≤ 1.25 × the rerank-off p50.
 
    A listwise prepare leaves the machine idle for the chat latency, and on this virtual machine the work after an
    idle spell runs slower (cold caches: a rerank-off prepare measured after a 50 ms pause is ~0.5-1.2 ms slower
@@ -49,7 +49,7 @@ from prepare_latency import prepare_once
 
 REPO = BENCH_DIR.parent
 WARMUP = 20
-OVERHEAD_TARGET = 1.15
+OVERHEAD_TARGET = 1.25  # relaxed from 1.15 when providers moved to httpx (issue 24)
 DETERMINISTIC_TARGET_MS = 1.0
 
 

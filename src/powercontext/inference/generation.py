@@ -1,10 +1,9 @@
 """Text generation for rerank and expansion: ``none`` and any server speaking ``POST {base}/chat/completions``.
 
 Every call has a **total** deadline: the caller waits at most ``timeout_s`` from the moment it asks, whatever
-the server does (stalls before the headers, or trickles the body a byte at a time). The exchange runs on the
-caller's own thread over a ``DeadlineTransport`` (the mechanism the embedding provider uses too), which clamps
-every connect, write and read to the time left; no worker thread or per-call client is involved, and the
-pooled keep-alive connection is reused by the next call.
+the server does (stalls before the headers, or trickles the body a byte at a time). The exchange runs through a
+``ProviderClient`` (the mechanism the embedding provider uses too), which cancels it when the deadline passes;
+the pooled keep-alive connection is reused by the next call.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from powercontext.inference.deadline import DeadlineTransport, environment_proxy, post_to_provider
+from powercontext.inference.deadline import ProviderClient
 from powercontext.inference.errors import InferenceUnavailable
 
 MAX_RESPONSE_BYTES = 1 << 20  # a chat answer larger than this is not an answer to our Prompts
@@ -87,13 +86,7 @@ class OpenAICompatibleGeneration:
     configured = True
 
     def __init__(self, base_url: str, *, api_key: str | None = None) -> None:
-        self._headers = [(b"accept", b"application/json"), (b"content-type", b"application/json")]
-        if api_key:
-            self._headers.append((b"authorization", f"Bearer {api_key}".encode("latin-1")))
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        # No httpx.Client around it: one POST of bytes needs none of its layers, and skipping them halves a
-        # call's CPU time. Redirects are not followed (a 3xx is not a success).
-        self._transport = DeadlineTransport(proxy=environment_proxy(base_url))
+        self._client = ProviderClient(base_url.rstrip("/") + "/chat/completions", "generation", api_key=api_key)
 
     def complete(
         self, model: str, messages: Sequence[ChatMessage], settings: Mapping[str, SettingValue], timeout_s: float
@@ -105,13 +98,11 @@ class OpenAICompatibleGeneration:
         }
         body.update({_WIRE_NAMES[k]: v for k, v in settings.items() if k in _WIRE_NAMES})
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        raw = post_to_provider(
-            self._transport, self._url, self._headers, content, timeout_s, MAX_RESPONSE_BYTES, "generation"
-        )
+        raw = self._client.post(content, timeout_s, MAX_RESPONSE_BYTES)
         return _message_text(raw)
 
     def close(self) -> None:
-        self._transport.close()
+        self._client.close()
 
 
 def _message_text(raw: bytes) -> str:

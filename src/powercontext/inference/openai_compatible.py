@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from powercontext.inference.base import Vectors, l2_normalise
-from powercontext.inference.deadline import DeadlineTransport, environment_proxy, post_to_provider
+from powercontext.inference.deadline import ProviderClient
 from powercontext.inference.errors import InferenceUnavailable
 
 # A JSON float takes at most ~25 characters; the answer may carry that per value plus some framing, no more.
@@ -18,7 +18,7 @@ _ANSWER_FRAMING_BYTES = 64 * 1024
 
 
 class OpenAICompatibleEmbeddings:
-    """A thread-safe client: one transport (and its connection pool) is shared by every caller.
+    """A thread-safe client: one connection pool is shared by every caller.
 
     ``timeout_s`` is the total deadline of each HTTP request, from waiting for a pooled connection to the
     last byte of the answer: a server that trickles its answer is cut off at the deadline, not after each
@@ -48,13 +48,7 @@ class OpenAICompatibleEmbeddings:
         self.model_id = f"openai-compatible:{model}:{dimension}"
         self.batch_size = batch_size
         self.timeout_s = timeout_s
-        self._headers = [(b"accept", b"application/json"), (b"content-type", b"application/json")]
-        if api_key:
-            self._headers.append((b"authorization", f"Bearer {api_key}".encode("latin-1")))
-        self._url = base_url.rstrip("/") + "/embeddings"
-        # Straight through the transport, as the generation provider: no httpx.Client layers, and redirects
-        # are not followed (a 3xx is not a success).
-        self._transport = DeadlineTransport(proxy=environment_proxy(base_url))
+        self._client = ProviderClient(base_url.rstrip("/") + "/embeddings", "embedding", api_key=api_key)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):  # a bare string is a Sequence[str] of characters: almost surely a mistake
@@ -68,12 +62,12 @@ class OpenAICompatibleEmbeddings:
         return self.timeout_s * max(1, -(-count // self.batch_size))
 
     def close(self) -> None:
-        self._transport.close()
+        self._client.close()
 
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:
         body = json.dumps({"model": self.model, "input": list(texts)}, ensure_ascii=False).encode("utf-8")
         cap = self._answer_cap(len(texts))
-        raw = post_to_provider(self._transport, self._url, self._headers, body, self.timeout_s, cap, "embedding")
+        raw = self._client.post(body, self.timeout_s, cap)
         try:
             payload = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
