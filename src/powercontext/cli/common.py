@@ -105,3 +105,37 @@ def exit_code_for(error: PowerContextError) -> int:
 
 def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def parse_section(text: str) -> dict[str, object]:
+    """``--section FAMILY=LIMIT`` as an assembly section object."""
+    family, sep, limit = text.partition("=")
+    if not sep or not limit.strip().isdigit():
+        typer.echo(f"error: --section takes FAMILY=LIMIT, e.g. memory=6 (got {text!r})", err=True)
+        raise typer.Exit(2)
+    return {"family": family.strip(), "limit": int(limit)}
+
+
+M = TypeVar("M")
+
+
+def context_request(
+    model: Callable[[dict[str, object]], M],
+    fields: dict[str, object],
+    section: list[str] | None,
+    include_code: bool,
+) -> M:
+    """A prepare-shaped request (``model`` is its ``model_validate``) from the context commands' options; a value
+    the model refuses exits 2 with the model's own words."""
+    from pydantic import ValidationError
+
+    if include_code:
+        fields["include_code"] = True
+    if section is not None:
+        fields["assembly"] = {"sections": [parse_section(s) for s in section]}
+    try:
+        return model(fields)
+    except ValidationError as exc:
+        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
+        typer.echo(f"error: {message}", err=True)
+        raise typer.Exit(2) from None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from powercontext.cli.common import fail
+from powercontext.cli.common import fail, parse_section
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -122,7 +122,6 @@ def eval_run(
     """Ingest a suite, prepare once per query with a Receipt, score it and explain every miss."""
     import asyncio
 
-    from powercontext.cli.main import _section
     from powercontext.client import PowerContextError
     from powercontext.evaluation.html import render_html
     from powercontext.evaluation.report import build_report, write_json
@@ -137,7 +136,7 @@ def eval_run(
         suite = load_suite(suite_dir)
     except (SuiteError, OSError) as exc:
         raise fail(f"invalid-suite: {exc}") from None
-    sections = tuple((str(s["family"]), int(str(s["limit"]))) for s in map(_section, section or []))
+    sections = tuple((str(s["family"]), int(str(s["limit"]))) for s in map(parse_section, section or []))
     prefix = "" if url is None else f"eval-{secrets.token_hex(4)}:"
     settings = RunSettings(cast("Mode", mode), max_bytes, sections, k, scope_prefix=prefix)
     server_settings = None

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, context_request
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 
@@ -35,22 +35,10 @@ def context_explain(
     A diagnostic: it runs the prepare once with its evidence recorded. No item text is shown; read an item
     with ``powercontext memory get``.
     """
-    from pydantic import ValidationError
-
-    from powercontext.cli.main import _section
     from powercontext.contract.explain import ExplainContextRequest
 
     fields: dict[str, object] = {"scope_id": scope, "query": query, "max_bytes": max_bytes, "expected": expect or []}
-    if include_code:
-        fields["include_code"] = True
-    if section is not None:
-        fields["assembly"] = {"sections": [_section(s) for s in section]}
-    try:
-        request = ExplainContextRequest.model_validate(fields)
-    except ValidationError as exc:
-        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
-        typer.echo(f"error: {message}", err=True)
-        raise typer.Exit(2) from None
+    request = context_request(ExplainContextRequest.model_validate, fields, section, include_code)
     explained = _run(url, lambda c: c.explain_context(request))
     if as_json:
         _print_json(explained.model_dump(mode="json"))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from powercontext.cli.code import code_app
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreOption, UrlOption
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreOption, UrlOption, context_request
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.evaluate import eval_app
@@ -412,23 +412,12 @@ def context_prepare(
     as_json: JsonOption = False,
 ) -> None:
     """Prepare the context an agent would receive, and optionally explain it."""
-    from pydantic import ValidationError
-
     from powercontext.contract.prepare import PrepareContextRequest
 
     fields: dict[str, object] = {"scope_id": scope, "query": query, "max_bytes": max_bytes}
     if include_receipt:
         fields["include_receipt"] = True
-    if include_code:
-        fields["include_code"] = True
-    if section is not None:
-        fields["assembly"] = {"sections": [_section(s) for s in section]}
-    try:
-        request = PrepareContextRequest.model_validate(fields)
-    except ValidationError as exc:
-        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
-        typer.echo(f"error: {message}", err=True)
-        raise typer.Exit(2) from None
+    request = context_request(PrepareContextRequest.model_validate, fields, section, include_code)
     prepared = _run(url, lambda c: c.prepare_context(request))
     if as_json:
         _print_json(prepared.model_dump(mode="json"))
@@ -439,14 +428,6 @@ def context_prepare(
 
 
 context_app.command("explain")(context_explain)
-
-
-def _section(text: str) -> dict[str, object]:
-    family, sep, limit = text.partition("=")
-    if not sep or not limit.strip().isdigit():
-        typer.echo(f"error: --section takes FAMILY=LIMIT, e.g. memory=6 (got {text!r})", err=True)
-        raise typer.Exit(2)
-    return {"family": family.strip(), "limit": int(limit)}
 
 
 @app.command("inspect")
