@@ -26,6 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import Final, TypeVar
 
 from powercontext.text.tokenize import term_set
@@ -145,23 +146,36 @@ def says_something_changed(text: str) -> bool:
 
 
 class _Subjects:
-    """The subject terms of a list of texts, weighted by rarity within that list."""
+    """The subject terms of a list of texts, weighted by rarity within that list.
+
+    Weights and totals are computed on first use: a list with no possible successor needs none of them."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.terms = [subject_terms(t) for t in texts]
-        frequency = Counter(t for terms in self.terms for t in terms)
-        # In a list of a few texts every shared term would look common; below ``MIN_POOL`` they count as rare.
-        size = max(len(texts), MIN_POOL)
-        self.weight = {t: math.log((size + 1) / (n + 0.5)) for t, n in frequency.items()}
-        self.totals = [sum(self.weight[t] for t in terms) for terms in self.terms]
+        self._weights: dict[str, float] | None = None
+        self._totals: dict[int, float] = {}
+
+    def _weight_of(self) -> Callable[[str], float]:
+        if self._weights is None:
+            frequency = Counter(chain.from_iterable(self.terms))
+            # In a list of a few texts every shared term would look common; below ``MIN_POOL`` they count as rare.
+            size = max(len(self.terms), MIN_POOL) + 1
+            self._weights = {t: math.log(size / (n + 0.5)) for t, n in frequency.items()}
+        return self._weights.__getitem__
+
+    def _total(self, i: int) -> float:
+        total = self._totals.get(i)
+        if total is None:
+            total = self._totals[i] = sum(map(self._weight_of(), self.terms[i]))
+        return total
 
     def same(self, i: int, j: int) -> bool:
         """Whether texts ``i`` and ``j`` cover the same subject."""
         shared = self.terms[i] & self.terms[j]
         if len(shared) < MIN_SHARED_TERMS:
             return False
-        smaller = min(self.totals[i], self.totals[j])
-        return smaller > 0 and sum(self.weight[t] for t in shared) / smaller >= SUBJECT_OVERLAP
+        smaller = min(self._total(i), self._total(j))
+        return smaller > 0 and sum(map(self._weight_of(), shared)) / smaller >= SUBJECT_OVERLAP
 
 
 def newer_first(
@@ -175,6 +189,7 @@ def newer_first(
     texts = [text(h) for h in hits]
     subjects = _Subjects(texts)
     times = [observed(h) for h in hits]
+    changers = [j for j, t in enumerate(texts) if says_something_changed(t)]  # the only possible successors
     order: list[int] = []
     placed: set[int] = set()
     pulled = 0
@@ -182,10 +197,10 @@ def newer_first(
         if i in placed:
             continue
         successors = []
-        for j in range(i + 1, len(hits)):
-            if j in placed or times[j] <= times[i] or (j >= limit and pulled >= MAX_PULLED):
+        for j in changers:
+            if j <= i or j in placed or times[j] <= times[i] or (j >= limit and pulled >= MAX_PULLED):
                 continue
-            if says_something_changed(texts[j]) and subjects.same(i, j):
+            if subjects.same(i, j):
                 successors.append(j)
                 pulled += j >= limit
         for j in sorted(successors, key=lambda j: times[j], reverse=True):
