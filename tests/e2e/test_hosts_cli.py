@@ -258,3 +258,7 @@ def test_install_and_doctor_say_when_powercontext_is_not_on_path(project: Path, 
     off_path = pc("hosts", "doctor", "--host", "claude-code", cwd=project, env=off)
     assert off_path.returncode == 1
     assert "`powercontext` is not on PATH" in doctor_lines(off_path.stdout)["claude-code-hook-command"]
+    as_json = pc("hosts", "doctor", "--host", "claude-code", "--json", cwd=project, env=off)
+    assert as_json.returncode == 1
+    checks = {c["name"]: c for c in json.loads(as_json.stdout)["checks"]}
+    assert checks["claude-code-hook-command"]["status"] == "fail" and checks["claude-code-hook-command"]["fix"]

@@ -490,3 +490,12 @@ def test_cli_inspect_prints_a_prefilled_address() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "http://127.0.0.1:9/inspector#scope=proj%3Aweb&q=why%20deploy%3F&max_bytes=8000&run=1"
+    as_json = subprocess.run(
+        [sys.executable, "-m", "powercontext", "inspect", "-s", WEB, "-q", "why deploy?", "--no-browser", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": "http://127.0.0.1:9"},
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {"url": done.stdout.strip()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL
+from powercontext.cli.common import DEFAULT_URL, JsonOption, print_json
 
 if TYPE_CHECKING:
     from powercontext.hosts.adapter import HostContext
@@ -149,6 +150,7 @@ def hosts_doctor(
     ] = None,
     cwd: Annotated[Path | None, typer.Option(help="Directory to check (default: the current one).")] = None,
     host: Annotated[list[str] | None, typer.Option("--host", help="Check only this host (repeatable).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Check the Server, token, Scope, each installed host's hook, trust and MCP server, and the last hook run."""
     from dataclasses import replace
@@ -173,11 +175,14 @@ def hosts_doctor(
     checks = run_checks(where, settings, Path(os.path.expanduser("~")), hook_hosts or None)
     if not host or any(h in EXTENSION_HOSTS for h in host):
         checks += installed_checks(find_repo_root(where) or where, dict(os.environ))
-    width = max(len(c.name) for c in checks)
-    for check in checks:
-        typer.echo(f"{_MARK[check.status]} {check.name.ljust(width)}  {check.detail}")
-        if check.status == "fail" and check.fix:
-            typer.echo(f"  {' ' * width} fix: {check.fix}")
+    if as_json:
+        print_json({"checks": [dataclasses.asdict(c) for c in checks]})
+    else:
+        width = max(len(c.name) for c in checks)
+        for check in checks:
+            typer.echo(f"{_MARK[check.status]} {check.name.ljust(width)}  {check.detail}")
+            if check.status == "fail" and check.fix:
+                typer.echo(f"  {' ' * width} fix: {check.fix}")
     if any(c.status == "fail" for c in checks):
         raise typer.Exit(1)
 

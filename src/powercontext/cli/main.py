@@ -437,6 +437,7 @@ def inspect(
     max_bytes: Annotated[int, typer.Option(min=512, max=32768, help="Byte budget for the content.")] = 8000,
     url: UrlOption = DEFAULT_URL,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address only.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Open the Context Inspector in a browser on the explained results of a Scope and a query.
 
@@ -449,7 +450,10 @@ def inspect(
 
     fragment = urlencode({"scope": scope, "q": query, "max_bytes": str(max_bytes), "run": "1"}, quote_via=quote)
     address = f"{url.rstrip('/')}/inspector#{fragment}"
-    typer.echo(address)
+    if as_json:
+        _print_json({"url": address})
+    else:
+        typer.echo(address)
     if not no_browser and not webbrowser.open(address):
         typer.echo("no browser found here: open the address above in one", err=True)
 
