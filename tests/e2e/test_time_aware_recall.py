@@ -74,6 +74,7 @@ def test_a_batch_keeps_each_items_date_and_its_order(api: Api) -> None:
         ("yesterday", "RFC 3339"),
         ("2025-02-30", "RFC 3339"),
         ("2025-07-16T09:30:00", "RFC 3339"),  # a date-time needs its zone
+        ("0001-01-01T00:00:00+01:00", "RFC 3339"),  # before year 1 in UTC
     ],
 )
 def test_a_bad_observed_at_is_refused_with_a_message_that_says_why(api: Api, value: str, why: str) -> None:
@@ -81,7 +82,7 @@ def test_a_bad_observed_at_is_refused_with_a_message_that_says_why(api: Api, val
     r = api.post(f"/v1/scopes/{scope}/atomic-memory", {"text": "x fact", "kind": "fact", "observed_at": value})
     assert r.status_code == 422
     assert error_code(r) == "invalid-request"
-    assert why in r.json()["error"]["message"] or why == "RFC 3339"
+    assert why in r.json()["error"]["message"]
 
 
 def test_a_little_clock_skew_is_accepted(api: Api) -> None:

@@ -49,7 +49,10 @@ def parse_observed(value: str, now: datetime | None = None) -> str:
         raise ValueError("observed_at needs a zone (Z or ±hh:mm)")
     if moment - (now or datetime.now(UTC)) > FUTURE_SKEW:
         raise ValueError(f"{FUTURE_MESSAGE} (more than 5 minutes ahead of the Server's clock)")
-    return canonical_time(moment)
+    try:
+        return canonical_time(moment)
+    except OverflowError:  # a zone that moves the first or last day of year 1..9999 out of the calendar
+        raise ValueError("observed_at must be an RFC 3339 date-time within years 1..9999 in UTC") from None
 
 
 ObservedAt = Annotated[
