@@ -45,14 +45,27 @@ def _excused(part: str) -> bool:
     return location.endswith(".none") and message == "Input should be None"
 
 
-@schemathesis.hook
-def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
-    """False drops the failure: a documented rule refused schema-valid data."""
-    if type(failure).__name__ != "RejectedPositiveData":
-        return True
+# 404 codes that name what a request body points at (a merge source, a revision), not the resource in its path.
+BODY_REFERENCE_CODES = {"artifact-not-found", "revision-not-found"}
+
+
+def _error(response: Any) -> dict[str, Any] | None:
     try:
         error = json.loads(response.content)["error"]
     except (ValueError, KeyError, TypeError):
+        return None
+    return error if isinstance(error, dict) else None
+
+
+@schemathesis.hook
+def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
+    """False drops the failure: a documented rule refused schema-valid data, or a stateful link's 404 is about
+    an id the body invented (the Scope that was just created exists; the merge source it names does not)."""
+    kind = type(failure).__name__
+    error = _error(response)
+    if kind == "EnsureResourceAvailability":
+        return error is None or error.get("code") not in BODY_REFERENCE_CODES
+    if kind != "RejectedPositiveData" or error is None:
         return True
     if error.get("code") in SEMANTIC_CODES:
         return False
