@@ -26,6 +26,8 @@ MCP_COMMAND = "powercontext"
 MCP_ARGS = ["mcp"]
 MCP_ENV_VARS = ["POWERCONTEXT_URL", "POWERCONTEXT_TOKEN"]
 MCP_INIT_TIMEOUT_S = 15.0
+# What fixes an MCP server that does not answer: `powercontext mcp` needs nothing beyond the package itself.
+MCP_SERVER_FIX = "pip install 'powercontext[server]'   (into the environment the `powercontext` on PATH runs from)"
 
 
 def hook_command(host: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 from powercontext.hosts.adapter import (
     MCP_ARGS,
     MCP_COMMAND,
+    MCP_SERVER_FIX,
     Check,
     HostContext,
     command_check,
@@ -181,6 +182,6 @@ class ClaudeCode:
             checks.append(Check("claude-code-mcp-approval", "fail", detail, fix))
         command, args = str(server.get("command", "")), [str(a) for a in server.get("args", [])]
         answered, detail = mcp_initialize(command, args, ctx.env, ctx.project)
-        mcp_fix = "pip install 'powercontext[mcp]'   (into the environment `powercontext` runs from)"
-        checks.append(Check("claude-code-mcp-server", "ok" if answered else "fail", f"`{command}`: {detail}", mcp_fix))
+        status = "ok" if answered else "fail"
+        checks.append(Check("claude-code-mcp-server", status, f"`{command}`: {detail}", MCP_SERVER_FIX))
         return checks

@@ -25,6 +25,7 @@ from powercontext.hosts.adapter import (
     MCP_ARGS,
     MCP_COMMAND,
     MCP_ENV_VARS,
+    MCP_SERVER_FIX,
     Check,
     HostContext,
     command_check,
@@ -200,6 +201,6 @@ class Codex:
             checks = [Check("codex-mcp-env", "ok", "POWERCONTEXT_URL and POWERCONTEXT_TOKEN pass through")]
         command, args = str(server.get("command", "")), [str(a) for a in server.get("args", [])]
         answered, detail = mcp_initialize(command, args, ctx.env, ctx.project)
-        mcp_fix = "pip install 'powercontext[mcp]'   (into the environment `powercontext` runs from)"
-        checks.append(Check("codex-mcp-server", "ok" if answered else "fail", f"`{command}`: {detail}", mcp_fix))
+        status = "ok" if answered else "fail"
+        checks.append(Check("codex-mcp-server", status, f"`{command}`: {detail}", MCP_SERVER_FIX))
         return checks
