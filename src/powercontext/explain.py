@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from powercontext.code.identifiers import identifier_terms, path_terms
 from powercontext.contract.common import Family
 from powercontext.contract.explain import (
     ChannelRank,
@@ -43,6 +44,7 @@ class _Ranked:
     family: Family
     ranks: list[ChannelRank] = field(default_factory=list)
     pool_rank: int | None = None  # its rank in the first fused list (the pool) that held it
+    pool_round: int = 0  # the round of that list
 
     def score(self, channel: str) -> float | None:
         return next((r.score for r in self.ranks if r.channel == channel), None)
@@ -63,8 +65,25 @@ def _ranked(lists: Sequence[probes.ChannelList]) -> dict[ArtifactKey, _Ranked]:
                 )
             )
             if ranked_list.channel == "fused" and entry.pool_rank is None:
-                entry.pool_rank = rank
+                entry.pool_rank, entry.pool_round = rank, ranked_list.round
     return found
+
+
+def _code_ranks(lists: Sequence[probes.CodeList]) -> dict[probes.CodeIdentity, dict[probes.Channel, tuple[int, float]]]:
+    """Each code range's (rank, score) per channel of the run's one code search."""
+    found: dict[probes.CodeIdentity, dict[probes.Channel, tuple[int, float]]] = {}
+    for code_list in lists:
+        for rank, (identity, score) in enumerate(code_list.hits, start=1):
+            found.setdefault(identity, {}).setdefault(code_list.channel, (rank, score))
+    return found
+
+
+def _fate_text(fate: Fate) -> str:
+    if fate.outcome == "selected":
+        return f"selected at position {fate.position}"
+    if fate.outcome == "omitted":
+        return f"omitted: {fate.reason}"
+    return f"found only by expansion round {fate.round}, which this prepare did not retain"
 
 
 def _fate(fate: probes.Fate, offset: int = 0) -> Fate:
@@ -113,6 +132,7 @@ class ContextExplainer:
         return ContextExplanation(
             prepared=PreparedContext.model_validate_json(result.response_body()),
             query_terms=terms,
+            code_query_terms=list(probe.code_search_terms),
             families=[FamilySummary(family=f, pool_depth=self._depth(f), candidates=counts[f]) for f in plan.families],
             candidates=candidates,
             expected=expected,
@@ -128,11 +148,18 @@ class ContextExplainer:
         terms: list[str],
         may_read: Callable[[str], bool],
     ) -> list[ExplainedCandidate]:
-        """Every pool candidate with a recorded fate (those of abandoned expansion rounds have none)."""
+        """Every pool candidate with its fate: the one the run recorded, or ``not_retained`` when only an
+        abandoned expansion round's pool held it (the build never saw it, so the run decided nothing)."""
         out: list[ExplainedCandidate] = []
         for key, entry in ranked.items():
-            fate = probe.fates.get(key)
-            if entry.pool_rank is None or fate is None or not may_read(key.scope_id):
+            if entry.pool_rank is None or not may_read(key.scope_id):
+                continue
+            recorded = probe.fates.get(key)
+            if recorded is not None:
+                fate = _fate(recorded)
+            elif not probe.rounds.get(entry.pool_round, True):
+                fate = Fate(outcome="not_retained", round=entry.pool_round)
+            else:
                 continue
             text = probe.texts.get(key, "")
             present = term_set(text) if text else frozenset()
@@ -146,25 +173,37 @@ class ContextExplainer:
                     cosine=entry.score("vector"),
                     fused=entry.score("fused") if entry.family != "profile" else None,
                     matched_terms=[t for t in terms if t in present],
-                    fate=_fate(fate),
+                    fate=fate,
                 )
             )
         return out
 
     def _code(self, probe: probes.ExplainProbe, code: Sequence[CodeCandidate], offset: int) -> list[ExplainedCandidate]:
+        """The code search's answer in its order, with the ranks and scores that search recorded."""
+        by_identity = _code_ranks(probe.code_lists)
         out: list[ExplainedCandidate] = []
         for rank, candidate in enumerate(code, start=1):
-            fate = probe.code_fates.get((candidate.fingerprint, candidate.path, candidate.start_line))
+            identity = (candidate.fingerprint, candidate.path, candidate.start_line)
+            fate = probe.code_fates.get(identity)
             if fate is None:
                 continue
-            ranks = [ChannelRank(round=0, scope_id=candidate.scope_id, channel="fused", rank=rank, score=0.0)]
+            channels = by_identity.get(identity, {})
+            ranks = [
+                ChannelRank(round=0, scope_id=candidate.scope_id, channel=channel, rank=r, score=score)
+                for channel, (r, score) in channels.items()
+            ]
+            present = set(identifier_terms(candidate.text)) | set(path_terms(candidate.path))
             out.append(
                 ExplainedCandidate(
                     family="code",
                     code_evidence=code_evidence_ref(candidate),
                     rank=rank,
                     ranks=ranks,
-                    matched_terms=[],
+                    bm25=channels["fts"][1] if "fts" in channels else None,
+                    cosine=channels["vector"][1] if "vector" in channels else None,
+                    fused=channels["fused"][1] if "fused" in channels else None,
+                    matched_terms=[t for t in probe.code_search_terms if t in present],
+                    defines_query_identifier=identity in probe.code_defining,
                     fate=_fate(fate, offset),
                 )
             )
@@ -179,8 +218,6 @@ class ContextExplainer:
     ) -> ExpectedItem:
         for c in candidates:
             if c.artifact_address is not None and c.artifact_address.artifact.artifact_id == artifact_id:
-                where = "selected at position" if c.fate.outcome == "selected" else "omitted:"
-                detail = c.fate.position if c.fate.outcome == "selected" else c.fate.reason
                 return ExpectedItem(
                     artifact_id=artifact_id,
                     where="candidate",
@@ -188,7 +225,7 @@ class ContextExplainer:
                     ranks=c.ranks,
                     pool_depth=self._depth(c.family),
                     fate=c.fate,
-                    explanation=f"a candidate of this run, pool rank {c.rank}; {where} {detail}",
+                    explanation=f"a candidate of this run, pool rank {c.rank}; {_fate_text(c.fate)}",
                 )
         for key, entry in ranked.items():
             if key.artifact_id == artifact_id:

@@ -265,6 +265,7 @@ class PreparePipeline:
         merged = {family: [(s, list(pool)) for s, pool in groups] for family, groups in recall.groups.items()}
         pending: Counter[tuple[Family, OmissionReason]] = Counter()
         executed: list[int] = []
+        decided = None if trace.probe is None else trace.probe.checkpoint()
         for round in range(1, MAX_ROUNDS_AFTER_ZERO + 1):
             thin = [f for f, groups in merged.items() if any(len(p) < self.limits[f] for _, p in groups)]
             if not thin:
@@ -286,6 +287,8 @@ class PreparePipeline:
                 for done in executed:
                     trace.record_round(done, "completed", retained=False)
                 trace.record_round(round, "expansion_failed", retained=False)
+                if trace.probe is not None and decided is not None:
+                    trace.probe.abandon_since(decided)
                 return 0
             executed.append(round)
         for done in executed:

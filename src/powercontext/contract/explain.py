@@ -48,13 +48,18 @@ class ChannelRank(StrictModel):
 
 
 class Fate(StrictModel):
-    """``selected`` at ``position`` (1-based, injection order), or ``omitted`` with the Receipt's reason."""
+    """``selected`` at ``position`` (1-based, injection order), ``omitted`` with the Receipt's reason, or
+    ``not_retained``: found only by an expansion ``round`` the prepare abandoned (explain only; the Receipt
+    counts no omission for it, since an abandoned round's pool never reaches the build)."""
 
-    outcome: Literal["selected", "omitted"]
+    outcome: Literal["selected", "omitted", "not_retained"]
     position: StrictInt | None = Field(default=None, ge=1)
     rendered_bytes: StrictInt | None = Field(default=None, ge=0)
     truncated: StrictBool = False
     reason: OmissionReason | None = None
+    round: StrictInt | None = Field(
+        default=None, ge=1, le=2, description="not_retained: the expansion round whose pool held it (retained=false)."
+    )
 
 
 class ExplainedCandidate(StrictModel):
@@ -65,8 +70,20 @@ class ExplainedCandidate(StrictModel):
     ranks: list[ChannelRank] = Field(description="Every ranked list of this run that held it.")
     bm25: StrictFloat | None = Field(default=None, description="Full-text score of its best round (higher is better).")
     cosine: StrictFloat | None = Field(default=None, description="Vector similarity of its best round.")
-    fused: StrictFloat | None = Field(default=None, description="Score of the list its pool was cut from.")
-    matched_terms: list[str] = Field(description="Query terms (stemmed index terms) its text contains.")
+    fused: StrictFloat | None = Field(
+        default=None,
+        description="Score of the list its pool was cut from: the fusion score when two channels ran (for code, "
+        "reciprocal-rank fusion, sum of 1/(k + rank)), else the one channel's own score.",
+    )
+    matched_terms: list[str] = Field(
+        description="Query terms its text contains: stemmed index terms (query_terms), or for code the identifier "
+        "and path terms (code_query_terms) of its range."
+    )
+    defines_query_identifier: StrictBool | None = Field(
+        default=None,
+        description="Code only: the range defines an identifier the query names, so the code search put it ahead "
+        "of ranges that only use it (its rank can be above ranges with a higher fused score).",
+    )
     fate: Fate
     expected: StrictBool = False
 
@@ -100,6 +117,10 @@ class ContextExplanation(StrictModel):
     schema_: Literal["powercontext.context-explanation.v1"] = Field(default=EXPLANATION_SCHEMA, alias="schema")
     prepared: PreparedContext
     query_terms: list[str] = Field(description="The stemmed terms full-text search used for this query.")
+    code_query_terms: list[str] = Field(
+        default_factory=list,
+        description="The identifier terms the code search used (empty when code was not searched).",
+    )
     families: list[FamilySummary]
     candidates: list[ExplainedCandidate]
     expected: list[ExpectedItem]

@@ -48,6 +48,14 @@ class ChannelList:
 
 
 @dataclass(frozen=True, slots=True)
+class CodeList:
+    """The code search's ranked list of one channel (rank = index + 1); ``fused`` is its answer in final order."""
+
+    channel: Channel
+    hits: tuple[tuple[CodeIdentity, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Fate:
     """Where a candidate ended: ``position`` (1-based injection order) when selected, else ``reason``."""
 
@@ -83,6 +91,13 @@ class ExplainProbe:
 
     # Each candidate's text as the Builder would render it, for matching query terms (never returned).
     texts: dict[ArtifactKey, str] = field(default_factory=dict, repr=False)
+    # The code search (round 0, request Scope): its terms, its ranked lists, the ranges it moved ahead as
+    # definitions of a queried identifier.
+    code_search_terms: tuple[str, ...] = ()
+    code_lists: list[CodeList] = field(default_factory=list)
+    code_defining: set[CodeIdentity] = field(default_factory=set)
+    # Each round run, and whether its pool contributed to the build (RecallRound.retained).
+    rounds: dict[int, bool] = field(default_factory=dict)
 
     def remember(self, candidates: Iterable[Candidate]) -> None:
         for candidate in candidates:
@@ -95,6 +110,27 @@ class ExplainProbe:
     def unsearched(self, round: int, family: Family, scope_id: str, keys: Sequence[ArtifactKey]) -> None:
         """A family read without a ranking (Profile): its order is its rank, with no score."""
         self.lists.append(ChannelList(round, family, scope_id, "fused", tuple((k, 0.0) for k in keys)))
+
+    def code_terms(self, terms: Sequence[str]) -> None:
+        self.code_search_terms = tuple(terms)
+
+    def code_list(self, channel: Channel, hits: Sequence[tuple[CodeIdentity, float]]) -> None:
+        self.code_lists.append(CodeList(channel, tuple(hits)))
+
+    def code_definitions(self, keys: Sequence[CodeIdentity]) -> None:
+        self.code_defining.update(keys)
+
+    def round_ran(self, round: int, retained: bool) -> None:
+        self.rounds[round] = retained
+
+    def checkpoint(self) -> frozenset[ArtifactKey]:
+        """The identities with a fate now, so that fates decided in rounds later abandoned can be undone."""
+        return frozenset(self.fates)
+
+    def abandon_since(self, checkpoint: frozenset[ArtifactKey]) -> None:
+        """Forget fates decided after ``checkpoint``: an abandoned round's exclusions are not the build's."""
+        for key in [k for k in self.fates if k not in checkpoint]:
+            del self.fates[key]
 
     def omitted(self, family: Family, key: ArtifactKey | None, reason: OmissionReason) -> None:
         if key is not None and key not in self.fates:

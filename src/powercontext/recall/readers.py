@@ -141,7 +141,9 @@ class CodeEvidenceReader:
             if not self._store.has_code_trees(scope_id):
                 hits = None
             else:
-                hits, fallback = self._search.query_with_reason(scope_id, ctx.query, self._limit, ctx.channel)
+                hits, fallback = self._search.query_with_reason(
+                    scope_id, ctx.query, self._limit, ctx.channel, probe=ctx.trace.probe
+                )
         if hits is None:
             ctx.trace.record_search(0, "code", "none", "not_run", "none")
             return []

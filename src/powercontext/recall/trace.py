@@ -95,6 +95,8 @@ class RecallTrace:
 
     def record_round(self, round: int, outcome: str, retained: bool) -> None:
         self.rounds.append(RoundRecord(round, outcome, retained))
+        if self.probe is not None:
+            self.probe.round_ran(round, retained)
 
     def record_rerank(self, round: int, config: RerankConfigRecord, outcome: str, reason: str) -> None:
         self.reranks.append(RerankCall(round, config, outcome, reason))

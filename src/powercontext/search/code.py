@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from powercontext.code.identifiers import code_query_terms
 from powercontext.search.channels import HybridWeights, fuse
-from powercontext.search.code_definitions import definitions_first
+from powercontext.search.code_definitions import split_definitions
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
 from powercontext.store.code import CodeStore, ScoredCodeChunk
 from powercontext.text.normalize import normalize_query
@@ -29,6 +31,22 @@ class CodeHit:
     score: float
 
 
+CodeKey = tuple[str, str, int]  # fingerprint, path, start line: one indexed range
+
+
+class CodeSearchProbe(Protocol):
+    """Receives what one code search computed (explain only; see ``recall.probe``)."""
+
+    def code_terms(self, terms: Sequence[str]) -> None:
+        """The identifier terms the full-text side searched with."""
+
+    def code_list(self, channel: Literal["fts", "vector", "fused"], hits: Sequence[tuple[CodeKey, float]]) -> None:
+        """One ranked list with its scores; ``fused`` is the answer in its final order."""
+
+    def code_definitions(self, keys: Sequence[CodeKey]) -> None:
+        """The ranges moved ahead because they define an identifier the query names."""
+
+
 class CodeSearch:
     """Searches the code evidence of one Scope (all of its registered work trees).
 
@@ -49,33 +67,57 @@ class CodeSearch:
         return self.query_with_reason(scope_id, query, limit)[0]
 
     def query_with_reason(
-        self, scope_id: str, query: str, limit: int, channel: VectorChannel | None = None
+        self,
+        scope_id: str,
+        query: str,
+        limit: int,
+        channel: VectorChannel | None = None,
+        probe: CodeSearchProbe | None = None,
     ) -> tuple[list[CodeHit], FallbackReason]:
-        """The hits, and why the vector channel was not used (``none`` when it was, or when none exists)."""
+        """The hits, and why the vector channel was not used (``none`` when it was, or when none exists).
+        ``probe`` (explain only) receives each ranked list as this search computed it."""
         normalized = normalize_query(query)
         # A deeper pool than the answer, so that a defining chunk BM25 ranks below the cut still leads.
         depth = max(2 * limit, 32)
+        terms = code_query_terms(normalized)
+        if probe is not None:
+            probe.code_terms(terms)
         if self._embedder is None:
-            return _ranked(self._full_text(scope_id, normalized, depth), query, limit), "none"
+            return _ranked(self._full_text(scope_id, terms, depth, probe), query, limit, probe), "none"
         planned = (channel or VectorChannel(self._embedder)).query_vector(0, normalized, scope_id)
         if isinstance(planned, str):
-            return _ranked(self._full_text(scope_id, normalized, depth), query, limit), planned
+            return _ranked(self._full_text(scope_id, terms, depth, probe), query, limit, probe), planned
         w = self._weights
-        text = self._full_text(scope_id, normalized, depth)
+        text = self._full_text(scope_id, terms, depth, probe)
         vectors = self._store.search_code_vector(scope_id, self._embedder.model_id, planned, depth)
+        if probe is not None:
+            probe.code_list("vector", _scored(vectors))
         fused = fuse([(text, w.fts), (vectors, w.vector)], w.k, depth, key_of=_chunk_key)
-        return _ranked(fused, query, limit), "none"
+        return _ranked(fused, query, limit, probe), "none"
 
-    def _full_text(self, scope_id: str, normalized: str, limit: int) -> list[ScoredCodeChunk]:
-        return self._store.search_code(scope_id, code_query_terms(normalized), limit)
+    def _full_text(
+        self, scope_id: str, terms: list[str], limit: int, probe: CodeSearchProbe | None
+    ) -> list[ScoredCodeChunk]:
+        hits = self._store.search_code(scope_id, terms, limit)
+        if probe is not None:
+            probe.code_list("fts", _scored(hits))
+        return hits
 
 
-def _ranked(pool: list[ScoredCodeChunk], query: str, limit: int) -> list[CodeHit]:
-    ordered = definitions_first(pool, [s.chunk.text for s in pool], query)
-    return [_hit(s) for s in ordered[:limit]]
+def _ranked(pool: list[ScoredCodeChunk], query: str, limit: int, probe: CodeSearchProbe | None) -> list[CodeHit]:
+    defining, rest = split_definitions(pool, [s.chunk.text for s in pool], query)
+    ordered = (defining + rest)[:limit]
+    if probe is not None:
+        probe.code_list("fused", _scored(ordered))
+        probe.code_definitions([_chunk_key(s) for s in defining])
+    return [_hit(s) for s in ordered]
 
 
-def _chunk_key(scored: ScoredCodeChunk) -> tuple[str, str, int]:
+def _scored(hits: Sequence[ScoredCodeChunk]) -> list[tuple[CodeKey, float]]:
+    return [(_chunk_key(s), float(s.score)) for s in hits]
+
+
+def _chunk_key(scored: ScoredCodeChunk) -> CodeKey:
     c = scored.chunk
     return (c.fingerprint, c.path, c.start_line)
 

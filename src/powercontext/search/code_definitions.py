@@ -49,12 +49,19 @@ def defines(text: str, names: Sequence[str]) -> bool:
 def definitions_first(items: Sequence[T], texts: Sequence[str], query: str) -> list[T]:
     """``items`` (best first) with those whose text defines a query identifier moved to the front,
     each group keeping its order."""
+    defining, rest = split_definitions(items, texts, query)
+    return defining + rest
+
+
+def split_definitions(items: Sequence[T], texts: Sequence[str], query: str) -> tuple[list[T], list[T]]:
+    """``items`` (best first) split into those whose text defines a query identifier and the rest, each in
+    its order; ``([], items)`` when the query names no identifier or nothing defines one."""
     names = query_identifiers(query)
     if not names:
-        return list(items)
+        return [], list(items)
     pattern = _definition_pattern(names)
     defining = [item for item, text in zip(items, texts, strict=True) if pattern.search(text)]
     if not defining:
-        return list(items)
+        return [], list(items)
     rest = [item for item, text in zip(items, texts, strict=True) if not pattern.search(text)]
-    return defining + rest
+    return defining, rest
