@@ -12,12 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from powercontext.domain.candidates import Candidate
 from powercontext.recall.expansion import ExpansionFailed
 from powercontext.recall.trace import RecallTrace
 from powercontext.store.sqlite import SqliteStore
 from tests.code_support import git, write
-from tests.conftest import StartInProcess
+from tests.conftest import StartInProcess, code_roots_for_tests, live_server
+from tests.embedding_fixture import start_embedding_server
 from tests.support import Api, artifact_id, strict_json
 
 DEFINITION = (
@@ -103,6 +106,46 @@ def test_code_candidates_carry_the_runs_ranks_scores_and_terms(api: Api, tmp_pat
     # No code text in the answer outside the prepared content.
     raw = str({k: v for k, v in explained.items() if k != "prepared"})
     assert "total += row" not in raw and "monthly_report" not in raw
+
+
+def test_hybrid_code_search_reports_cosine_and_its_reciprocal_rank_fusion(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with start_embedding_server(32) as embeddings:
+        settings = {
+            "POWERCONTEXT_EMBEDDINGS": "openai-compatible",
+            "POWERCONTEXT_EMBEDDINGS_BASE_URL": embeddings.base_url,
+            "POWERCONTEXT_EMBEDDINGS_MODEL": "fake-embed",
+            "POWERCONTEXT_EMBEDDINGS_DIMENSION": "32",
+        } | code_roots_for_tests(tmp_path_factory)
+        (tmp_path / "server").mkdir()
+        with live_server(tmp_path / "server", settings) as live:
+            api = Api(live.base_url)
+            sid = _indexed_repo(api, tmp_path / "ledger-repo")
+            body = {"scope_id": sid, "query": "settle_ledger_batch", "include_code": True, "assembly": CODE_ONLY}
+            prepared = strict_json(api.post("/v1/context/prepare", {**body, "include_receipt": True}).content)
+            explained = _explain(api, body)
+            api.close()
+    assert explained["prepared"]["content"] == prepared["content"]
+    assert explained["prepared"]["receipt"]["selected"] == prepared["receipt"]["selected"]
+    code = sorted((c for c in explained["candidates"] if c["family"] == "code"), key=lambda c: c["rank"])
+    by_path = {c["code_evidence"]["path"]: c for c in code}
+    # The vector channel ranks every embedded chunk, so the file sharing no term is a candidate too.
+    assert set(by_path) == {
+        "src/core/impl.py", "src/reports/monthly.py", "tests/test_settle_ledger_batch.py", "src/invoices/pdf.py"
+    }  # fmt: skip
+    pdf = by_path["src/invoices/pdf.py"]
+    assert pdf["bm25"] is None and pdf["matched_terms"] == [] and pdf["cosine"] is not None
+    for c in code:
+        channels = {r["channel"]: r for r in c["ranks"]}
+        assert "vector" in channels and channels["fused"]["rank"] == c["rank"]
+        assert c["cosine"] == channels["vector"]["score"] and -1.0 <= c["cosine"] <= 1.0
+        # Code fuses by reciprocal rank (k = 60, both weights 1): the score follows from the reported ranks.
+        expected = sum(1 / (60 + channels[ch]["rank"]) for ch in ("fts", "vector") if ch in channels)
+        assert c["fused"] == pytest.approx(expected, rel=1e-9)
+    rest = [c for c in code if not c["defines_query_identifier"]]
+    assert [c["fused"] for c in rest] == sorted((c["fused"] for c in rest), reverse=True)
+    assert by_path["src/core/impl.py"]["defines_query_identifier"] is True and code[0] is by_path["src/core/impl.py"]
 
 
 class FailingSecondRound:
