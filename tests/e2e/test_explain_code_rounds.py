@@ -8,6 +8,8 @@ memory with the round that found it and the ``not_retained`` fate, and the Recei
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -203,3 +205,9 @@ def test_candidates_of_rounds_not_retained_are_listed_with_their_round(
     [landed] = explained["expected"]
     assert landed["where"] == "candidate" and landed["fate"]["outcome"] == "not_retained"
     assert "round 1" in landed["explanation"] and "not retain" in landed["explanation"]
+    # The CLI's table names that fate too.
+    env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": live.base_url, "COLUMNS": "220"}
+    command = [sys.executable, "-m", "powercontext", "context", "explain", "-s", sid, "-q", "ship cadence"]
+    table = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert table.returncode == 0, table.stderr
+    assert "round 1 not retained" in table.stdout and "None" not in table.stdout

@@ -74,7 +74,10 @@ def print_explanation(explained: ContextExplanation) -> None:
 
     for candidate in sorted(explained.candidates, key=order):
         fate = candidate.fate
-        shown = f"#{fate.position} ({fate.rendered_bytes} B)" if fate.position else str(fate.reason)
+        if fate.position:
+            shown = f"#{fate.position} ({fate.rendered_bytes} B)"
+        else:
+            shown = f"round {fate.round} not retained" if fate.outcome == "not_retained" else str(fate.reason)
         scope_id, identity = _identity(candidate)
         marker = " *" if candidate.expected else ""
         table.add_row(
