@@ -18,6 +18,9 @@
     rerank_not_selected: "the reranker did not choose it",
     not_retrieved: "the family was requested but no search returned a candidate",
   };
+  const FATE_NOTES = {
+    not_retained: "found only by an expansion round the prepare abandoned; the Receipt counts no omission for it",
+  };
   const WHERE = {
     candidate: "a candidate of this run",
     below_pool: "ranked by this run, below the pool depth",
@@ -332,6 +335,7 @@
 
   function fateText(fate) {
     if (fate.outcome === "selected") return `injected #${fate.position} · ${fate.rendered_bytes} B${fate.truncated ? " · truncated" : ""}`;
+    if (fate.outcome === "not_retained") return `round ${fate.round} not retained`;
     return fate.reason;
   }
 
@@ -341,6 +345,7 @@
     const parts = [];
     if (best.fts) parts.push(`fts ${best.fts}`);
     if (best.vector) parts.push(`vec ${best.vector}`);
+    if (candidate.defines_query_identifier) parts.push("defines it");
     return parts.join(" · ");
   }
 
@@ -359,14 +364,14 @@
       const preview = el("td", { class: "preview" }, el("span", { class: "hint" }, "reading…"));
       const label = labelOf(c);
       const link = el("a", { href: exactReadPath(c, request), target: "_blank", rel: "noopener noreferrer", class: "mono" }, label.id);
-      const fate = el("td", { class: `fate fate-${c.fate.outcome}`, title: OMISSION_REASONS[c.fate.reason] || "" }, fateText(c.fate));
+      const fate = el("td", { class: `fate fate-${c.fate.outcome}`, title: OMISSION_REASONS[c.fate.reason] || FATE_NOTES[c.fate.outcome] || "" }, fateText(c.fate));
       const row = el(
         "tr",
         {
           id: `candidate-${i}`,
           class: `candidate-row${c.expected ? " expected" : ""}`,
           "data-identity": identityOf(c),
-          "data-fate": c.fate.outcome === "selected" ? "selected" : c.fate.reason,
+          "data-fate": c.fate.outcome === "omitted" ? c.fate.reason : c.fate.outcome,
         },
         fate,
         el("td", {}, c.family, label.scope ? el("div", { class: "hint" }, label.scope) : null),
@@ -379,7 +384,7 @@
         el("td", {}, link),
       );
       body.append(row);
-      fillPreview(preview, c, request, terms);
+      fillPreview(preview, c, request, c.family === "code" ? explained.code_query_terms || [] : terms);
     });
     const heads = ["fate", "family", "rank", "bm25", "cosine", "fused", "matched", "text", "revision"];
     return scroll(el("table", { id: "why" }, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))), body));
@@ -610,7 +615,7 @@
     const gained = b.filter((c) => !posA.has(rangeOf(c))).map((c) => line(c, `injected #${c.fate.position}`));
     const lost = a.filter((c) => !posB.has(rangeOf(c))).map((c) => {
       const fate = fateInB.get(rangeOf(c));
-      return line(c, `was #${c.fate.position}; now ${fate ? fate.reason : "not a candidate"}`);
+      return line(c, `was #${c.fate.position}; now ${fate ? fateText(fate) : "not a candidate"}`);
     });
     const moved = b
       .filter((c) => posA.has(rangeOf(c)) && posA.get(rangeOf(c)) !== c.fate.position)
