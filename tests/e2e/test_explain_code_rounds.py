@@ -155,12 +155,15 @@ class FailingSecondRound:
 
     model_backed = False
 
+    def __init__(self, keep_query: bool = True) -> None:
+        self.keep_query = keep_query
+
     def round_query(
         self, round: int, query: str, scope_id: str, seeds: Sequence[Candidate], trace: RecallTrace
     ) -> str | None:
         if round == 2:
             raise ExpansionFailed("scripted")
-        return f"{query} release train platform"
+        return f"{query} release train platform" if self.keep_query else "release train platform"
 
 
 def test_candidates_of_rounds_not_retained_are_listed_with_their_round(
@@ -211,3 +214,30 @@ def test_candidates_of_rounds_not_retained_are_listed_with_their_round(
     table = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
     assert table.returncode == 0, table.stderr
     assert "round 1 not retained" in table.stdout and "None" not in table.stdout
+
+
+def test_exclusions_decided_in_an_abandoned_round_are_not_reported_as_omissions(
+    inprocess_server: StartInProcess, sqlite_store: SqliteStore
+) -> None:
+    """Round 1 finds more new memories than the pool has room for; round 2 fails, so round 1's pool cut never
+    happened as far as the build (and the Receipt) is concerned: those memories are not_retained, not family_limit."""
+    live = inprocess_server(sqlite_store, expander=FailingSecondRound(keep_query=False))
+    api = live.api
+    sid = api.new_scope()
+    for i in range(4):
+        api.add(sid, f"ship cadence note {i}", "fact")
+    for i in range(30):
+        api.add(sid, f"release train platform note {i}", "fact")
+    # An empty Topic Memory family stays thin after round 1 filled the memory pool, so round 2 runs (and fails).
+    sections = [{"family": "memory", "limit": 8}, {"family": "topic-memory", "limit": 2}]
+    body = {"scope_id": sid, "query": "ship cadence", "assembly": {"sections": sections}}
+    explained = _explain(api, body)
+    receipt = explained["prepared"]["receipt"]
+    assert [r["retained"] for r in receipt["retrieval"]["rounds"]] == [True, False, False]
+    memories = [c for c in explained["candidates"] if c["family"] == "atomic-memory"]
+    later = [c for c in memories if c["fate"]["outcome"] == "not_retained"]
+    # Round 1's list is the pool depth (16) deep and all new: 12 fit beside round 0's 4, 4 were cut by the pool's
+    # cap. The round was abandoned, so neither happened for the build; all 16 are not_retained.
+    assert len(later) == 16 and {c["fate"]["round"] for c in later} == {1}
+    assert {c["fate"]["outcome"] for c in memories if c not in later} == {"selected"}
+    assert not any(g["family"] == "atomic-memory" and g["reason"] == "family_limit" for g in receipt["omitted"])
