@@ -8,7 +8,8 @@ the route's published limit, ``limits.route_max_bytes``), then ``--parallel`` se
 to a Scope that does not exist, so the Server reads, parses and validates each body in full and answers 404
 without writing. Meanwhile this process asks ``GET /health/live`` in a loop (one keep-alive connection) and
 reads the Server's RSS (psutil) after each answer. Senders are separate processes so that their uploads do not
-hold this process's GIL and inflate the probe's timings.
+hold this process's GIL and inflate the probe's timings; each is started, connected and warm before all four
+are released at once, so the window measures the Server reading and parsing, not client processes starting.
 
 Prints, per round, the probe's p50 / max latency with nothing else running (this machine's floor), its
 p50 / p99 / max latency while the bodies were in flight, the senders' time,
@@ -24,6 +25,7 @@ import multiprocessing
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil  # type: ignore[import-untyped]
@@ -45,10 +47,22 @@ def largest_batch() -> bytes:
     return json.dumps({"items": [item] * 500}, ensure_ascii=True, indent=4).encode("ascii")
 
 
-def send(base_url: str, body: bytes, index: int, results: multiprocessing.Queue[tuple[int, int, float]]) -> None:
-    started = time.perf_counter()
+def send(
+    base_url: str,
+    body: bytes,
+    index: int,
+    ready: Any,
+    go: Any,
+    results: multiprocessing.Queue[tuple[int, int, float]],
+) -> None:
     url = f"{base_url}/v1/scopes/absent-{index}/atomic-memory/batch"
-    r = httpx.post(url, content=body, headers={"content-type": "application/json"}, timeout=300)
+    with httpx.Client(timeout=300) as client:
+        # Connected and warm before the start, so the window measures the Server, not processes starting.
+        client.get(f"{base_url}/health/live")
+        ready.release()
+        go.wait()
+        started = time.perf_counter()
+        r = client.post(url, content=body, headers={"content-type": "application/json"})
     results.put((index, r.status_code, time.perf_counter() - started))
 
 
@@ -69,10 +83,18 @@ def one_round(tmp: Path, body: bytes, parallel: int, number: int) -> dict[str, f
             idle = process.memory_info().rss / MB
             context = multiprocessing.get_context("fork")  # the senders share the parent's copy of the body
             results: multiprocessing.Queue[tuple[int, int, float]] = context.Queue()
-            senders = [context.Process(target=send, args=(server.base_url, body, i, results)) for i in range(parallel)]
-            started = time.perf_counter()
+            ready, go = context.Semaphore(0), context.Event()
+            senders = [
+                context.Process(target=send, args=(server.base_url, body, i, ready, go, results))
+                for i in range(parallel)
+            ]
             for sender in senders:
                 sender.start()
+            for _ in senders:
+                ready.acquire()
+            time.sleep(0.2)  # the senders' own start-up settles
+            started = time.perf_counter()
+            go.set()
             latencies: list[float] = []
             peak = idle
             while any(sender.is_alive() for sender in senders):

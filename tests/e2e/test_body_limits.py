@@ -301,3 +301,35 @@ def test_a_reader_cannot_make_the_server_parse_a_large_body(guarded_server: Live
     url = f"{guarded_server.base_url}/v1/scopes/{unique('s')}/atomic-memory/batch"
     r = httpx.post(url, content=body, headers=headers, timeout=60)
     assert (r.status_code, r.json()["error"]["code"]) == (403, "scope-forbidden")
+
+
+def test_a_largest_batch_parsed_in_pieces_is_written_whole_or_not_at_all(open_server: LiveServer) -> None:
+    # Decoded and parsed a piece at a time off the event loop: every item arrives intact, in order, and a
+    # body broken far past the first piece writes nothing.
+    scope_id = unique("big")
+    with httpx.Client(base_url=open_server.base_url, timeout=120) as client:
+        assert client.post("/v1/scopes", json={"scope_id": scope_id, "title": "big"}).status_code == 201
+        items = [
+            {
+                "text": f"{i:03d}" + "\x07\u00e9" * 2600,
+                "kind": "constraint",
+                "tags": [f"t{i}"] + [f"{k:02d}" + "\U0001d11e" * 62 for k in range(31)],
+                "idempotency_key": f"{i:03d}" + "\\" * 125,
+            }
+            for i in range(500)
+        ]
+        body = json.dumps({"items": items}, ensure_ascii=True, indent=4).encode("ascii")
+        assert len(body) > 25 * 1024 * 1024
+        path = f"/v1/scopes/{scope_id}/atomic-memory/batch"
+        broken = body[: len(body) - 1000] + b"]}"  # the last item cut short
+        r = client.post(path, content=broken, headers={"content-type": "application/json"})
+        assert (r.status_code, r.json()["error"]["message"]) == (422, "the request body is not valid JSON")
+        assert client.get(f"/v1/scopes/{scope_id}/atomic-memory").json()["items"] == []
+        r = client.post(path, content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 201, r.text[:300]
+        created = r.json()["items"]
+        assert len(created) == 500 and not any(item["replayed"] for item in created)
+        page = client.get(f"/v1/scopes/{scope_id}/atomic-memory", params={"limit": 200}).json()
+        newest = page["items"][0]
+        assert (newest["text"], newest["tags"]) == (items[499]["text"], items[499]["tags"])
+        assert page["next_cursor"] is not None
