@@ -18,8 +18,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from powercontext.store.core.vectors import Vector, to_blob
 from powercontext.store.oceanbase import native_mode
-from powercontext.store.sqlite.vectors import Vector, to_blob
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection

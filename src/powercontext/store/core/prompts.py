@@ -11,9 +11,8 @@ from dataclasses import replace
 
 from powercontext.domain.families import PROMPT, FamilyTransitionRefused, PromptAction, family_next_state
 from powercontext.store.base import PromptContent, PromptDemonstration, PromptRecord
-from powercontext.store.errors import ArtifactNotFound, NotActive, RevisionConflict
-from powercontext.store.sqlite.connections import SqliteConnections
-from powercontext.store.sqlite.family_rows import (
+from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.family_rows import (
     ArtifactRow,
     family_heads,
     find_head,
@@ -25,6 +24,7 @@ from powercontext.store.sqlite.family_rows import (
     revision_row,
     set_state,
 )
+from powercontext.store.errors import ArtifactNotFound, NotActive, RevisionConflict
 
 
 def _not_found() -> ArtifactNotFound:
@@ -42,7 +42,7 @@ def _record(row: ArtifactRow) -> PromptRecord:
     return PromptRecord(row.key, row.head_revision, row.state, content, row.created_at)
 
 
-class SqlitePrompts(SqliteConnections):
+class Prompts(StoreConnections):
     """``PromptStore``; mixed into ``SqliteStore``."""
 
     def commit_prompt(

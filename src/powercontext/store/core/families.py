@@ -7,13 +7,13 @@ and reads on its per-thread ``_reader()`` connection, so the families share the 
 
 from __future__ import annotations
 
-from powercontext.store.sqlite.experiences import SqliteExperiences
-from powercontext.store.sqlite.profiles import SqliteProfiles
-from powercontext.store.sqlite.prompts import SqlitePrompts
-from powercontext.store.sqlite.topics import SqliteTopics
+from powercontext.store.core.experiences import Experiences
+from powercontext.store.core.profiles import Profiles
+from powercontext.store.core.prompts import Prompts
+from powercontext.store.core.topics import Topics
 
-__all__ = ["SqliteFamilies"]
+__all__ = ["Families"]
 
 
-class SqliteFamilies(SqliteTopics, SqliteExperiences, SqliteProfiles, SqlitePrompts):
+class Families(Topics, Experiences, Profiles, Prompts):
     """Everything of ``FamilyStore`` and ``PromptStore``; mixed into ``SqliteStore``."""
