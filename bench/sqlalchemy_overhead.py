@@ -143,7 +143,8 @@ def _sqlite_ways(store: Any, path: Path) -> dict[str, Callable[[Statement], None
     from powercontext.store.core.driver import sqlite
 
     raw = store._reader()
-    engine = sa.create_engine(f"sqlite:///{path}", module=sqlite, poolclass=sa.pool.StaticPool)
+    # The store's own connection factory (same driver build, same PRAGMAs), so only SQLAlchemy's layer differs.
+    engine = sa.create_engine(f"sqlite:///{path}", module=sqlite, creator=store._connect, poolclass=sa.pool.StaticPool)
     sa_conn = engine.connect()
     texts: dict[str, Any] = {}
 

@@ -1,4 +1,4 @@
-"""The SQLite side of ``CodeStore``: a mixin of ``SqliteStore`` (its writer lock and per-thread readers)."""
+"""``CodeStore`` writes and reads shared by both stores (a mixin of ``core.store.SqlStore``); search is each store's."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Experience on SQLite: Candidates under review, immutable approved revisions, and their own FTS5 index."""
+"""Experience (both stores): Candidates under review, immutable approved revisions, and their own full-text index."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""``FamilyStore`` and ``PromptStore`` for SQLite: the Topic Memory, Experience, Profile and Prompt mixins in one
+"""``FamilyStore`` and ``PromptStore`` for both stores: the Topic Memory, Experience, Profile and Prompt mixins in one
 base class.
 
-``SqliteStore`` inherits it; each mixin writes through the store's serialized ``_write()`` transaction
+``core.store.SqlStore`` inherits it; each mixin writes through the store's serialized ``_write()`` transaction
 and reads on its per-thread ``_reader()`` connection, so the families share the Atomic Memory guarantees.
 """
 
@@ -16,4 +16,4 @@ __all__ = ["Families"]
 
 
 class Families(Topics, Experiences, Profiles, Prompts):
-    """Everything of ``FamilyStore`` and ``PromptStore``; mixed into ``SqliteStore``."""
+    """Everything of ``FamilyStore`` and ``PromptStore``; mixed into ``SqlStore``."""

@@ -1,4 +1,4 @@
-"""Row access shared by the SQLite Topic Memory, Experience and Profile mixins.
+"""Row access shared by the Topic Memory, Experience, Profile and Prompt mixins of both stores.
 
 They store their revisions in the generic ``artifacts``/``revisions`` tables: ``body`` is the family's
 rendered text, ``fields`` its structured content as JSON (the source the records are built from).

@@ -1,4 +1,4 @@
-"""Profile on SQLite: one Artifact per Scope, each commit a full snapshot revision."""
+"""Profile (both stores): one Artifact per Scope, each commit a full snapshot revision."""
 
 from __future__ import annotations
 

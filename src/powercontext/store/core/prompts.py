@@ -1,4 +1,4 @@
-"""Scope-owned Prompts on SQLite: one ``prompt`` Artifact per (Scope, Prompt key), each commit a revision.
+"""Scope-owned Prompts (both stores): one ``prompt`` Artifact per (Scope, Prompt key), each commit a revision.
 
 Stored in the shared ``artifacts``/``revisions`` tables like the other families: ``artifact_id`` is the
 Prompt key, ``fields`` the ``powercontext.prompt.v1`` content as JSON, ``body`` the instructions. Prompts
@@ -43,7 +43,7 @@ def _record(row: ArtifactRow) -> PromptRecord:
 
 
 class Prompts(StoreConnections):
-    """``PromptStore``; mixed into ``SqliteStore``."""
+    """``PromptStore``; mixed into ``SqlStore``."""
 
     def commit_prompt(
         self, scope_id: str, prompt_key: str, expected_revision: int, content: PromptContent

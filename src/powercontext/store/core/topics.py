@@ -1,4 +1,4 @@
-"""Topic Memory on SQLite: titled bodies with revisions, retire/restore, and their own FTS5 index."""
+"""Topic Memory (both stores): titled bodies with revisions, retire/restore, and their own full-text index."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from powercontext.store.core.driver import sqlite
 
 _ON_CONFLICT = re.compile(r"ON CONFLICT \([^)]*\) DO UPDATE SET", re.IGNORECASE)
 _EXCLUDED = re.compile(r"\bexcluded\.(\w+)")
-# The shared code names each Scope's own FTS5 table (store/sqlite/scope_fts.py: index + "_" + scope tag); here
+# The shared code names each Scope's own FTS5 table (store/core/scope_fts.py: index + "_" + scope tag); here
 # the index is the name before the tag, and the tag travels in the row (fts_docs, fts_segments are per Scope).
 _FTS_INSERT = re.compile(
     r"^\s*INSERT INTO (\w+_fts)(?:_[sc][0-9a-f]{24})? \(rowid, scope_tag, ([\w, ]+)\) VALUES", re.IGNORECASE

@@ -10,7 +10,7 @@ postings (term frequency per column) and token count, and ranking recomputes FTS
     score(d) = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 - b + b·|d| / avgdl)),  k1 = 1.2, b = 0.75
 
 with ``N``, ``n(t)`` and ``avgdl`` over the searched Scope's documents only, as the SQLite store's per-Scope
-FTS5 tables compute them (store/sqlite/scope_fts.py: no other Scope's content may move a Scope's ranking);
+FTS5 tables compute them (store/core/scope_fts.py: no other Scope's content may move a Scope's ranking);
 ``N`` and the token total count every document ever added to the Scope (``fts_scope_totals``), as a
 contentless-delete FTS5 table does, ``f`` is the column-weighted frequency and ``|d|`` the document's tokens
 including its scope tag.

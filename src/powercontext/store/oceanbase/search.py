@@ -118,7 +118,7 @@ class OceanBaseSearch(StoreConnections):
 
     @staticmethod
     def _affordable_code_terms(conn: Connection, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
-        """The SQLite adapter's rule (store/sqlite/code.py ``_affordable_terms``) over the Scope's postings."""
+        """The SQLite store's rule (sqlite/search.py ``affordable_code_terms``) over the Scope's postings."""
         if not terms:
             return [], True
         sizes = conn.execute(
