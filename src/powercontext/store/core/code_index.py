@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from powercontext.store.code import (
@@ -17,6 +16,7 @@ from powercontext.store.code import (
 )
 from powercontext.store.core import scope_fts
 from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.family_rows import now as _now
 from powercontext.store.core.vectors import Vector, to_blob
 from powercontext.store.errors import CodeNotFound, ScopeNotFound
 
@@ -25,10 +25,6 @@ CODE = "code"  # the vector-cache family of code chunks
 # bm25() costs ~3-4 µs per matching chunk (a docsize lookup each): this many keep ranking under ~8 ms.
 POSTING_BUDGET = 2_000
 _SELECT_TREE = "SELECT scope_id, fingerprint, kind, root_path, max_file_bytes, indexed_at FROM code_trees"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def code_scope_tag(scope_id: str) -> str:
