@@ -164,11 +164,8 @@ def test_build_local_is_lazy() -> None:
 
 
 def test_local_threads_and_backend_from_env() -> None:
-    env = {
-        "POWERCONTEXT_EMBEDDINGS": "local",
-        "POWERCONTEXT_EMBEDDINGS_THREADS": "3",
-        "POWERCONTEXT_EMBEDDINGS_BACKEND": "NumPy",
-    }
+    env = {"POWERCONTEXT_EMBEDDINGS": "local", "POWERCONTEXT_EMBEDDINGS_THREADS": "3",
+           "POWERCONTEXT_EMBEDDINGS_BACKEND": "NumPy"}
     provider = build_embedding_provider(EmbeddingConfig.from_env(env))
     assert isinstance(provider, LocalMiniLM)
     assert (provider.threads, provider.requested_backend) == (3, "numpy")
