@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from powercontext.store.code import (
@@ -209,3 +209,32 @@ def chunk_records(conn: Any, chunk_ids: list[int], scope_id: str | None = None) 
         params,
     ).fetchall()
     return {row[0]: CodeChunkRecord(*row[1:]) for row in rows}
+
+
+def affordable_code_terms(
+    conn: Any, scope_id: str, terms: Sequence[str], documents: Callable[[Sequence[str]], dict[str, int]]
+) -> tuple[list[str], bool]:
+    """The query terms worth scoring, and whether ranking every match is affordable.
+
+    A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
+    only terms found in this Scope count, and the rarest of them is kept; further terms are added,
+    rarest first, while they are in fewer than half of the Scope's chunks (BM25 clamps such a term's IDF
+    to ~0, so it would only add cost) and their document counts fit ``POSTING_BUDGET``. ``documents`` gives the
+    Scope's own per-term chunk counts (keyed by the query term), so no other Scope's code changes which are kept.
+    """
+    if not terms:
+        return [], True
+    sizes = conn.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM code_trees WHERE scope_id = ?", (scope_id,))
+    scope_chunks = int(sizes.fetchone()[0])
+    if scope_chunks <= POSTING_BUDGET:
+        return list(terms), True
+    docs = documents(terms)
+    kept: list[str] = []
+    total = 0
+    for term in sorted((t for t in terms if t in docs), key=lambda t: docs[t]):
+        count = docs[term]
+        if kept and (2 * count >= scope_chunks or total + count > POSTING_BUDGET):
+            break
+        kept.append(term)
+        total += count
+    return kept, total <= POSTING_BUDGET

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from powercontext.domain.families import EXPERIENCE, TOPIC_MEMORY
 from powercontext.store.base import ScoredExperience, ScoredMemory, ScoredTopic
 from powercontext.store.code import ScoredCodeChunk
-from powercontext.store.core.code_index import POSTING_BUDGET, chunk_records, code_scope_tag
+from powercontext.store.core.code_index import POSTING_BUDGET, affordable_code_terms, chunk_records, code_scope_tag
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.experiences import experience_record
 from powercontext.store.core.family_rows import active_heads, scope_tag
@@ -118,25 +118,10 @@ class OceanBaseSearch(StoreConnections):
 
     @staticmethod
     def _affordable_code_terms(conn: Connection, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
-        """The SQLite store's rule (sqlite/search.py ``affordable_code_terms``) over the Scope's postings."""
-        if not terms:
-            return [], True
-        sizes = conn.execute(
-            "SELECT COALESCE(SUM(chunk_count), 0) FROM code_trees WHERE scope_id = ?", (scope_id,)
-        ).fetchone()
-        assert sizes is not None
-        scope_chunks = int(sizes[0])
-        budget = POSTING_BUDGET
-        if scope_chunks <= budget:
-            return list(terms), True
-        docs = bm25.term_documents(conn, "code_fts", code_scope_tag(scope_id), terms)
-        kept: list[str] = []
-        total = 0
-        present = [t for t in terms if posting_term(t) in docs]
-        for term in sorted(present, key=lambda t: docs[posting_term(t)]):
-            count = docs[posting_term(term)]
-            if kept and (2 * count >= scope_chunks or total + count > budget):
-                break
-            kept.append(term)
-            total += count
-        return kept, total <= budget
+        """The core's rule (``core.code_index.affordable_code_terms``) over the Scope's packed postings."""
+
+        def documents(query: Sequence[str]) -> dict[str, int]:
+            docs = bm25.term_documents(conn, "code_fts", code_scope_tag(scope_id), query)
+            return {term: docs[posting_term(term)] for term in query if posting_term(term) in docs}
+
+        return affordable_code_terms(conn, scope_id, terms, documents)

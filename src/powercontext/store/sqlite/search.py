@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from powercontext.store.base import ScoredExperience, ScoredMemory, ScoredTopic
 from powercontext.store.code import CodeChunkRecord, ScoredCodeChunk
-from powercontext.store.core import scope_fts
+from powercontext.store.core import code_index, scope_fts
 from powercontext.store.core.code_index import POSTING_BUDGET, code_scope_tag
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.driver import sqlite
@@ -154,29 +154,11 @@ def search_family(
 
 
 def affordable_code_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
-    """The query terms worth scoring, and whether ranking every match is affordable.
+    """The core's rule (``core.code_index.affordable_code_terms``) over the Scope's own ``fts5vocab`` table."""
 
-    A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
-    only terms found in this Scope count, and the rarest of them is kept; further terms are added,
-    rarest first, while they are in fewer than half of the Scope's chunks (FTS5 clamps such a term's IDF
-    to ~0, so it would only add cost) and their document counts fit ``POSTING_BUDGET``. Counts come from
-    the Scope's own ``fts5vocab`` table, so no other Scope's code changes which terms are kept.
-    """
-    if not terms:
-        return [], True
-    sizes = conn.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM code_trees WHERE scope_id = ?", (scope_id,))
-    scope_chunks = int(sizes.fetchone()[0])
-    if scope_chunks <= POSTING_BUDGET:
-        return list(terms), True
-    marks = ",".join("?" * len(terms))
-    vocab = scope_fts.vocab_name(code_scope_tag(scope_id))
-    docs = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", list(terms)))
-    kept: list[str] = []
-    total = 0
-    for term in sorted((t for t in terms if t in docs), key=lambda t: docs[t]):
-        count = docs[term]
-        if kept and (2 * count >= scope_chunks or total + count > POSTING_BUDGET):
-            break
-        kept.append(term)
-        total += count
-    return kept, total <= POSTING_BUDGET
+    def documents(query: Sequence[str]) -> dict[str, int]:
+        marks = ",".join("?" * len(query))
+        vocab = scope_fts.vocab_name(code_scope_tag(scope_id))
+        return dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", list(query)))
+
+    return code_index.affordable_code_terms(conn, scope_id, terms, documents)
