@@ -54,10 +54,11 @@ def _active_count(db: Path) -> int:
 
 def _cache_key(memories: int) -> str:
     """What the cached file's contents depend on: the corpus, the schema and the store's write path."""
+    from powercontext.store.core import memory_writes, terms
     from powercontext.store.sqlite import migrations, store
 
     digest = hashlib.sha256(f"{memories}:{CORPUS_SEED}:{CORPUS_VERSION}".encode())
-    for module in (migrations, store):
+    for module in (migrations, store, memory_writes, terms):
         digest.update(Path(module.__file__ or "").read_bytes())
     return digest.hexdigest()[:12]
 

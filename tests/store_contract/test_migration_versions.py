@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from powercontext.store.base import Store
+from powercontext.store.core.driver import sqlite
 from powercontext.store.oceanbase import migrations as oceanbase_migrations
 from powercontext.store.sqlite import SqliteStore
 from powercontext.store.sqlite import migrations as sqlite_migrations
-from powercontext.store.sqlite.driver import sqlite
 
 BACKENDS = {"sqlite": sqlite_migrations, "oceanbase": oceanbase_migrations}
 

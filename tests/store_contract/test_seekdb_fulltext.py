@@ -104,12 +104,13 @@ def test_scores_equal_sqlite_fts5_after_every_kind_of_write(tmp_path: Path) -> N
 
 def test_one_row_per_posting_databases_migrate_to_packed_segments(tmp_path: Path) -> None:
     require_seekdb()
+    from powercontext.store.core.memory_rows import scope_tag
     from powercontext.store.oceanbase import fulltext
     from powercontext.store.oceanbase.dialect import Connection
     from powercontext.store.oceanbase.engine import connect, ensure_database
     from powercontext.store.oceanbase.migrations import MIGRATIONS, apply_migrations
+    from powercontext.store.oceanbase.postings import posting_term
     from powercontext.store.oceanbase.store import OceanBaseStore
-    from powercontext.store.sqlite.store import scope_tag
 
     rng = random.Random(5)
     texts = [sentence(rng) for _ in range(80)]
@@ -152,7 +153,7 @@ def test_one_row_per_posting_databases_migrate_to_packed_segments(tmp_path: Path
                 " VALUES (%s, 1, 'note', %s, '[]', 'then')",
                 (doc_id, text),
             )
-            words = [fulltext.posting_term(t) for t in terms(text)]
+            words = [posting_term(t) for t in terms(text)]
             conn.query(
                 "INSERT INTO fts_docs (fts_table, doc_id, scope_tag, ntokens) VALUES ('atomic_memory_fts', %s, %s, %s)",
                 (doc_id, tag, 1 + len(words)),
@@ -199,7 +200,7 @@ def _seekdb() -> None:
 def test_a_term_with_more_postings_than_a_segment_holds_ranks_like_sqlite(tmp_path: Path) -> None:
     """A common term outgrows one full segment: compaction seals full segments and keeps merging the rest,
     removals rewrite sealed ones, and BM25 still equals FTS5's."""
-    from powercontext.store.oceanbase.fulltext import MAX_SEGMENTS, SEGMENT_POSTINGS
+    from powercontext.store.oceanbase.postings import MAX_SEGMENTS, SEGMENT_POSTINGS
 
     writes = MAX_SEGMENTS + 3
     per_write = SEGMENT_POSTINGS // MAX_SEGMENTS + 40  # the writes add up to more than one full segment

@@ -129,7 +129,7 @@ def engine(store: OceanBaseStore, query: str) -> list[tuple[float, int]]:
 
 
 def _tag(scope_id: str) -> str:
-    from powercontext.store.sqlite.store import scope_tag
+    from powercontext.store.core.memory_rows import scope_tag
 
     return scope_tag(scope_id)
 

@@ -138,7 +138,7 @@ def test_identical_artifact_ids_in_two_scopes_stay_two_identities(tmp_path: Path
 
 def test_upgrade_from_schema_version_1_keeps_memories_searchable(tmp_path: Path) -> None:
     """A file written at schema version 1 (rows inserted as version 1 wrote them) opens and searches."""
-    from powercontext.store.sqlite.store import scope_tag
+    from powercontext.store.core.memory_rows import scope_tag
     from powercontext.text.tokenize import query_terms, terms
 
     path = tmp_path / "v1.db"
@@ -236,7 +236,7 @@ def test_term_counts_stay_exact_through_every_kind_of_write(tmp_path: Path) -> N
 
 def test_the_driver_can_load_extensions_for_sqlite_vec() -> None:
     """The vector issue loads sqlite-vec; the stdlib module here cannot, so the bundled driver must."""
-    from powercontext.store.sqlite.driver import sqlite as driver
+    from powercontext.store.core.driver import sqlite as driver
 
     conn = driver.connect(":memory:")
     try:

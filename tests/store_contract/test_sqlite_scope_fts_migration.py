@@ -9,8 +9,8 @@ from pathlib import Path
 from powercontext.code.identifiers import identifier_terms, path_terms
 from powercontext.store.base import ExperienceContent, ExperienceDraft, NewMemory, NewTopic
 from powercontext.store.code import NewCodeChunk, NewCodeFile
+from powercontext.store.core.driver import sqlite
 from powercontext.store.sqlite import SqliteStore
-from powercontext.store.sqlite.driver import sqlite
 from powercontext.store.sqlite.migrations import MIGRATIONS
 from powercontext.text.tokenize import query_terms
 from tests.support import sha256_of

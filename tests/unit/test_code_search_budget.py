@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from powercontext.store.code import NewCodeChunk, NewCodeFile
+from powercontext.store.core.code_index import POSTING_BUDGET
 from powercontext.store.sqlite import SqliteStore
-from powercontext.store.sqlite.code import POSTING_BUDGET, _affordable_terms
+from powercontext.store.sqlite.search import affordable_code_terms as _affordable_terms
 from tests.support import sha256_of
 
 CHUNKS = POSTING_BUDGET + 400

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from powercontext.store.sqlite.vectors import VectorMatrix, from_blob, load_matrix, to_blob
+from powercontext.store.core.vectors import VectorMatrix, from_blob, load_matrix, to_blob
 
 DIM = 8
 

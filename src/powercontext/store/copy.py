@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from powercontext.store.base import ExperienceContent
-from powercontext.store.sqlite import scope_fts
+from powercontext.store.core import scope_fts
 from powercontext.text.tokenize import terms as index_terms
 
 # (table, primary key, columns) in an order that satisfies every reference.
@@ -163,15 +163,15 @@ def _next_batch(
 
 
 def _scope_tag(scope_id: str) -> str:
-    from powercontext.store.sqlite.family_rows import scope_tag
+    from powercontext.store.core.family_rows import scope_tag
 
     return scope_tag(scope_id)
 
 
 def _index_heads(conn: Any, revisions: list[tuple[Any, ...]]) -> None:
     """Index each copied revision that is its Artifact's active head, as the family's writes would."""
-    from powercontext.store.sqlite.experiences import EXPERIENCE_FTS, _searchable
-    from powercontext.store.sqlite.topics import TOPIC_FTS
+    from powercontext.store.core.experiences import EXPERIENCE_FTS, searchable_text
+    from powercontext.store.core.topics import TOPIC_FTS
 
     for artifact, revision, _kind, body, _tags, _merged_from, _created, fields, _observed in revisions:
         head = conn.execute(
@@ -193,11 +193,11 @@ def _index_heads(conn: Any, revisions: list[tuple[Any, ...]]) -> None:
         elif family == "experience":
             parts = json.loads(fields)
             content = ExperienceContent(parts["situation"], parts["what_worked"], parts["what_to_avoid"])
-            EXPERIENCE_FTS.add(conn, artifact, scope_id, (_searchable(content),))
+            EXPERIENCE_FTS.add(conn, artifact, scope_id, (searchable_text(content),))
 
 
 def _index_chunks(conn: Any, chunks: list[tuple[Any, ...]], code_terms: CodeTerms) -> None:
-    from powercontext.store.sqlite.code import code_scope_tag
+    from powercontext.store.core.code_index import code_scope_tag
 
     for chunk_id, file_id, _start, _end, _sha, text in chunks:
         scope_id, path = conn.execute(

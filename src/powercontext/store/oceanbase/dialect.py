@@ -15,18 +15,16 @@ import re
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import pymysql
 from pymysql.cursors import RE_INSERT_VALUES
 
-from powercontext.store.oceanbase.fulltext import FtsWriter
-from powercontext.store.oceanbase.native_vectors import VectorMirror
-from powercontext.store.sqlite.driver import sqlite
+from powercontext.store.core.driver import sqlite
 
 _ON_CONFLICT = re.compile(r"ON CONFLICT \([^)]*\) DO UPDATE SET", re.IGNORECASE)
 _EXCLUDED = re.compile(r"\bexcluded\.(\w+)")
-# The shared code names each Scope's own FTS5 table (store/sqlite/scope_fts.py: index + "_" + scope tag); here
+# The shared code names each Scope's own FTS5 table (store/core/scope_fts.py: index + "_" + scope tag); here
 # the index is the name before the tag, and the tag travels in the row (fts_docs, fts_segments are per Scope).
 _FTS_INSERT = re.compile(
     r"^\s*INSERT INTO (\w+_fts)(?:_[sc][0-9a-f]{24})? \(rowid, scope_tag, ([\w, ]+)\) VALUES", re.IGNORECASE
@@ -37,6 +35,19 @@ _FTS_CREATE = re.compile(r"^\s*CREATE VIRTUAL TABLE IF NOT EXISTS \w+_fts_[sc][0
 # Every write of an embedding, whichever path (single write, batch, reindex, store copy): mirrored into the
 # VECTOR(n) tables on a native-vectors database (native_vectors.py).
 _EMBEDDING_INSERT = re.compile(r"^\s*INSERT INTO artifact_embeddings \(artifact, revision, model_id, vector\) VALUES")
+
+
+class FtsSink(Protocol):
+    """Where the FTS index writes of the core go (``fulltext.FtsWriter``)."""
+
+    def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None: ...
+    def remove(self, conn: Connection, table: str, doc_id: int) -> None: ...
+
+
+class EmbeddingSink(Protocol):
+    """Where every ``artifact_embeddings`` write is mirrored (``native_vectors.VectorMirror``)."""
+
+    def write(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None: ...
 
 
 @lru_cache(maxsize=1024)
@@ -116,8 +127,8 @@ class Connection:
     def __init__(
         self,
         raw: Any,
-        fts: FtsWriter,
-        vectors: VectorMirror | None = None,
+        fts: FtsSink,
+        vectors: EmbeddingSink | None = None,
         native: Any | None = None,
         text_reads: tuple[str, ...] = (),
     ) -> None:

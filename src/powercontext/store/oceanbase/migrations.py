@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from powercontext.store.oceanbase.fulltext import pack_legacy_postings
+from powercontext.store.oceanbase.segments import pack_legacy_postings
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection

@@ -1,6 +1,6 @@
 """Embeddings in the engine's ``VECTOR(n)`` columns, searched by the engine (``?vectors=native``).
 
-The default keeps each embedding as float32 bytes and searches an exact in-memory matrix (store/sqlite/vectors.py):
+The default keeps each embedding as float32 bytes and searches an exact in-memory matrix (store/core/vectors.py):
 seekdb returns a ``VECTOR`` value only as text with six significant digits, so bytes are the only exact copy, and
 the matrix answers a query in about a millisecond (docs/oceanbase.md). With this option a new database also keeps
 every embedding in a ``VECTOR(n)`` column of ``artifact_vectors_<n>`` (one table per dimension, created on first
@@ -18,8 +18,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from powercontext.store.core.vectors import Vector, to_blob
 from powercontext.store.oceanbase import native_mode
-from powercontext.store.sqlite.vectors import Vector, to_blob
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection

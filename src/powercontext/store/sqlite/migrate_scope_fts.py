@@ -12,11 +12,11 @@ from typing import Any
 
 from powercontext.code.identifiers import identifier_terms, path_terms
 from powercontext.store.base import ExperienceContent
-from powercontext.store.sqlite import scope_fts
-from powercontext.store.sqlite.code import code_scope_tag
-from powercontext.store.sqlite.experiences import EXPERIENCE_FTS, _searchable
-from powercontext.store.sqlite.family_rows import scope_tag
-from powercontext.store.sqlite.topics import TOPIC_FTS
+from powercontext.store.core import scope_fts
+from powercontext.store.core.code_index import code_scope_tag
+from powercontext.store.core.experiences import EXPERIENCE_FTS, searchable_text
+from powercontext.store.core.family_rows import scope_tag
+from powercontext.store.core.topics import TOPIC_FTS
 from powercontext.text.tokenize import terms as index_terms
 
 _ACTIVE_HEADS = (
@@ -46,7 +46,7 @@ def index_every_scope(conn: Any) -> None:
         else:
             parts = json.loads(fields)
             content = ExperienceContent(parts["situation"], parts["what_worked"], parts["what_to_avoid"])
-            EXPERIENCE_FTS.add(conn, rowid, scope_id, (_searchable(content),))
+            EXPERIENCE_FTS.add(conn, rowid, scope_id, (searchable_text(content),))
     for chunk_id, scope_id, path, text in conn.execute(_CHUNKS).fetchall():
         tag = code_scope_tag(scope_id)
         table = scope_fts.ensure_table(conn, "code_fts", tag)

@@ -68,7 +68,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         2,
         """
         -- Per-Scope document frequency of each index term over active heads, kept exact by every
-        -- write, so a query can skip terms too common to rank by (see SqliteStore.search_text).
+        -- write, so a query can skip terms too common to rank by (see core/terms.py affordable_terms).
         CREATE TABLE fts_term_docs (
           scope_id TEXT NOT NULL REFERENCES scopes(scope_id),
           term TEXT NOT NULL,
@@ -81,7 +81,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         3,
         """
         -- One embedding per exact revision, tagged with the model that made it: vectors of two
-        -- models are never compared (see store/sqlite/vectors.py).
+        -- models are never compared (see store/core/vectors.py).
         CREATE TABLE artifact_embeddings (
           artifact INTEGER NOT NULL,
           revision INTEGER NOT NULL,
@@ -222,7 +222,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (
         9,
         """
-        -- One FTS5 table per (index, Scope) (store/sqlite/scope_fts.py), so BM25's statistics are the
+        -- One FTS5 table per (index, Scope) (store/core/scope_fts.py), so BM25's statistics are the
         -- Scope's own. The shared tables go; the data step indexes every active head (and code chunk)
         -- again into its Scope's tables, from the stored text.
         DROP TABLE code_fts_vocab;

@@ -1,10 +1,9 @@
-"""The SQLite side of ``CodeStore``: a mixin of ``SqliteStore`` (its writer lock and per-thread readers)."""
+"""``CodeStore`` writes and reads shared by both stores (a mixin of ``core.store.SqlStore``); search is each store's."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from powercontext.store.code import (
@@ -15,23 +14,17 @@ from powercontext.store.code import (
     ScoredCodeChunk,
     TreeKind,
 )
+from powercontext.store.core import scope_fts
+from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.family_rows import now as _now
+from powercontext.store.core.vectors import Vector, to_blob
 from powercontext.store.errors import CodeNotFound, ScopeNotFound
-from powercontext.store.sqlite import scope_fts
-from powercontext.store.sqlite.connections import SqliteConnections
-from powercontext.store.sqlite.driver import sqlite
-from powercontext.store.sqlite.vectors import Vector, to_blob
 
 CODE = "code"  # the vector-cache family of code chunks
 
-# Path terms weigh more than body terms: a query naming a module should find that module first.
-_WEIGHTS = "0.0, 2.0, 1.0"
 # bm25() costs ~3-4 µs per matching chunk (a docsize lookup each): this many keep ranking under ~8 ms.
 POSTING_BUDGET = 2_000
 _SELECT_TREE = "SELECT scope_id, fingerprint, kind, root_path, max_file_bytes, indexed_at FROM code_trees"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def code_scope_tag(scope_id: str) -> str:
@@ -39,13 +32,7 @@ def code_scope_tag(scope_id: str) -> str:
     return "c" + hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:24]
 
 
-def _match_expression(terms: Sequence[str]) -> str:
-    # The Scope's own table (scope_fts.py) holds only its chunks: no scope_tag filter.
-    quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f"{{path_terms terms}} : ( {quoted} )"
-
-
-class SqliteCodeStore(SqliteConnections):
+class CodeIndex(StoreConnections):
     """``CodeStore`` over the tables of migrations 5 and 6."""
 
     def register_code_tree(
@@ -183,63 +170,6 @@ class SqliteCodeStore(SqliteConnections):
             raise CodeNotFound("this work tree has no indexed file at that path")
         return CodeFileRecord(*row)
 
-    def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
-        conn = self._reader()
-        tag = code_scope_tag(scope_id)
-        table = scope_fts.table_name("code_fts", tag)
-        # When even the rarest term is in too many chunks to rank them all, only the first
-        # POSTING_BUDGET matches (in index order) are ranked.
-        try:
-            terms, rankable = _affordable_terms(conn, scope_id, terms)
-            if not terms:
-                return []
-            window = "ORDER BY rank LIMIT ?" if rankable else "LIMIT ?"
-            rows = conn.execute(
-                f"WITH hits AS (SELECT rowid AS id, bm25({table}, {_WEIGHTS}) AS rank FROM {table}"
-                f" WHERE {table} MATCH ? {window})"
-                " SELECT hits.rank, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
-                " c.start_line, c.end_line, c.snippet_sha256, c.text"
-                " FROM hits JOIN code_chunks c ON c.id = hits.id JOIN code_files f ON f.id = c.file"
-                " JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
-                " ORDER BY hits.rank, f.path, c.start_line LIMIT ?",
-                (_match_expression(terms), limit if rankable else POSTING_BUDGET, scope_id, limit),
-            ).fetchall()
-        except sqlite.OperationalError as exc:
-            if scope_fts.missing_table(exc):
-                return []
-            raise
-        # bm25() is lower-is-better; the public score is higher-is-better.
-        return [ScoredCodeChunk(CodeChunkRecord(*row[1:]), -row[0]) for row in rows]
-
-
-def _affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
-    """The query terms worth scoring, and whether ranking every match is affordable.
-
-    A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
-    only terms found in this Scope count, and the rarest of them is kept; further terms are added,
-    rarest first, while they are in fewer than half of the Scope's chunks (FTS5 clamps such a term's IDF
-    to ~0, so it would only add cost) and their document counts fit ``POSTING_BUDGET``. Counts come from
-    the Scope's own ``fts5vocab`` table, so no other Scope's code changes which terms are kept.
-    """
-    if not terms:
-        return [], True
-    sizes = conn.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM code_trees WHERE scope_id = ?", (scope_id,))
-    scope_chunks = int(sizes.fetchone()[0])
-    if scope_chunks <= POSTING_BUDGET:
-        return list(terms), True
-    marks = ",".join("?" * len(terms))
-    vocab = scope_fts.vocab_name(code_scope_tag(scope_id))
-    docs = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", list(terms)))
-    kept: list[str] = []
-    total = 0
-    for term in sorted((t for t in terms if t in docs), key=lambda t: docs[t]):
-        count = docs[term]
-        if kept and (2 * count >= scope_chunks or total + count > POSTING_BUDGET):
-            break
-        kept.append(term)
-        total += count
-    return kept, total <= POSTING_BUDGET
-
 
 def _require_scope(conn: Any, scope_id: str) -> None:
     if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone() is None:
@@ -279,3 +209,32 @@ def chunk_records(conn: Any, chunk_ids: list[int], scope_id: str | None = None) 
         params,
     ).fetchall()
     return {row[0]: CodeChunkRecord(*row[1:]) for row in rows}
+
+
+def affordable_code_terms(
+    conn: Any, scope_id: str, terms: Sequence[str], documents: Callable[[Sequence[str]], dict[str, int]]
+) -> tuple[list[str], bool]:
+    """The query terms worth scoring, and whether ranking every match is affordable.
+
+    A Scope of at most ``POSTING_BUDGET`` chunks is always ranked whole, with every term. Otherwise
+    only terms found in this Scope count, and the rarest of them is kept; further terms are added,
+    rarest first, while they are in fewer than half of the Scope's chunks (BM25 clamps such a term's IDF
+    to ~0, so it would only add cost) and their document counts fit ``POSTING_BUDGET``. ``documents`` gives the
+    Scope's own per-term chunk counts (keyed by the query term), so no other Scope's code changes which are kept.
+    """
+    if not terms:
+        return [], True
+    sizes = conn.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM code_trees WHERE scope_id = ?", (scope_id,))
+    scope_chunks = int(sizes.fetchone()[0])
+    if scope_chunks <= POSTING_BUDGET:
+        return list(terms), True
+    docs = documents(terms)
+    kept: list[str] = []
+    total = 0
+    for term in sorted((t for t in terms if t in docs), key=lambda t: docs[t]):
+        count = docs[term]
+        if kept and (2 * count >= scope_chunks or total + count > POSTING_BUDGET):
+            break
+        kept.append(term)
+        total += count
+    return kept, total <= POSTING_BUDGET

@@ -1,4 +1,4 @@
-"""Topic Memory on SQLite: titled bodies with revisions, retire/restore, and their own FTS5 index."""
+"""Topic Memory (both stores): titled bodies with revisions, retire/restore, and their own full-text index."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from powercontext.domain.families import (
 )
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import Embedding, NewTopic, ScoredTopic, TopicRecord
-from powercontext.store.errors import NotActive, RevisionConflict
-from powercontext.store.sqlite.connections import SqliteConnections
-from powercontext.store.sqlite.family_rows import (
+from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.family_rows import (
     ArtifactRow,
     FtsIndex,
     active_heads,
@@ -32,15 +31,16 @@ from powercontext.store.sqlite.family_rows import (
     revision_row,
     set_state,
 )
+from powercontext.store.errors import NotActive, RevisionConflict
 
 if TYPE_CHECKING:
-    from powercontext.store.sqlite.vectors import Vector
+    from powercontext.store.core.vectors import Vector
 
 # A title names the topic, so a title word says more about relevance than the same word in the body.
 TOPIC_FTS: Final = FtsIndex("topic_memory_fts", TOPIC_MEMORY, ("title", "body"), (2.0, 1.0))
 
 
-def _record(row: ArtifactRow) -> TopicRecord:
+def topic_record(row: ArtifactRow) -> TopicRecord:
     return TopicRecord(
         row.key, row.head_revision, row.state, row.fields["title"], row.fields["body"], row.tags, row.created_at
     )
@@ -51,7 +51,7 @@ def _write_revision(conn: Any, row_id: int, revision: int, title: str, body: str
     insert_revision(conn, row_id, revision, text, tags, {"title": title, "body": body}, at)
 
 
-class SqliteTopics(SqliteConnections):
+class Topics(StoreConnections):
     """The Topic Memory half of ``FamilyStore``."""
 
     def create_topic(self, scope_id: str, item: NewTopic) -> TopicRecord:
@@ -61,7 +61,7 @@ class SqliteTopics(SqliteConnections):
             if item.idempotency_key is not None:
                 first = replay(conn, scope_id, TOPIC_MEMORY, item.idempotency_key, item.request_digest)
                 if first is not None:
-                    return _record(first)
+                    return topic_record(first)
             artifact_id = new_id(TOPIC_ID_PREFIX)
             row_id = insert_artifact(conn, scope_id, TOPIC_MEMORY, artifact_id, at)
             _write_revision(conn, row_id, 1, item.title, item.body, item.tags, at)
@@ -124,22 +124,17 @@ class SqliteTopics(SqliteConnections):
             else:
                 TOPIC_FTS.remove(conn, head.rowid, scope_id)
                 self._changes.unsearchable(conn, scope_id, TOPIC_MEMORY, head.rowid)
-        return replace(_record(head), state=target)
+        return replace(topic_record(head), state=target)
 
     def read_topic_head(self, scope_id: str, artifact_id: str) -> TopicRecord:
-        return _record(head_row(self._reader(), scope_id, TOPIC_MEMORY, artifact_id))
+        return topic_record(head_row(self._reader(), scope_id, TOPIC_MEMORY, artifact_id))
 
     def read_topic_revision(self, scope_id: str, artifact_id: str, revision: int) -> TopicRecord:
-        return _record(revision_row(self._reader(), scope_id, TOPIC_MEMORY, artifact_id, revision))
-
-    def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
-        """Active Topic Memory heads of one Scope, best BM25 over title and body first."""
-        found = TOPIC_FTS.search(self._reader(), scope_id, terms, limit)
-        return [ScoredTopic(_record(row), score) for score, row in found]
+        return topic_record(revision_row(self._reader(), scope_id, TOPIC_MEMORY, artifact_id, revision))
 
     def search_topic_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredTopic]:
         """Active Topic Memory heads of one Scope by cosine similarity, among those embedded by ``model_id``."""
         conn = self._reader()
         hits = self._vector_hits(conn, scope_id, TOPIC_MEMORY, model_id, vector, limit)
         rows = active_heads(conn, [rowid for rowid, _ in hits])
-        return [ScoredTopic(_record(rows[rowid]), score) for rowid, score in hits if rowid in rows]
+        return [ScoredTopic(topic_record(rows[rowid]), score) for rowid, score in hits if rowid in rows]

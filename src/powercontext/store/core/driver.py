@@ -1,4 +1,6 @@
-"""The SQLite driver: the bundled build (3.51, extension loading) where its wheel exists."""
+"""The SQLite driver (the bundled build, 3.51, extension loading, where its wheel exists), and through it the
+store-wide error family: the OceanBase connection raises its ``IntegrityError``/``OperationalError`` too, so the
+core catches one family on every backend."""
 
 from __future__ import annotations
 

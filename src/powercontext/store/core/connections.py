@@ -1,4 +1,4 @@
-"""What the store's mixins (families, code) use of ``SqliteStore``, declared once for the type checker."""
+"""What the core mixins (memories, families, code) use of a concrete store, declared once for the type checker."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from powercontext.store.sqlite.vectors import Vector, VectorChanges
+    from powercontext.store.core.vectors import Vector, VectorChanges
 
 
-class SqliteConnections:
+class StoreConnections:
     """The serialized write transaction, the per-thread readers, and the vector changes and search."""
 
     if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Profile on SQLite: one Artifact per Scope, each commit a full snapshot revision."""
+"""Profile (both stores): one Artifact per Scope, each commit a full snapshot revision."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from powercontext.domain.families import PROFILE, PROFILE_ARTIFACT_ID
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import ProfileEntry, ProfileRecord
-from powercontext.store.errors import ProfileNotFound, RevisionConflict
-from powercontext.store.sqlite.connections import SqliteConnections
-from powercontext.store.sqlite.family_rows import (
+from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.family_rows import (
     ArtifactRow,
     find_head,
     insert_artifact,
@@ -18,6 +17,7 @@ from powercontext.store.sqlite.family_rows import (
     require_scope,
     revision_row,
 )
+from powercontext.store.errors import ProfileNotFound, RevisionConflict
 
 
 def _record(row: ArtifactRow) -> ProfileRecord:
@@ -25,7 +25,7 @@ def _record(row: ArtifactRow) -> ProfileRecord:
     return ProfileRecord(row.key, row.head_revision, entries, row.created_at)
 
 
-class SqliteProfiles(SqliteConnections):
+class Profiles(StoreConnections):
     """The Profile part of ``FamilyStore``."""
 
     def commit_profile(self, scope_id: str, expected_revision: int, entries: Sequence[ProfileEntry]) -> ProfileRecord:

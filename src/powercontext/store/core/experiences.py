@@ -1,9 +1,8 @@
-"""Experience on SQLite: Candidates under review, immutable approved revisions, and their own FTS5 index."""
+"""Experience (both stores): Candidates under review, immutable approved revisions, and their own full-text index."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final, cast
 
@@ -22,17 +21,9 @@ from powercontext.store.base import (
     ExperienceContent,
     ExperienceDraft,
     ExperienceRecord,
-    ScoredExperience,
 )
-from powercontext.store.errors import (
-    CandidateNotFound,
-    CandidateNotPending,
-    CandidateRevisionConflict,
-    NotActive,
-    RevisionConflict,
-)
-from powercontext.store.sqlite.connections import SqliteConnections
-from powercontext.store.sqlite.family_rows import (
+from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.family_rows import (
     ArtifactRow,
     FtsIndex,
     head_row,
@@ -43,6 +34,13 @@ from powercontext.store.sqlite.family_rows import (
     require_scope,
     revision_row,
     set_state,
+)
+from powercontext.store.errors import (
+    CandidateNotFound,
+    CandidateNotPending,
+    CandidateRevisionConflict,
+    NotActive,
+    RevisionConflict,
 )
 
 EXPERIENCE_FTS: Final = FtsIndex("experience_fts", EXPERIENCE, ("terms",), (1.0,))
@@ -62,12 +60,12 @@ def _content_fields(content: ExperienceContent) -> dict[str, str]:
     return {"situation": content.situation, "what_worked": content.what_worked, "what_to_avoid": content.what_to_avoid}
 
 
-def _searchable(content: ExperienceContent) -> str:
+def searchable_text(content: ExperienceContent) -> str:
     # The field text without the render labels: "situation"/"worked"/"avoid" in every row would only add noise.
     return "\n".join((content.situation, content.what_worked, content.what_to_avoid))
 
 
-def _experience(row: ArtifactRow) -> ExperienceRecord:
+def experience_record(row: ArtifactRow) -> ExperienceRecord:
     return ExperienceRecord(
         row.key,
         row.head_revision,
@@ -103,7 +101,7 @@ def _check_target(conn: Any, scope_id: str, draft: ExperienceDraft) -> ArtifactR
     return head
 
 
-class SqliteExperiences(SqliteConnections):
+class Experiences(StoreConnections):
     """The Experience half of ``FamilyStore``."""
 
     # -- candidates ----------------------------------------------------------------------------
@@ -171,7 +169,7 @@ class SqliteExperiences(SqliteConnections):
             key = ArtifactKey(scope_id, EXPERIENCE, artifact_id, revision)
             experience = ExperienceRecord(key, revision, "active", draft.content, draft.tags, at, candidate_id)
             insert_revision(conn, row_id, revision, experience.render_text(), draft.tags, fields, at)
-            EXPERIENCE_FTS.add(conn, row_id, scope_id, (_searchable(draft.content),))
+            EXPERIENCE_FTS.add(conn, row_id, scope_id, (searchable_text(draft.content),))
             conn.execute(
                 "UPDATE artifact_candidates SET status = 'approved', result_artifact_id = ?, result_revision = ?,"
                 " updated_at = ? WHERE id = ?",
@@ -230,15 +228,10 @@ class SqliteExperiences(SqliteConnections):
                 raise NotActive(str(exc)) from exc
             set_state(conn, head.rowid, target, at)
             EXPERIENCE_FTS.remove(conn, head.rowid, scope_id)
-        return replace(_experience(head), state=target)
+        return replace(experience_record(head), state=target)
 
     def read_experience_head(self, scope_id: str, artifact_id: str) -> ExperienceRecord:
-        return _experience(head_row(self._reader(), scope_id, EXPERIENCE, artifact_id))
+        return experience_record(head_row(self._reader(), scope_id, EXPERIENCE, artifact_id))
 
     def read_experience_revision(self, scope_id: str, artifact_id: str, revision: int) -> ExperienceRecord:
-        return _experience(revision_row(self._reader(), scope_id, EXPERIENCE, artifact_id, revision))
-
-    def search_experiences(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredExperience]:
-        """Active Experience heads of one Scope (never Candidates or older revisions), best BM25 first."""
-        found = EXPERIENCE_FTS.search(self._reader(), scope_id, terms, limit)
-        return [ScoredExperience(_experience(row), score) for score, row in found]
+        return experience_record(revision_row(self._reader(), scope_id, EXPERIENCE, artifact_id, revision))

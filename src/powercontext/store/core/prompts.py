@@ -1,4 +1,4 @@
-"""Scope-owned Prompts on SQLite: one ``prompt`` Artifact per (Scope, Prompt key), each commit a revision.
+"""Scope-owned Prompts (both stores): one ``prompt`` Artifact per (Scope, Prompt key), each commit a revision.
 
 Stored in the shared ``artifacts``/``revisions`` tables like the other families: ``artifact_id`` is the
 Prompt key, ``fields`` the ``powercontext.prompt.v1`` content as JSON, ``body`` the instructions. Prompts
@@ -11,9 +11,8 @@ from dataclasses import replace
 
 from powercontext.domain.families import PROMPT, FamilyTransitionRefused, PromptAction, family_next_state
 from powercontext.store.base import PromptContent, PromptDemonstration, PromptRecord
-from powercontext.store.errors import ArtifactNotFound, NotActive, RevisionConflict
-from powercontext.store.sqlite.connections import SqliteConnections
-from powercontext.store.sqlite.family_rows import (
+from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.family_rows import (
     ArtifactRow,
     family_heads,
     find_head,
@@ -25,6 +24,7 @@ from powercontext.store.sqlite.family_rows import (
     revision_row,
     set_state,
 )
+from powercontext.store.errors import ArtifactNotFound, NotActive, RevisionConflict
 
 
 def _not_found() -> ArtifactNotFound:
@@ -42,8 +42,8 @@ def _record(row: ArtifactRow) -> PromptRecord:
     return PromptRecord(row.key, row.head_revision, row.state, content, row.created_at)
 
 
-class SqlitePrompts(SqliteConnections):
-    """``PromptStore``; mixed into ``SqliteStore``."""
+class Prompts(StoreConnections):
+    """``PromptStore``; mixed into ``SqlStore``."""
 
     def commit_prompt(
         self, scope_id: str, prompt_key: str, expected_revision: int, content: PromptContent

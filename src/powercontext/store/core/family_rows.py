@@ -1,4 +1,4 @@
-"""Row access shared by the SQLite Topic Memory, Experience and Profile mixins.
+"""Row access shared by the Topic Memory, Experience, Profile and Prompt mixins of both stores.
 
 They store their revisions in the generic ``artifacts``/``revisions`` tables: ``body`` is the family's
 rendered text, ``fields`` its structured content as JSON (the source the records are built from).
@@ -16,15 +16,13 @@ from typing import Any, cast
 
 from powercontext.contract.common import ArtifactFamily, LifecycleState
 from powercontext.domain.identity import ArtifactKey
+from powercontext.store.core import scope_fts
 from powercontext.store.errors import ArtifactNotFound, IdempotencyConflict, RevisionNotFound, ScopeNotFound
-from powercontext.store.sqlite import scope_fts
-from powercontext.store.sqlite.driver import sqlite
-from powercontext.text.tokenize import MAX_QUERY_TERMS
 from powercontext.text.tokenize import terms as index_terms
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
-_SELECT = """
+SELECT_ROW = """
 SELECT a.id, a.scope_id, a.family, a.artifact_id, r.revision, a.head_revision, a.state, r.tags, r.fields,
        r.created_at
 FROM artifacts a JOIN revisions r ON r.artifact = a.id
@@ -73,7 +71,7 @@ class ArtifactRow:
         return ArtifactKey(self.scope_id, self.family, self.artifact_id, revision)
 
 
-def _row(raw: Any) -> ArtifactRow:
+def artifact_row(raw: Any) -> ArtifactRow:
     rowid, scope_id, family, artifact_id, revision, head, state, tags, fields, created = raw
     return ArtifactRow(
         rowid,
@@ -95,9 +93,9 @@ def active_heads(conn: Any, rowids: Sequence[int]) -> dict[int, ArtifactRow]:
         return {}
     marks = ",".join("?" * len(rowids))
     rows = conn.execute(
-        _SELECT + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'", list(rowids)
+        SELECT_ROW + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'", list(rowids)
     ).fetchall()
-    return {row.rowid: row for row in map(_row, rows)}
+    return {row.rowid: row for row in map(artifact_row, rows)}
 
 
 def require_scope(conn: Any, scope_id: str) -> None:
@@ -107,10 +105,10 @@ def require_scope(conn: Any, scope_id: str) -> None:
 
 def find_head(conn: Any, scope_id: str, family: ArtifactFamily, artifact_id: str) -> ArtifactRow | None:
     raw = conn.execute(
-        _SELECT + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = a.head_revision",
+        SELECT_ROW + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = a.head_revision",
         (scope_id, family, artifact_id),
     ).fetchone()
-    return None if raw is None else _row(raw)
+    return None if raw is None else artifact_row(raw)
 
 
 def head_row(
@@ -131,10 +129,10 @@ def head_row(
 def family_heads(conn: Any, scope_id: str, family: ArtifactFamily) -> list[ArtifactRow]:
     """Every head of one family in one Scope, in any state, ordered by artifact id."""
     rows = conn.execute(
-        _SELECT + " WHERE a.scope_id = ? AND a.family = ? AND r.revision = a.head_revision ORDER BY a.artifact_id",
+        SELECT_ROW + " WHERE a.scope_id = ? AND a.family = ? AND r.revision = a.head_revision ORDER BY a.artifact_id",
         (scope_id, family),
     ).fetchall()
-    return [_row(raw) for raw in rows]
+    return [artifact_row(raw) for raw in rows]
 
 
 def revision_row(
@@ -147,13 +145,13 @@ def revision_row(
 ) -> ArtifactRow:
     """One exact revision, whatever the Artifact's state; never follows the head."""
     raw = conn.execute(
-        _SELECT + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = ?",
+        SELECT_ROW + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = ?",
         (scope_id, family, artifact_id, revision),
     ).fetchone()
     if raw is None:
         head = head_row(conn, scope_id, family, artifact_id, not_found)
         raise RevisionNotFound(head.head_revision)
-    return _row(raw)
+    return artifact_row(raw)
 
 
 def insert_artifact(conn: Any, scope_id: str, family: ArtifactFamily, artifact_id: str, at: str) -> int:
@@ -183,7 +181,7 @@ def set_state(conn: Any, rowid: int, state: LifecycleState, at: str) -> None:
 
 
 def row_by_id(conn: Any, rowid: int, revision: int) -> ArtifactRow:
-    return _row(conn.execute(_SELECT + " WHERE a.id = ? AND r.revision = ?", (rowid, revision)).fetchone())
+    return artifact_row(conn.execute(SELECT_ROW + " WHERE a.id = ? AND r.revision = ?", (rowid, revision)).fetchone())
 
 
 # -- idempotency -------------------------------------------------------------------------------
@@ -227,8 +225,7 @@ class FtsIndex:
         self.table = table
         self.family = family
         self.columns = columns
-        self._bm25 = ", ".join(str(w) for w in (0.0, *weights))
-        self._filter = columns[0] if len(columns) == 1 else "{" + " ".join(columns) + "}"
+        self.weights = weights
 
     def add(self, conn: Any, rowid: int, scope_id: str, texts: Sequence[str]) -> None:
         """Make one active head searchable; ``texts`` line up with ``columns``."""
@@ -244,41 +241,3 @@ class FtsIndex:
     def remove(self, conn: Any, rowid: int, scope_id: str) -> None:
         table = scope_fts.ensure_table(conn, self.table, scope_tag(scope_id))
         conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
-
-    def search(self, conn: Any, scope_id: str, terms: Sequence[str], limit: int) -> list[tuple[float, ArtifactRow]]:
-        """Active heads of one Scope matching any term, best BM25 first, as (higher-is-better score, row)."""
-        # These families are small and rank without a posting budget: a query's first terms are enough.
-        distinct = [t for t in dict.fromkeys(terms) if t][:MAX_QUERY_TERMS]
-        if not distinct or limit < 1:
-            return []
-        # Most Scopes have few or none of these families: an index probe (~8 µs) spares an FTS5
-        # query (~150 µs even on an empty table) on every prepare of such a Scope.
-        if (
-            conn.execute(
-                "SELECT 1 FROM artifacts WHERE scope_id = ? AND family = ? AND state = 'active' LIMIT 1",
-                (scope_id, self.family),
-            ).fetchone()
-            is None
-        ):
-            return []
-        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in distinct)
-        # The Scope's own table (scope_fts.py): no scope_tag filter needed.
-        match = f"{self._filter} : ( {quoted} )"
-        table = scope_fts.table_name(self.table, scope_tag(scope_id))
-        try:
-            rows = conn.execute(
-                f"WITH hits AS (SELECT rowid AS id, bm25({table}, {self._bm25}) AS rank FROM {table}"
-                f" WHERE {table} MATCH ? ORDER BY rank LIMIT ?) "
-                + _SELECT.replace("SELECT a.id", "SELECT hits.rank, a.id").replace(
-                    "FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id"
-                )
-                + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? AND a.family = ?"
-                " ORDER BY hits.rank, a.id",
-                (match, limit, scope_id, self.family),
-            ).fetchall()
-        except sqlite.OperationalError as exc:
-            if scope_fts.missing_table(exc):
-                return []
-            raise
-        # bm25() is lower-is-better; the public score is higher-is-better.
-        return [(-raw[0], _row(raw[1:])) for raw in rows]

@@ -1,0 +1,78 @@
+"""Embeddings of active heads: the backlog a reindex works through, its writes, its status, and the rows
+a vector matrix is loaded from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from powercontext.domain.identity import ArtifactKey
+from powercontext.store.base import EmbeddingStatus, EmbeddingTask
+from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.memory_rows import EMBEDDED_FAMILIES
+from powercontext.store.core.vectors import Vector
+
+ARTIFACT_VECTORS: Final = (
+    "SELECT a.id, e.vector FROM artifacts a"
+    " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+    " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?"
+)
+CODE_VECTORS: Final = (
+    "SELECT c.id, e.vector FROM code_chunk_embeddings e JOIN code_chunks c ON c.id = e.chunk"
+    " JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ? AND e.model_id = ?"
+)
+
+
+def generation(conn: Any, scope_id: str, family: str) -> int:
+    row = conn.execute(
+        "SELECT generation FROM vector_generations WHERE scope_id = ? AND family = ?", (scope_id, family)
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+class Embeddings(StoreConnections):
+    """The embedding part of ``Store``; mixed into ``SqlStore``."""
+
+    def embedding_backlog(self, model_id: str, after_rowid: int, limit: int) -> list[EmbeddingTask]:
+        """Active heads after ``after_rowid`` (in rowid order) with no embedding by ``model_id``."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT a.id, a.scope_id, a.artifact_id, a.head_revision, r.body, a.family FROM artifacts a"
+                " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision"
+                " LEFT JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+                f" WHERE a.id > ? AND a.family IN {EMBEDDED_FAMILIES} AND a.state = 'active'"
+                " AND (e.model_id IS NULL OR e.model_id != ?) ORDER BY a.id LIMIT ?",
+                (after_rowid, model_id, limit),
+            )
+            .fetchall()
+        )
+        return [EmbeddingTask(r[0], ArtifactKey(r[1], r[5], r[2], r[3]), r[4]) for r in rows]
+
+    def write_embeddings(self, model_id: str, items: Sequence[tuple[EmbeddingTask, Vector]]) -> int:
+        """Store embeddings for tasks whose revision is still the active head; returns how many were stored."""
+        written = 0
+        with self._write() as conn:
+            for task, vector in items:
+                head = conn.execute(
+                    "SELECT scope_id FROM artifacts WHERE id = ? AND head_revision = ? AND state = 'active'",
+                    (task.rowid, task.key.revision),
+                ).fetchone()
+                if head is None:
+                    continue  # revised or retired since the backlog was read: its new head is in a later backlog
+                self._changes.store(conn, head[0], task.key.family, task.rowid, task.key.revision, model_id, vector)
+                written += 1
+        return written
+
+    def embedding_status(self, model_id: str) -> EmbeddingStatus:
+        row = (
+            self._reader()
+            .execute(
+                "SELECT COUNT(*), COUNT(e.model_id), COALESCE(SUM(e.model_id = ?), 0) FROM artifacts a"
+                " LEFT JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+                f" WHERE a.family IN {EMBEDDED_FAMILIES} AND a.state = 'active'",
+                (model_id,),
+            )
+            .fetchone()
+        )
+        return EmbeddingStatus(active_heads=row[0], current_model=row[2], other_models=row[1] - row[2])

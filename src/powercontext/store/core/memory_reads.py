@@ -1,0 +1,61 @@
+"""Atomic Memory reads by key, revision and page; the same statements on every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from powercontext.store.base import MemoryRecord
+from powercontext.store.core.connections import StoreConnections
+from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record
+from powercontext.store.errors import ArtifactNotFound, RevisionNotFound, ScopeNotFound
+
+
+class MemoryReads(StoreConnections):
+    """The Atomic Memory reads of ``Store`` (not search: each adapter searches its own way)."""
+
+    @staticmethod
+    def _require_scope(conn: Any, scope_id: str) -> None:
+        if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone() is None:
+            raise ScopeNotFound(scope_id)
+
+    def _head_row(self, conn: Any, scope_id: str, artifact_id: str) -> Any:
+        row = conn.execute(
+            SELECT_MEMORY
+            + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = a.head_revision",
+            (scope_id, FAMILY, artifact_id),
+        ).fetchone()
+        if row is None:
+            self._require_scope(conn, scope_id)
+            raise ArtifactNotFound()
+        return row
+
+    def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord:
+        return memory_record(self._head_row(self._reader(), scope_id, artifact_id))
+
+    def read_revision(self, scope_id: str, artifact_id: str, revision: int) -> MemoryRecord:
+        conn = self._reader()
+        row = conn.execute(
+            SELECT_MEMORY + " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND r.revision = ?",
+            (scope_id, FAMILY, artifact_id, revision),
+        ).fetchone()
+        if row is None:
+            head = self._head_row(conn, scope_id, artifact_id)
+            raise RevisionNotFound(head[4])
+        return memory_record(row)
+
+    def list_memories(
+        self, scope_id: str, state: str | None, before: int | None, limit: int
+    ) -> list[tuple[int, MemoryRecord]]:
+        conn = self._reader()
+        self._require_scope(conn, scope_id)
+        sql = SELECT_MEMORY + " WHERE a.scope_id = ? AND a.family = ? AND r.revision = a.head_revision"
+        params: list[object] = [scope_id, FAMILY]
+        if state is not None:
+            sql += " AND a.state = ?"
+            params.append(state)
+        if before is not None:
+            sql += " AND a.id < ?"
+            params.append(before)
+        params.append(limit)
+        rows = conn.execute(sql + " ORDER BY a.id DESC LIMIT ?", params).fetchall()
+        return [(int(row[0]), memory_record(row)) for row in rows]

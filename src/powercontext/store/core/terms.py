@@ -1,0 +1,91 @@
+"""The Atomic Memory full-text bookkeeping both stores share: per-Scope term document counts
+(``fts_term_docs``) and the query terms a search can afford to rank."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Final
+
+from powercontext.store.core import scope_fts
+from powercontext.store.core.family_rows import scope_tag
+from powercontext.text.tokenize import terms as index_terms
+
+POSTING_BUDGET: Final = 8_000
+# A reserved term (the tokenizer never yields it) whose count is the Scope's number of active heads.
+ACTIVE_DOCS: Final = ""
+# In a small Scope a word in half the memories is still a topic, not a stop word.
+COMMON_TERM_MIN_DOCS: Final = 1_000
+
+
+def affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
+    """The query terms worth scoring, rarest first, and whether BM25 ranking is affordable.
+
+    BM25 cost grows with the postings of every OR-ed term, while a common term adds almost nothing
+    to the ranking: found in half of a large Scope or more, its IDF is clamped to ~0. So the rarest
+    term is always kept, and further terms are added, rarest first, while they are not that common
+    and their document counts fit ``POSTING_BUDGET``. Terms found nowhere are dropped: a query of only those
+    is a zero-hit search that scans nothing.
+    """
+    if not terms:
+        return [], True
+    marks = ",".join("?" * (len(terms) + 1))
+    counts = dict(
+        conn.execute(
+            f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})",
+            [scope_id, ACTIVE_DOCS, *terms],
+        )
+    )
+    active = counts.pop(ACTIVE_DOCS, 0)
+    present = sorted((t for t in terms if t in counts), key=lambda t: counts[t])
+    kept: list[str] = []
+    total = 0
+    for term in present:
+        docs = counts[term]
+        common = active >= COMMON_TERM_MIN_DOCS and 2 * docs >= active
+        if kept and (common or total + docs > POSTING_BUDGET):
+            break
+        kept.append(term)
+        total += docs
+    return kept, total <= POSTING_BUDGET
+
+
+class TermCounts:
+    """The ``fts_term_docs`` changes of one write transaction, applied once by ``flush``."""
+
+    def __init__(self, scope_id: str) -> None:
+        self.scope_id = scope_id
+        self.deltas: Counter[str] = Counter()
+        self._table: str | None = None  # the Scope's FTS5 table, once this transaction made sure it exists
+
+    def _fts_table(self, conn: Any) -> str:
+        if self._table is None:
+            self._table = scope_fts.ensure_table(conn, "atomic_memory_fts", scope_tag(self.scope_id))
+        return self._table
+
+    def index(self, conn: Any, rowid: int, text: str) -> None:
+        """Make one active head searchable."""
+        terms = index_terms(text)
+        conn.execute(
+            f"INSERT INTO {self._fts_table(conn)} (rowid, scope_tag, terms) VALUES (?, ?, ?)",
+            (rowid, scope_tag(self.scope_id), " ".join(terms)),
+        )
+        self.deltas.update({ACTIVE_DOCS, *terms})
+
+    def unindex(self, conn: Any, rowid: int, text: str) -> None:
+        """Remove one head from search; ``text`` is the body it was indexed with."""
+        conn.execute(f"DELETE FROM {self._fts_table(conn)} WHERE rowid = ?", (rowid,))
+        self.deltas.subtract({ACTIVE_DOCS, *index_terms(text)})
+
+    def flush(self, conn: Any) -> None:
+        gained = [(self.scope_id, t, d) for t, d in self.deltas.items() if d > 0]
+        lost = [(d, self.scope_id, t) for t, d in self.deltas.items() if d < 0]
+        conn.executemany(
+            "INSERT INTO fts_term_docs (scope_id, term, docs) VALUES (?, ?, ?)"
+            " ON CONFLICT (scope_id, term) DO UPDATE SET docs = docs + excluded.docs",
+            gained,
+        )
+        # Rows that reach zero go first, so no row ever holds a zero count.
+        conn.executemany("DELETE FROM fts_term_docs WHERE docs + ? = 0 AND scope_id = ? AND term = ?", lost)
+        conn.executemany("UPDATE fts_term_docs SET docs = docs + ? WHERE scope_id = ? AND term = ?", lost)
+        self.deltas.clear()
