@@ -120,7 +120,6 @@ def eval_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the overall and per-category scores as JSON.")] = False,
 ) -> None:
     """Ingest a suite, prepare once per query with a Receipt, score it and explain every miss."""
-    from powercontext.evaluation.report import build_report
     from powercontext.evaluation.runner import RunSettings
     from powercontext.evaluation.suite import SuiteError, load_suite
 
@@ -138,17 +137,7 @@ def eval_run(
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     start = time.perf_counter()
     output = _execute(url, suite, settings, server_settings)
-    target: dict[str, Any] = {"kind": "url", "url": url} if url else {"kind": "in-process", "store": "temporary sqlite"}
-    target["command"] = settings.command(str(suite_dir), url)
-    report = build_report(
-        suite,
-        settings,
-        output,
-        target=target,
-        environment=recorded_environment(),
-        started_at=started_at,
-        duration_s=time.perf_counter() - start,
-    )
+    report = _build_report(suite, settings, output, suite_dir, url, started_at, time.perf_counter() - start)
     if baseline is not None and old_report is not None:
         from powercontext.evaluation.compare import compare_reports
 
@@ -164,6 +153,30 @@ def eval_run(
         print_json({"overall": report["overall"], "categories": report["categories"], "out": str(out)})
         return
     _print_summary(suite.name, report, k, out)
+
+
+def _build_report(
+    suite: Suite,
+    settings: RunSettings,
+    output: RunOutput,
+    suite_dir: Path,
+    url: str | None,
+    started_at: str,
+    duration_s: float,
+) -> dict[str, Any]:
+    from powercontext.evaluation.report import build_report
+
+    target: dict[str, Any] = {"kind": "url", "url": url} if url else {"kind": "in-process", "store": "temporary sqlite"}
+    target["command"] = settings.command(str(suite_dir), url)
+    return build_report(
+        suite,
+        settings,
+        output,
+        target=target,
+        environment=recorded_environment(),
+        started_at=started_at,
+        duration_s=duration_s,
+    )
 
 
 def _in_process_settings() -> Settings:
