@@ -109,19 +109,8 @@ class Runtime:
             store.search_text, store.search_vector, self.embedder, hybrid_weights
         )
         self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search)}
-        self.topic_search: ChannelSearch[ScoredTopic] | None = None
-        if isinstance(store, FamilyStore):  # a backend without these families leaves them reader-less
-            self.topic_search = ChannelSearch(
-                store.search_topics, store.search_topic_vector, self.embedder, hybrid_weights
-            )
-            self.readers["topic-memory"] = TopicMemoryReader(self.topic_search)
-            self.readers["experience"] = ExperienceReader(ExperienceSearch(store))
-            self.readers["profile"] = ProfileReader(store)
-        self.code_reader: CodeReader | None = None
-        self.code_search: CodeSearch | None = None
-        if isinstance(store, CodeStore):
-            self.code_search = CodeSearch(store, self.embedder, hybrid_weights)
-            self.code_reader = CodeEvidenceReader(store, self.code_search)
+        self.topic_search = self._add_family_readers(hybrid_weights)
+        self.code_search, self.code_reader = self._code_reading(hybrid_weights)
         self.disabled_families = disabled_families
         self.pipeline = PreparePipeline(
             store,
@@ -137,6 +126,24 @@ class Runtime:
             deadline_s=prepare_deadline_s,
             model_call_limit=model_call_limit,
         )
+
+    def _add_family_readers(self, hybrid_weights: HybridWeights | None) -> ChannelSearch[ScoredTopic] | None:
+        """Readers of the Topic Memory, Experience and Profile families; the Topic Memory search, if any."""
+        store = self.store
+        if not isinstance(store, FamilyStore):  # a backend without these families leaves them reader-less
+            return None
+        topic_search = ChannelSearch(store.search_topics, store.search_topic_vector, self.embedder, hybrid_weights)
+        self.readers["topic-memory"] = TopicMemoryReader(topic_search)
+        self.readers["experience"] = ExperienceReader(ExperienceSearch(store))
+        self.readers["profile"] = ProfileReader(store)
+        return topic_search
+
+    def _code_reading(self, hybrid_weights: HybridWeights | None) -> tuple[CodeSearch | None, CodeReader | None]:
+        """The code search and the code evidence reader, when the store holds code."""
+        if not isinstance(self.store, CodeStore):
+            return None, None
+        code_search = CodeSearch(self.store, self.embedder, hybrid_weights)
+        return code_search, CodeEvidenceReader(self.store, code_search)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:

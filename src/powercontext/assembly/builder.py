@@ -117,6 +117,55 @@ def interleave(pools: Mapping[Family, Sequence[Candidate]]) -> list[tuple[Family
     return round_robin([[(family, c) for c in pool] for family, pool in pools.items()])
 
 
+@dataclass
+class _Selection:
+    """The historical items selected so far, in order, and where every omission is counted (and reported)."""
+
+    omissions: Counter[tuple[Family, OmissionReason]]
+    fates: FateRecorder | None
+    fragments: list[str] = field(default_factory=list)
+    items: list[BuiltItem] = field(default_factory=list)
+
+    def omit(self, family: Family, key: ArtifactKey | None, reason: OmissionReason) -> None:
+        self.omissions[(family, reason)] += 1
+        if self.fates is not None:
+            self.fates.omitted(family, key, reason)
+
+    def add(self, family: Family, key: ArtifactKey, fragment: str, size: int, truncated: bool) -> None:
+        self.fragments.append(fragment)
+        self.items.append(BuiltItem(key, size, truncated))
+        if self.fates is not None:
+            self.fates.selected(family, key, len(self.items), size, truncated)
+
+
+@dataclass(frozen=True)
+class _VisitOrder:
+    order: list[tuple[Family, Candidate]]
+    caps: Mapping[Family, int]
+    entry_limit: int
+
+
+def _visit_order(
+    admitted: Mapping[Family, Sequence[Candidate]], sections: Sequence[Section] | None, limits: BuilderLimits
+) -> _VisitOrder:
+    """The default recall interleaves families by rank under the default caps; explicit sections are visited
+    in order, each under its own limit."""
+    if sections is None:
+        return _VisitOrder(interleave(admitted), limits.family_limits, limits.entry_limit)
+    order = [(s.family, c) for s in sections for c in admitted.get(s.family, [])]
+    return _VisitOrder(order, {s.family: s.limit for s in sections}, sum(s.limit for s in sections))
+
+
+def _rendered(fragments: Sequence[str], used: int, max_bytes: int) -> PreparedContext:
+    if not fragments:
+        return PreparedContext.empty()
+    content = render_context(list(fragments))
+    size = len(content.encode("utf-8"))
+    if size != used or size > max_bytes:
+        raise BuilderInvariantError("rendered content does not match its byte accounting")
+    return PreparedContext(status="ready", content=content, content_bytes=size)
+
+
 class PreparedContextBuilder:
     def __init__(self, limits: BuilderLimits | None = None) -> None:
         self.limits = limits or BuilderLimits()
@@ -137,86 +186,68 @@ class PreparedContextBuilder:
         first into its share of the budget (half when history is assembled too; unused bytes return
         to history) and rendered after the historical items.
         """
-        limits = self.limits
         omissions: Counter[tuple[Family, OmissionReason]] = Counter()
-
-        def omit(family: Family, key: ArtifactKey | None, reason: OmissionReason) -> None:
-            omissions[(family, reason)] += 1
-            if fates is not None:
-                fates.omitted(family, key, reason)
-
-        admitted: dict[Family, list[Candidate]] = {}
-        for family, pool in pools.items():
-            cap = limits.candidate_limits.get(family, len(pool))
-            admitted[family] = list(pool[:cap])
-            for beyond in pool[cap:]:
-                omit(family, beyond.key, "family_limit")
-
+        selection = _Selection(omissions, fates)
+        admitted = self._admit(pools, selection)
         used = ENVELOPE_BYTES
         historical = bool(pools) if sections is None else bool(sections)
         code_budget = max_bytes // 2 if historical else max_bytes
         code_fragments, code_items, used = self._fit_code(code, code_budget, used, omissions, fates)
-
-        fragments: list[str] = []
-        items: list[BuiltItem] = []
-        separators = len(code_fragments)  # every further fragment needs one separator when code exists
-        if sections is None:
-            order = interleave(admitted)
-            caps: Mapping[Family, int] = limits.family_limits
-            entry_limit = limits.entry_limit
-        else:
-            order = [(s.family, c) for s in sections for c in admitted.get(s.family, [])]
-            caps = {s.family: s.limit for s in sections}
-            entry_limit = sum(s.limit for s in sections)
-        seen: set[ArtifactKey] = set()
-        per_family: Counter[Family] = Counter()
-        for family, candidate in order:
-            if candidate.key is None or not candidate.text.strip():
-                omit(family, candidate.key, "blank")
-                continue
-            if candidate.key in seen:
-                omit(family, candidate.key, "duplicate")
-                continue
-            seen.add(candidate.key)
-            family_cap = caps.get(family)
-            if family_cap is not None and per_family[family] >= family_cap:
-                omit(family, candidate.key, "family_limit")
-                continue
-            if len(items) >= entry_limit:
-                omit(family, candidate.key, "entry_limit")
-                continue
-            separator = SEPARATOR_BYTES if fragments or separators else 0
-            fitted = self._fit(candidate, candidate.key, max_bytes - used - separator)
-            if isinstance(fitted, str):
-                omit(family, candidate.key, fitted)
-                continue
-            fragment, size, truncated = fitted
-            fragments.append(fragment)
-            items.append(BuiltItem(candidate.key, size, truncated))
-            if fates is not None:
-                fates.selected(family, candidate.key, len(items), size, truncated)
-            per_family[family] += 1
-            used += separator + size
-
-        fragments.extend(code_fragments)
-        if fragments:
-            content = render_context(fragments)
-            size = len(content.encode("utf-8"))
-            if size != used or size > max_bytes:
-                raise BuilderInvariantError("rendered content does not match its byte accounting")
-            context = PreparedContext(status="ready", content=content, content_bytes=size)
-        else:
-            context = PreparedContext.empty()
+        used = self._select(_visit_order(admitted, sections, self.limits), selection, max_bytes, used, code_fragments)
+        fragments = selection.fragments + code_fragments
         counts: dict[Family, int] = {family: len(pool) for family, pool in pools.items()}
         if code:
             counts["code"] = len(code)
         return PreparedContextBuild(
-            context=context,
-            items=tuple(items),
+            context=_rendered(fragments, used, max_bytes),
+            items=tuple(selection.items),
             code_items=tuple(code_items),
             omissions=dict(omissions),
             candidate_counts=counts,
         )
+
+    def _admit(
+        self, pools: Mapping[Family, Sequence[Candidate]], selection: _Selection
+    ) -> dict[Family, list[Candidate]]:
+        """Each family's first ``candidate_limits`` candidates; the rest are omitted as ``family_limit``."""
+        admitted: dict[Family, list[Candidate]] = {}
+        for family, pool in pools.items():
+            cap = self.limits.candidate_limits.get(family, len(pool))
+            admitted[family] = list(pool[:cap])
+            for beyond in pool[cap:]:
+                selection.omit(family, beyond.key, "family_limit")
+        return admitted
+
+    def _select(
+        self, visit: _VisitOrder, selection: _Selection, max_bytes: int, used: int, code_fragments: Sequence[str]
+    ) -> int:
+        """Select historical items in visiting order while they fit; returns the bytes used afterwards."""
+        seen: set[ArtifactKey] = set()
+        per_family: Counter[Family] = Counter()
+        for family, candidate in visit.order:
+            if candidate.key is None or not candidate.text.strip():
+                selection.omit(family, candidate.key, "blank")
+                continue
+            if candidate.key in seen:
+                selection.omit(family, candidate.key, "duplicate")
+                continue
+            seen.add(candidate.key)
+            family_cap = visit.caps.get(family)
+            if family_cap is not None and per_family[family] >= family_cap:
+                selection.omit(family, candidate.key, "family_limit")
+                continue
+            if len(selection.items) >= visit.entry_limit:
+                selection.omit(family, candidate.key, "entry_limit")
+                continue
+            separator = SEPARATOR_BYTES if selection.fragments or code_fragments else 0
+            fitted = self._fit(candidate, candidate.key, max_bytes - used - separator)
+            if isinstance(fitted, str):
+                selection.omit(family, candidate.key, fitted)
+                continue
+            selection.add(family, candidate.key, *fitted)
+            per_family[family] += 1
+            used += separator + fitted[1]
+        return used
 
     def _fit_code(
         self,

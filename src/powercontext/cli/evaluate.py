@@ -120,14 +120,8 @@ def eval_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the overall and per-category scores as JSON.")] = False,
 ) -> None:
     """Ingest a suite, prepare once per query with a Receipt, score it and explain every miss."""
-    import asyncio
-
-    from powercontext.client import PowerContextError
-    from powercontext.evaluation.html import render_html
-    from powercontext.evaluation.report import build_report, write_json
-    from powercontext.evaluation.runner import EvalRunError, RunSettings
+    from powercontext.evaluation.runner import RunSettings
     from powercontext.evaluation.suite import SuiteError, load_suite
-    from powercontext.inference.errors import InferenceError
 
     if mode not in ("auto", "fts", "hybrid"):
         raise fail("--mode must be auto, fts or hybrid", 2)
@@ -139,40 +133,11 @@ def eval_run(
     sections = tuple((str(s["family"]), int(str(s["limit"]))) for s in map(parse_section, section or []))
     prefix = "" if url is None else f"eval-{secrets.token_hex(4)}:"
     settings = RunSettings(cast("Mode", mode), max_bytes, sections, k, scope_prefix=prefix)
-    server_settings = None
-    if url is None:
-        from powercontext.settings import Settings
-
-        try:  # the in-process Server reads POWERCONTEXT_* like `server run`: a bad value is one line
-            server_settings = Settings.from_env(db="unused")
-        except ValueError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-    progress = _RichProgress()
+    server_settings = _in_process_settings() if url is None else None
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     start = time.perf_counter()
-    try:
-        with progress.bar:
-            if url is not None:
-                output = asyncio.run(_run_remote(url, suite, settings, progress))
-            else:
-                assert server_settings is not None  # read above whenever there is no --url
-                output = asyncio.run(_run_in_process(suite, settings, server_settings, progress))
-    except (EvalRunError, InferenceError) as exc:
-        raise fail(str(exc)) from None
-    except PowerContextError as exc:
-        raise fail(f"{exc.code}: {exc.message}") from None
-    target: dict[str, Any] = {"kind": "url", "url": url} if url else {"kind": "in-process", "store": "temporary sqlite"}
-    target["command"] = settings.command(str(suite_dir), url)
-    report = build_report(
-        suite,
-        settings,
-        output,
-        target=target,
-        environment=recorded_environment(),
-        started_at=started_at,
-        duration_s=time.perf_counter() - start,
-    )
+    output = _execute(url, suite, settings, server_settings)
+    report = _build_report(suite, settings, output, suite_dir, url, started_at, time.perf_counter() - start)
     if baseline is not None and old_report is not None:
         from powercontext.evaluation.compare import compare_reports
 
@@ -181,17 +146,84 @@ def eval_run(
             "comparison": compare_reports(old_report, report),
             "curves": old_report["overall"].get("curves"),
         }
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(report, out / "report.json")
-    (out / "report.html").write_text(render_html(report), encoding="utf-8")
-    overall = report["overall"]
+    _write_reports(report, out)
     if as_json:
         from powercontext.cli.common import print_json
 
-        print_json({"overall": overall, "categories": report["categories"], "out": str(out)})
+        print_json({"overall": report["overall"], "categories": report["categories"], "out": str(out)})
         return
+    _print_summary(suite.name, report, k, out)
+
+
+def _build_report(
+    suite: Suite,
+    settings: RunSettings,
+    output: RunOutput,
+    suite_dir: Path,
+    url: str | None,
+    started_at: str,
+    duration_s: float,
+) -> dict[str, Any]:
+    from powercontext.evaluation.report import build_report
+
+    target: dict[str, Any] = {"kind": "url", "url": url} if url else {"kind": "in-process", "store": "temporary sqlite"}
+    target["command"] = settings.command(str(suite_dir), url)
+    return build_report(
+        suite,
+        settings,
+        output,
+        target=target,
+        environment=recorded_environment(),
+        started_at=started_at,
+        duration_s=duration_s,
+    )
+
+
+def _in_process_settings() -> Settings:
+    """The in-process Server reads POWERCONTEXT_* like ``server run``: a bad value is one line and exit code 2."""
+    from powercontext.settings import Settings
+
+    try:
+        return Settings.from_env(db="unused")
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _execute(url: str | None, suite: Suite, settings: RunSettings, server_settings: Settings | None) -> RunOutput:
+    """Run the suite against ``url``, or against an in-process Server on a temporary store, with a progress bar."""
+    import asyncio
+
+    from powercontext.client import PowerContextError
+    from powercontext.evaluation.runner import EvalRunError
+    from powercontext.inference.errors import InferenceError
+
+    progress = _RichProgress()
+    try:
+        with progress.bar:
+            if url is not None:
+                return asyncio.run(_run_remote(url, suite, settings, progress))
+            assert server_settings is not None  # read by the caller whenever there is no --url
+            return asyncio.run(_run_in_process(suite, settings, server_settings, progress))
+    except (EvalRunError, InferenceError) as exc:
+        raise fail(str(exc)) from None
+    except PowerContextError as exc:
+        raise fail(f"{exc.code}: {exc.message}") from None
+
+
+def _write_reports(report: dict[str, Any], out: Path) -> None:
+    from powercontext.evaluation.html import render_html
+    from powercontext.evaluation.report import write_json
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(report, out / "report.json")
+    (out / "report.html").write_text(render_html(report), encoding="utf-8")
+
+
+def _print_summary(suite_name: str, report: dict[str, Any], k: int, out: Path) -> None:
+    overall = report["overall"]
     typer.echo(
-        f"{suite.name}: hit@{k} {overall['hit_at_k']:.3f}  MRR {overall['mrr']:.3f}  recall@{k} "
+        f"{suite_name}: hit@{k} {overall['hit_at_k']:.3f}  MRR {overall['mrr']:.3f}  recall@{k} "
         f"{overall['recall_at_k']:.3f}  outdated instead {overall['outdated_instead']:.3f}  "
         f"abstain bytes {overall['abstain_mean_bytes']:.0f}  p50 {overall['latency_ms']['p50']:.1f} ms"
     )

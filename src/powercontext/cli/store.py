@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from powercontext.cli.common import JsonOption, print_json
+
+if TYPE_CHECKING:
+    from powercontext.store.base import Store
+    from powercontext.store.copy import TableCount
+    from powercontext.store.location import StoreLocation
 
 store_app = typer.Typer(no_args_is_help=True, help="Copy a store between backends.")
 
@@ -22,51 +27,10 @@ def store_copy(
 
     Stop the Servers writing to the source first: rows written during the copy may be missed.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from powercontext.code.identifiers import identifier_terms, path_terms
-    from powercontext.store.copy import copy_store
-    from powercontext.store.location import BadStoreUrl, parse_store_url
-    from powercontext.store.oceanbase.engine import EngineUnavailable
-    from powercontext.store.open import open_store
-
+    from_location, to_location = _parse_locations(source, target)
+    src, dst = _open_stores(from_location, to_location)
     try:
-        from_location, to_location = parse_store_url(source), parse_store_url(target)
-    except BadStoreUrl as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if from_location == to_location:
-        typer.echo("error: --from and --to name the same store", err=True)
-        raise typer.Exit(2)
-    try:
-        src, dst = open_store(from_location), open_store(to_location)
-    except EngineUnavailable as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-
-    def code_terms(path: str, text: str) -> tuple[str, str]:
-        # The code indexer's own tokenizer, so copied chunks are found by the same queries.
-        return " ".join(path_terms(path)), " ".join(identifier_terms(text))
-
-    try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),  # stdout carries the result (and --json) only
-        ) as bar:
-            task = bar.add_task("copying", total=None)
-            counts = copy_store(
-                src,
-                dst,
-                code_terms,
-                batch_size,
-                progress=lambda table, done, total: bar.update(
-                    task, description=f"copying {table}", completed=done, total=total
-                ),
-            )
+        counts = _copy_with_progress(src, dst, batch_size)
     finally:
         src.close()
         dst.close()
@@ -80,6 +44,61 @@ def store_copy(
         raise typer.Exit(1)
     if not as_json:
         typer.echo(f"copied {from_location.display()} to {to_location.display()}: every table matches")
+
+
+def _parse_locations(source: str, target: str) -> tuple[StoreLocation, StoreLocation]:
+    from powercontext.store.location import BadStoreUrl, parse_store_url
+
+    try:
+        from_location, to_location = parse_store_url(source), parse_store_url(target)
+    except BadStoreUrl as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if from_location == to_location:
+        typer.echo("error: --from and --to name the same store", err=True)
+        raise typer.Exit(2)
+    return from_location, to_location
+
+
+def _open_stores(from_location: StoreLocation, to_location: StoreLocation) -> tuple[Store, Store]:
+    from powercontext.store.oceanbase.engine import EngineUnavailable
+    from powercontext.store.open import open_store
+
+    try:
+        return open_store(from_location), open_store(to_location)
+    except EngineUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _copy_with_progress(src: Store, dst: Store, batch_size: int) -> list[TableCount]:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from powercontext.code.identifiers import identifier_terms, path_terms
+    from powercontext.store.copy import copy_store
+
+    def code_terms(path: str, text: str) -> tuple[str, str]:
+        # The code indexer's own tokenizer, so copied chunks are found by the same queries.
+        return " ".join(path_terms(path)), " ".join(identifier_terms(text))
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),  # stdout carries the result (and --json) only
+    ) as bar:
+        task = bar.add_task("copying", total=None)
+        return copy_store(
+            src,
+            dst,
+            code_terms,
+            batch_size,
+            progress=lambda table, done, total: bar.update(
+                task, description=f"copying {table}", completed=done, total=total
+            ),
+        )
 
 
 def _print_counts(counts: list[Any]) -> None:

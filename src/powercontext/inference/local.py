@@ -26,10 +26,13 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
-from powercontext.inference import onnx_minilm, openvino_minilm
 from powercontext.inference.base import Vectors, l2_normalise
 from powercontext.inference.bert import F32, BertEncoder
 from powercontext.inference.errors import InferenceError, InferenceUnavailable
+from powercontext.inference.onnx_minilm import OnnxMiniLM
+from powercontext.inference.onnx_minilm import available as onnx_available
+from powercontext.inference.openvino_minilm import OpenVinoMiniLM
+from powercontext.inference.openvino_minilm import available as openvino_available
 from powercontext.inference.quant import Int8Matrix
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -152,9 +155,9 @@ _EXTRAS: dict[Route, str] = {"openvino": "embeddings-fast", "onnx": "embeddings-
 
 def _route_available(route: Route) -> bool:
     if route == "openvino":
-        return openvino_minilm.available()
+        return openvino_available()
     if route == "onnx":
-        return onnx_minilm.available()
+        return onnx_available()
     return True
 
 
@@ -277,7 +280,7 @@ class LocalMiniLM:
 
     def _start(self, route: Route, encoder: BertEncoder, tokenizer: Tokenizer) -> _Model:
         if route == "openvino":
-            return _Model(openvino_minilm.OpenVinoMiniLM(encoder, threads=self.threads), tokenizer, route)
+            return _Model(OpenVinoMiniLM(encoder, threads=self.threads), tokenizer, route)
         if route == "onnx":
-            return _Model(onnx_minilm.OnnxMiniLM(encoder), tokenizer, route)
+            return _Model(OnnxMiniLM(encoder), tokenizer, route)
         return _Model(encoder, tokenizer, route)

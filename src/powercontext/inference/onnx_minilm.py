@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder
+from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder, EncoderLayer
 
 _MS = "com.microsoft"
 
@@ -37,72 +37,90 @@ def available() -> bool:
     return True
 
 
+class _Graph:
+    """The nodes and initializers of a graph under construction, in the order they are added."""
+
+    def __init__(self) -> None:
+        from onnx import helper, numpy_helper
+
+        self._helper = helper
+        self._numpy_helper = numpy_helper
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+
+    def const(self, name: str, value: npt.NDArray[Any]) -> str:
+        self.initializers.append(self._numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def op(self, kind: str, inputs: list[str], out: str, domain: str = "", **attrs: Any) -> str:
+        self.nodes.append(self._helper.make_node(kind, inputs, [out], name=out, domain=domain, **attrs))
+        return out
+
+
+def _add_layer(g: _Graph, i: int, layer: EncoderLayer, x: str, heads: int) -> str:
+    """One encoder block (fused attention, then the feed-forward), each followed by a skip layer norm."""
+    p = f"l{i}."
+    context = g.op(
+        "Attention",
+        [x, g.const(p + "qkv_w", layer.qkv_w), g.const(p + "qkv_b", layer.qkv_b), "mask"],
+        p + "context",
+        domain=_MS,
+        num_heads=heads,
+    )
+    attended = g.op("MatMul", [context, g.const(p + "ao_w", layer.attn_out_w)], p + "ao")
+    x = g.op(
+        "SkipLayerNormalization",
+        [attended, x, g.const(p + "an_g", layer.attn_norm_g), g.const(p + "an_b", layer.attn_norm_b),
+         g.const(p + "ao_b", layer.attn_out_b)],
+        p + "an",
+        domain=_MS,
+        epsilon=LAYER_NORM_EPS,
+    )
+    inner = g.op("MatMul", [x, g.const(p + "fi_w", layer.ff_in_w)], p + "fi")
+    gelu = g.op("BiasGelu", [inner, g.const(p + "fi_b", layer.ff_in_b)], p + "gelu", domain=_MS)
+    out = g.op("MatMul", [gelu, g.const(p + "fo_w", layer.ff_out_w)], p + "fo")
+    return g.op(
+        "SkipLayerNormalization",
+        [out, x, g.const(p + "fn_g", layer.ff_norm_g), g.const(p + "fn_b", layer.ff_norm_b),
+         g.const(p + "fo_b", layer.ff_out_b)],
+        p + "fn",
+        domain=_MS,
+        epsilon=LAYER_NORM_EPS,
+    )
+
+
 def build_graph(encoder: BertEncoder) -> bytes:
     """A serialised ONNX model: (hidden after the embedding norm, int32 mask) -> summed last hidden states.
 
     Inputs ``hidden`` ``(batch, length, hidden)`` float32 and ``mask`` ``(batch, length)`` int32 (1 for a token,
     0 for padding); output ``pooled_sum`` ``(batch, hidden)``: the sum over unmasked tokens, not yet divided.
     """
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
     hidden = encoder.hidden_size
-    nodes: list[Any] = []
-    initializers: list[Any] = []
-
-    def const(name: str, value: npt.NDArray[Any]) -> str:
-        initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
-        return name
-
-    def op(kind: str, inputs: list[str], out: str, domain: str = "", **attrs: Any) -> str:
-        nodes.append(helper.make_node(kind, inputs, [out], name=out, domain=domain, **attrs))
-        return out
-
+    g = _Graph()
     x = "hidden"
     for i, layer in enumerate(encoder.layers):
-        p = f"l{i}."
-        context = op(
-            "Attention",
-            [x, const(p + "qkv_w", layer.qkv_w), const(p + "qkv_b", layer.qkv_b), "mask"],
-            p + "context",
-            domain=_MS,
-            num_heads=encoder.heads,
-        )
-        attended = op("MatMul", [context, const(p + "ao_w", layer.attn_out_w)], p + "ao")
-        x = op(
-            "SkipLayerNormalization",
-            [attended, x, const(p + "an_g", layer.attn_norm_g), const(p + "an_b", layer.attn_norm_b),
-             const(p + "ao_b", layer.attn_out_b)],
-            p + "an",
-            domain=_MS,
-            epsilon=LAYER_NORM_EPS,
-        )
-        inner = op("MatMul", [x, const(p + "fi_w", layer.ff_in_w)], p + "fi")
-        gelu = op("BiasGelu", [inner, const(p + "fi_b", layer.ff_in_b)], p + "gelu", domain=_MS)
-        out = op("MatMul", [gelu, const(p + "fo_w", layer.ff_out_w)], p + "fo")
-        x = op(
-            "SkipLayerNormalization",
-            [out, x, const(p + "fn_g", layer.ff_norm_g), const(p + "fn_b", layer.ff_norm_b),
-             const(p + "fo_b", layer.ff_out_b)],
-            p + "fn",
-            domain=_MS,
-            epsilon=LAYER_NORM_EPS,
-        )
+        x = _add_layer(g, i, layer, x, encoder.heads)
     # Mean pooling's numerator in the graph: (batch, 1, length) @ (batch, length, hidden).
-    weights = op("Unsqueeze", [op("Cast", ["mask"], "mask_f", to=TensorProto.FLOAT), const("axis1", np.array([1]))],
-                 "mask_row")
-    summed = op("MatMul", [weights, x], "summed3")
-    op("Squeeze", [summed, "axis1"], "pooled_sum")
+    weights = g.op(
+        "Unsqueeze",
+        [g.op("Cast", ["mask"], "mask_f", to=TensorProto.FLOAT), g.const("axis1", np.array([1]))],
+        "mask_row",
+    )
+    summed = g.op("MatMul", [weights, x], "summed3")
+    g.op("Squeeze", [summed, "axis1"], "pooled_sum")
     f32 = TensorProto.FLOAT
     model = helper.make_model(
         helper.make_graph(
-            nodes,
+            g.nodes,
             "minilm-blocks",
             [
                 helper.make_tensor_value_info("hidden", f32, ["batch", "length", hidden]),
                 helper.make_tensor_value_info("mask", TensorProto.INT32, ["batch", "length"]),
             ],
             [helper.make_tensor_value_info("pooled_sum", f32, ["batch", hidden])],
-            initializers,
+            g.initializers,
         ),
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)],
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -21,13 +21,13 @@ from powercontext.inference.generation import (
     ChatMessage,
     GenerationProvider,
     InvalidOutput,
-    SettingValue,
     json_answer,
 )
-from powercontext.inference.generation_config import SAFE_SETTINGS, ModelCallConfig
+from powercontext.inference.generation_config import ModelCallConfig
 from powercontext.prompts.definitions import MEMORY_RERANK, ResolvedPrompt
 from powercontext.prompts.errors import PromptUnavailable
 from powercontext.recall.budget import PrepareBudget
+from powercontext.recall.rerank_record import RerankConfigRecord as RerankConfigRecord  # re-exported for rerankers
 from powercontext.recall.trace import RecallTrace
 
 log = logging.getLogger("powercontext.recall")
@@ -37,31 +37,6 @@ RerankReason = Literal["none", "empty_selection", "inference_unavailable", "infe
 PromptResolver = Callable[[str, str], ResolvedPrompt]
 LISTWISE_POLICY_ID = "powercontext.memory.rerank.listwise.v1"
 MAX_CANDIDATE_CHARS = 2000  # per candidate in the rerank message; memories are short, this only bounds outliers
-
-
-@dataclass(frozen=True)
-class RerankConfigRecord:
-    """What one rerank invocation ran with: the content-free record a Receipt's ``rerank_configs`` entry and
-    its digest are made of. ``prompt`` is the ResolvedPrompt bound to the invocation (only its identity leaves
-    the process)."""
-
-    policy_id: str
-    model: str | None  # credential-free provider:model; None only for a declared deterministic reranker
-    effective_settings: Mapping[str, SettingValue]
-    timeout_seconds: float
-    max_requests: int
-    prompt: ResolvedPrompt | None
-    model_backed: bool
-
-    def is_complete(self) -> bool:
-        """Evidence a Receipt can state without inventing anything."""
-        if not self.policy_id or self.max_requests < 0 or self.timeout_seconds < 0:
-            return False
-        if any(name not in SAFE_SETTINGS for name in self.effective_settings):
-            return False
-        if self.model_backed:
-            return self.model is not None
-        return self.model is None and self.prompt is None
 
 
 @dataclass(frozen=True)

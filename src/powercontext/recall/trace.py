@@ -19,10 +19,10 @@ from powercontext import observe
 from powercontext.contract.common import Family
 from powercontext.contract.receipt import OmissionReason, SearchFallback, SearchMode, SearchOutcome
 from powercontext.recall.budget import PrepareBudget
+from powercontext.recall.rerank_record import RerankConfigRecord
 
-if TYPE_CHECKING:  # the rerank module records onto the trace; the trace only holds its records
+if TYPE_CHECKING:
     from powercontext.recall.probe import ExplainProbe
-    from powercontext.recall.rerank import RerankConfigRecord
 
 # Stages that a ``record_search`` follows: the search's attributes go onto their span.
 _SEARCH_STAGES = frozenset({"memory.search", "topic_memory.search", "experience.search", "code.query", "profile.read"})

@@ -17,7 +17,7 @@ import rfc8785
 
 from powercontext.inference.generation_config import SAFE_SETTINGS_VERSION
 from powercontext.prompts.definitions import ResolvedPrompt
-from powercontext.recall.rerank import RerankConfigRecord
+from powercontext.recall.rerank_record import RerankConfigRecord
 
 CONFIG_RECORD_VERSION: Final = "powercontext.rerank-config.v1"
 

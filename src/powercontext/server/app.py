@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
@@ -64,28 +64,40 @@ def create_app(
     only; ``server.host_guard``); every route, ``/mcp`` and ``/metrics`` included, checks them first.
     """
 
+    app = FastAPI(
+        title="PowerContext",
+        version=__version__,
+        summary="Bounded, cited, injection-ready context for AI agents, with content-free Receipts.",
+        lifespan=_lifespan(runtime, close_runtime),
+        **_no_native_telemetry(),
+    )
+    app.state.runtime = runtime
+    app.state.readiness = ReadinessProbe(runtime.store.ready if runtime is not None else lambda: False)
+    app.state.access = access
+    install_error_handlers(app)
+    _include_routes(app, inspector)
+    # Streamable-HTTP MCP at /mcp when the `mcp` extra is installed (not part of the OpenAPI document).
+    app.state.mcp_run = mount_mcp_if_available(app) if runtime is not None else None
+    _add_middleware(app, access, hosts or HostRules(), _public_paths(app, inspector))
+    return app
+
+
+def _lifespan(runtime: Runtime | None, close_runtime: bool) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             if app.state.mcp_run is not None:
                 await stack.enter_async_context(app.state.mcp_run())
             yield
-        readiness.close()
+        app.state.readiness.close()
         if runtime is not None and close_runtime:
             runtime.close()
 
-    app = FastAPI(
-        title="PowerContext",
-        version=__version__,
-        summary="Bounded, cited, injection-ready context for AI agents, with content-free Receipts.",
-        lifespan=lifespan,
-        **_no_native_telemetry(),
-    )
-    app.state.runtime = runtime
-    readiness = ReadinessProbe(runtime.store.ready if runtime is not None else lambda: False)
-    app.state.readiness = readiness
-    app.state.access = access
-    install_error_handlers(app)
+    return lifespan
+
+
+def _include_routes(app: FastAPI, inspector: bool) -> None:
+    """Mount every router and record, on ``app.state``, what the gate and the error handlers look up per route."""
     routers = (
         health.router,  # the only routes without a principal: probes must work without a token
         scopes.router,
@@ -117,22 +129,25 @@ def create_app(
     app.state.body_limits = BodyLimits(
         route for router in routers for route in router.routes if isinstance(route, APIRoute)
     )
-    # Streamable-HTTP MCP at /mcp when the `mcp` extra is installed (not part of the OpenAPI document).
-    app.state.mcp_run = mount_mcp_if_available(app) if runtime is not None else None
+
+
+def _public_paths(app: FastAPI, inspector: bool) -> frozenset[str]:
+    """The paths the gate lets through without a token: the probes, the API documents and the Inspector page."""
     public_paths = {route.path for route in health.router.routes if isinstance(route, APIRoute)}
     public_paths.update(
         url for url in (app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url) if url
     )
     if inspector:  # the page holds no data: it asks for a token and sends it with each API call
         public_paths.update(INSPECTOR_PATHS)
+    return frozenset(public_paths)
+
+
+def _add_middleware(app: FastAPI, access: AccessTable | None, hosts: HostRules, public_paths: frozenset[str]) -> None:
     # Innermost first: the gate runs inside telemetry (its refusals are counted) and inside RequestIdMiddleware
     # (its refusals carry the request id too).
-    app.add_middleware(
-        RequestGate, access=access, body_limits=app.state.body_limits, public_paths=frozenset(public_paths)
-    )
+    app.add_middleware(RequestGate, access=access, body_limits=app.state.body_limits, public_paths=public_paths)
     # Outside the gate: a request to a foreign host name is refused before its token is even looked at.
-    app.add_middleware(HostOriginGuard, rules=hosts or HostRules())
+    app.add_middleware(HostOriginGuard, rules=hosts)
     app.state.metrics = ServerMetrics()
     app.add_middleware(TelemetryMiddleware, metrics=app.state.metrics)
     app.add_middleware(RequestIdMiddleware)
-    return app

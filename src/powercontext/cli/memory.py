@@ -1,0 +1,295 @@
+"""``powercontext memory``: write, search, read and import Atomic Memory, and embed what has no vector.
+
+Every command but ``reindex`` talks HTTP to a running Server; ``reindex`` opens the store itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreOption, UrlOption
+from powercontext.cli.common import print_json as _print_json
+from powercontext.cli.common import run as _run
+from powercontext.cli.server import settings_from_options
+
+if TYPE_CHECKING:
+    from powercontext.client import PowerContextClient
+    from powercontext.contract.memory import AtomicMemory, AtomicMemoryCreate
+
+IMPORT_BATCH = 500
+KINDS = "decision, constraint, fact, state, next-step, outcome, note"
+memory_app = typer.Typer(no_args_is_help=True, help="Write, search and read Atomic Memory.")
+
+
+def _print_memory(memory: AtomicMemory, as_json: bool) -> None:
+    if as_json:
+        _print_json(memory.model_dump(mode="json"))
+        return
+    ref = memory.artifact_address.artifact
+    typer.echo(
+        f"{ref.artifact_id} revision {ref.revision} (head {memory.head_revision}, {memory.state}, {memory.kind},"
+        f" observed {memory.observed_at[:10]})"
+    )
+    if memory.merged_into:
+        typer.echo(f"merged into {memory.merged_into}")
+    typer.echo(memory.text)
+
+
+@memory_app.command("add")
+def memory_add(
+    text: Annotated[str, typer.Argument(help="The memory: one short, self-contained statement.")],
+    scope: ScopeOption,
+    kind: Annotated[str, typer.Option(help=f"One of: {KINDS}.")] = "fact",
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
+    idempotency_key: Annotated[str | None, typer.Option(help="Retry-safe key.")] = None,
+    observed_at: Annotated[
+        str | None,
+        typer.Option(help="When it was true, if not now: an RFC 3339 date or date-time (2025-07-16T09:30:00Z)."),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Add one Atomic Memory; says which earlier memories it may replace."""
+    memory = _run(
+        url,
+        lambda c: c.add_memory(scope, text, kind, tag or [], idempotency_key, observed_at),  # type: ignore[arg-type]
+    )
+    _print_memory(memory, as_json)
+    if as_json or not memory.possibly_supersedes:
+        return
+    typer.echo("\nThis may replace earlier memories on the same subject (nothing was changed):")
+    for artifact_id in memory.possibly_supersedes:
+        typer.echo(f"  {artifact_id}: if it is outdated, run  powercontext memory retire {artifact_id} -s {scope}")
+
+
+@memory_app.command("reindex")
+def memory_reindex(
+    db: Annotated[
+        Path | None, typer.Option(help="SQLite file. Default: the user data dir, or POWERCONTEXT_DB.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, max=2048, help="Memories per provider call.")] = 64,
+    store_url: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Embed memories that have no vector from the configured model (works beside a running Server)."""
+    from rich.progress import Progress
+
+    from powercontext.inference.config import build_embedding_provider
+    from powercontext.inference.errors import InferenceError
+    from powercontext.search.embedding import GuardedEmbedder
+    from powercontext.search.reindex import reindex
+    from powercontext.store.open import open_store
+
+    settings = settings_from_options(db, store=store_url)
+    provider = build_embedding_provider(settings.embeddings)
+    if not provider.configured:
+        typer.echo("error: no embedding provider is configured; set POWERCONTEXT_EMBEDDINGS (see docs)", err=True)
+        raise typer.Exit(2)
+    store = open_store(settings.store_location())
+    try:
+        with Progress(transient=True) as bar:
+            task = bar.add_task("embedding", total=None)
+            report = reindex(
+                store,
+                GuardedEmbedder(provider, cooldown_s=0),
+                batch_size=batch_size,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    except InferenceError as exc:
+        typer.echo(f"error: {exc.reason}: the provider failed; finished batches are kept, rerun to continue", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        store.close()
+        provider.close()
+    if as_json:
+        _print_json({"embedded": report.embedded, "remaining": report.remaining, "model_id": provider.model_id})
+        return
+    typer.echo(f"embedded {report.embedded} memories with {provider.model_id}; {report.remaining} still without one")
+
+
+@memory_app.command("import")
+def memory_import(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="JSONL: one {text, kind, tags?, idempotency_key?, observed_at?} a line."
+        ),
+    ],
+    scope: ScopeOption,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Import memories from a JSONL file in batches of 500 (each batch is one transaction).
+
+    Re-running an import is safe: every line is sent with an idempotency key (its own
+    idempotency_key when it has one, else one derived from the file's SHA-256 and the line number).
+    Lines already stored by an earlier (perhaps interrupted) run of the same, unchanged file are not
+    written again, and the summary says how many already existed. An edited file gets new keys.
+    """
+    items = _read_import_file(file)
+    if not items:
+        typer.echo("nothing to import", err=True)
+        if as_json:
+            _print_json({"scope_id": scope, "imported": 0, "existed": 0})
+        return
+    try:
+        written, existed = _run(url, _uploader(scope, items))
+    except typer.Exit:
+        typer.echo("the failed batch wrote nothing; earlier batches were kept; re-run to resume safely", err=True)
+        raise
+    if as_json:
+        _print_json({"scope_id": scope, "imported": written, "existed": existed})
+        return
+    typer.echo(f"imported {written} memories into {scope}; {existed} already existed")
+
+
+def _read_import_file(file: Path) -> list[AtomicMemoryCreate]:
+    """Every non-blank line of ``file`` as a memory with its idempotency key; exits with code 1 on the first bad
+    line, before anything is sent."""
+    import hashlib
+
+    from pydantic import ValidationError
+
+    from powercontext.contract.memory import AtomicMemoryCreate
+
+    content = file.read_bytes()
+    file_key = hashlib.sha256(content).hexdigest()
+    items: list[AtomicMemoryCreate] = []
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        typer.echo(f"error: {file}: not UTF-8 text; nothing was imported", err=True)
+        raise typer.Exit(1) from None
+    # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks on.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = AtomicMemoryCreate.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "line"
+            typer.echo(f"error: {file}:{number}: {where}: {first['msg']}; nothing was imported", err=True)
+            raise typer.Exit(1) from None
+        if item.idempotency_key is None:
+            item = item.model_copy(update={"idempotency_key": import_key(file_key, number)})
+        items.append(item)
+    return items
+
+
+def _uploader(
+    scope: str, items: list[AtomicMemoryCreate]
+) -> Callable[[PowerContextClient], Awaitable[tuple[int, int]]]:
+    """The client call that sends ``items`` in batches of ``IMPORT_BATCH``: (written, already existed)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    async def upload(client: PowerContextClient) -> tuple[int, int]:
+        written = existed = 0
+        with Progress(
+            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+        ) as bar:
+            task = bar.add_task("import", total=len(items))
+            for start in range(0, len(items), IMPORT_BATCH):
+                batch = items[start : start + IMPORT_BATCH]
+                answered = await client.add_memories(scope, batch)
+                replayed = sum(1 for item in answered if item.replayed)
+                existed += replayed
+                written += len(answered) - replayed
+                bar.update(task, advance=len(batch))
+        return written, existed
+
+    return upload
+
+
+def import_key(file_sha256: str, line_number: int) -> str:
+    """The idempotency key of line ``line_number`` of a file whose content has this SHA-256 (hex)."""
+    return f"import:{file_sha256}:{line_number}"
+
+
+@memory_app.command("search")
+def memory_search(
+    query: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    limit: Annotated[int, typer.Option(min=1, max=50)] = 10,
+    mode: Annotated[str, typer.Option(help="auto or fts (vector and hybrid need a provider).")] = "auto",
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Search active Atomic Memory heads."""
+    result = _run(url, lambda c: c.search_memory(scope, query, mode, limit))  # type: ignore[arg-type]
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+        return
+    typer.echo(f"mode {result.mode}, {len(result.hits)} hit(s)")
+    for hit in result.hits:
+        ref = hit.artifact_address.artifact
+        typer.echo(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  [{hit.kind}]  {hit.text}")
+
+
+@memory_app.command("list")
+def memory_list(
+    scope: ScopeOption,
+    limit: Annotated[int, typer.Option(min=1, max=200, help="Memories per page.")] = 20,
+    cursor: Annotated[str | None, typer.Option(help="The next_cursor a previous page printed.")] = None,
+    state: Annotated[str, typer.Option(help="active, forgotten, retired, merged or all.")] = "active",
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """List Atomic Memory heads, newest first, one page at a time."""
+    page = _run(url, lambda c: c.list_memories(scope, limit, cursor, state))  # type: ignore[arg-type]
+    if as_json:
+        _print_json(page.model_dump(mode="json"))
+        return
+    for memory in page.items:
+        ref = memory.artifact_address.artifact
+        typer.echo(f"{ref.artifact_id}@{ref.revision}  [{memory.kind}]  {memory.state}  {memory.text}")
+    if page.next_cursor is not None:
+        typer.echo(f"more: --cursor {page.next_cursor}", err=True)
+
+
+@memory_app.command("get")
+def memory_get(
+    artifact_id: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    revision: Annotated[int | None, typer.Option(min=1, help="An exact revision instead of the head.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Read the head, or one exact revision, of an Atomic Memory."""
+    _print_memory(_run(url, lambda c: c.get_memory(scope, artifact_id, revision)), as_json)
+
+
+@memory_app.command("revise")
+def memory_revise(
+    artifact_id: Annotated[str, typer.Argument()],
+    text: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    expected_revision: Annotated[int, typer.Option(min=1, help="The head revision you are changing.")],
+    kind: Annotated[str | None, typer.Option(help=f"New kind ({KINDS}); default keeps it.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Write a new revision (refused with revision-conflict if the head moved)."""
+    memory = _run(url, lambda c: c.revise_memory(scope, artifact_id, expected_revision, text, kind))  # type: ignore[arg-type]
+    _print_memory(memory, as_json)
+
+
+def _lifecycle(action: str) -> Callable[..., None]:
+    def command(
+        artifact_id: Annotated[str, typer.Argument()],
+        scope: ScopeOption,
+        url: UrlOption = DEFAULT_URL,
+        as_json: JsonOption = False,
+    ) -> None:
+        _print_memory(_run(url, lambda c: c.change_lifecycle(scope, artifact_id, action)), as_json)
+
+    command.__doc__ = f"{action.capitalize()} an Atomic Memory (its revisions stay readable exactly)."
+    return command
+
+
+for _action in ("forget", "retire", "restore"):
+    memory_app.command(_action)(_lifecycle(_action))

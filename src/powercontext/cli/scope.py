@@ -1,0 +1,43 @@
+"""``powercontext scope``: create and list Scopes over HTTP."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from powercontext.cli.common import DEFAULT_URL, JsonOption, UrlOption
+from powercontext.cli.common import print_json as _print_json
+from powercontext.cli.common import run as _run
+
+scope_app = typer.Typer(no_args_is_help=True, help="Create and list Scopes.")
+
+
+@scope_app.command("create")
+def scope_create(
+    scope_id: Annotated[str, typer.Argument(help="New Scope id, e.g. project:payments.")],
+    title: Annotated[str | None, typer.Option(help="Human title (default: the id).")] = None,
+    reference: Annotated[
+        list[str] | None, typer.Option("--reference", help="A Scope whose memories prepare also recalls.")
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a Scope."""
+    scope = _run(url, lambda c: c.create_scope(scope_id, title or scope_id, reference or []))
+    if as_json:
+        _print_json(scope.model_dump(mode="json"))
+        return
+    typer.echo(f"created Scope {scope.scope_id}")
+
+
+@scope_app.command("list")
+def scope_list(url: UrlOption = DEFAULT_URL, as_json: JsonOption = False) -> None:
+    """List Scopes."""
+    scopes = _run(url, lambda c: c.list_scopes())
+    if as_json:
+        _print_json([s.model_dump(mode="json") for s in scopes])
+        return
+    for s in scopes:
+        refs = f"  (references: {', '.join(s.context_references)})" if s.context_references else ""
+        typer.echo(f"{s.scope_id}\t{s.title}{refs}")

@@ -1,0 +1,55 @@
+"""``powercontext server``: run the Server, and the settings every store-side command starts from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from powercontext.cli.common import StoreOption
+
+if TYPE_CHECKING:
+    from powercontext.settings import Settings
+
+server_app = typer.Typer(no_args_is_help=True, help="Run the Server.")
+
+
+@server_app.command("run")
+def server_run(
+    db: Annotated[
+        Path | None, typer.Option(help="SQLite file. Default: the user data dir, or POWERCONTEXT_DB.")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
+    store: StoreOption = None,
+) -> None:
+    """Run the Server on the configured store (SQLite by default) until interrupted."""
+    from powercontext.server.auth import AccessFileError
+    from powercontext.server.run import serve
+    from powercontext.store.oceanbase.engine import EngineUnavailable
+
+    settings = settings_from_options(db, host, port, store)
+    where = settings.store_location().display()
+    typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {where})", err=True)
+    try:
+        serve(settings)
+    except AccessFileError as exc:
+        typer.echo(f"error: POWERCONTEXT_ACCESS_FILE: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except EngineUnavailable as exc:
+        typer.echo(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def settings_from_options(
+    db: Path | None, host: str | None = None, port: int | None = None, store: str | None = None
+) -> Settings:
+    """The Server settings from the environment and a command's own options; a bad value exits with code 2."""
+    from powercontext.settings import Settings
+
+    try:
+        return Settings.from_env(db=str(db) if db else None, host=host, port=port, store=store)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
