@@ -153,7 +153,6 @@ def hosts_doctor(
     as_json: JsonOption = False,
 ) -> None:
     """Check the Server, token, Scope, each installed host's hook, trust and MCP server, and the last hook run."""
-    from dataclasses import replace
 
     from powercontext.hosts.doctor import run_checks
     from powercontext.hosts.extension_hosts import installed_checks
@@ -170,7 +169,7 @@ def hosts_doctor(
     where = (cwd or Path.cwd()).resolve()
     settings = settings_for(HookSettings.from_env(), where)
     if url:
-        settings = replace(settings, url=url)
+        settings = settings._replace(url=url)
     hook_hosts = [h for h in host or [] if h in ADAPTERS]
     checks = run_checks(where, settings, Path(os.path.expanduser("~")), hook_hosts or None)
     if not host or any(h in EXTENSION_HOSTS for h in host):
