@@ -3,12 +3,13 @@ the Server (URL and token as that process resolves them); a stale per-machine UR
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, live_server
 from tests.e2e.test_hosts_cli import doctor_lines, home, pc, project, user_env
 from tests.support import Api, free_port
 
@@ -71,3 +72,30 @@ def test_doctor_says_when_codex_would_not_pass_the_url_to_its_mcp_server(
     assert lines["codex-mcp-env"].startswith("✘")
     # Without POWERCONTEXT_URL the MCP server falls back to the default URL, and doctor says it looked there.
     assert "http://127.0.0.1:8765 (URL from the default)" in lines["codex-mcp-reach"]
+
+
+def test_doctor_names_a_token_the_server_refuses_and_the_fix_works(project: Path, home: Path, tmp_path: Path) -> None:
+    good = "doctor-reader-token-1"
+    grants = {"principals": [{"name": "r", "token_sha256": hashlib.sha256(good.encode()).hexdigest(), "read": ["*"]}]}
+    (tmp_path / "access.json").write_text(json.dumps(grants), encoding="utf-8")
+    with live_server(tmp_path, {"POWERCONTEXT_ACCESS_FILE": str(tmp_path / "access.json")}) as server:
+        stale_token = user_env(home, POWERCONTEXT_TOKEN="a-revoked-token")
+        args = ("hosts", "install", "claude-code", "--url", server.base_url, "--yes")
+        assert pc(*args, cwd=project, env=stale_token).returncode == 0  # records URL and token for this machine
+        env = user_env(home)
+        refused = pc("hosts", "doctor", "--host", "claude-code", cwd=project, env=env)
+        assert refused.returncode == 1
+        line = doctor_lines(refused.stdout)["claude-code-mcp-reach"]
+        assert line.startswith("✘") and "refused its token" in line and "hosts.json" in line, refused.stdout
+        assert "a-revoked-token" not in refused.stdout  # where the token came from, never the token
+        fix = "POWERCONTEXT_TOKEN=<a token from the Server's access file> powercontext hosts install claude-code --yes"
+        assert fix in refused.stdout
+        # The fix as printed, with a valid token for the placeholder.
+        assert (
+            pc(
+                "hosts", "install", "claude-code", "--yes", cwd=project, env={**env, "POWERCONTEXT_TOKEN": good}
+            ).returncode
+            == 0
+        )
+        fixed = pc("hosts", "doctor", "--host", "claude-code", cwd=project, env=env)
+        assert doctor_lines(fixed.stdout)["claude-code-mcp-reach"].startswith("✔"), fixed.stdout
