@@ -1,6 +1,7 @@
 """Added wall time per prompt in the real host CLIs: no PowerContext, the hook alone, hook + MCP server.
 
 Run: .venv/bin/python bench/host_hook_overhead.py [--rounds 7] [--hosts claude-code,codex]
+(``--hosts ""``: only the hook process by itself against a bare interpreter, no host CLI.)
 
 For each host (the pinned CLIs ``.ci/run`` installs into ``.ci/node``), three projects in one throwaway
 HOME against a fake model on loopback (``tests/fake_models``) and one Server with a Scope of 200 memories:
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -115,24 +117,35 @@ def bench_host(host: str, rounds: int, server_url: str, scope: str, base: Path) 
     return {name: median(values) for name, values in samples.items()}
 
 
-def hook_alone(server_url: str, base: Path, runs: int = 15) -> tuple[float, float]:
-    """Median process time of the hook by itself (Server up, context injected) and of a bare interpreter."""
+def _child_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def _timed(args: list[str], **kwargs: object) -> tuple[subprocess.CompletedProcess[bytes], float, float]:
+    """(result, wall ms, CPU ms of the child): CPU time is what a loaded machine inflates least."""
+    cpu, started = _child_cpu_ms(), time.perf_counter()
+    done = subprocess.run(args, capture_output=True, **kwargs)  # type: ignore[call-overload]
+    return done, (time.perf_counter() - started) * 1000, _child_cpu_ms() - cpu
+
+
+def hook_alone(server_url: str, base: Path, runs: int = 21) -> dict[str, float]:
+    """Medians (ms) of the hook by itself (Server up, context injected) and of a bare interpreter, run in
+    alternation: wall time and the child's CPU time of each."""
     project = _project(base, "hook-alone")
     (project / ".powercontext.toml").write_text('scope_id = "bench:hosts"\n')
     payload = json.dumps({"session_id": "b", "cwd": str(project), "prompt": PROMPT}).encode()
     env = {**os.environ, "POWERCONTEXT_URL": server_url, "POWERCONTEXT_HOOK_STATE_DIR": str(base / "state")}
-    hook, bare = [], []
+    samples: dict[str, list[float]] = {"hook wall": [], "hook cpu": [], "bare wall": [], "bare cpu": []}
     for _ in range(runs):
-        started = time.perf_counter()
-        done = subprocess.run(
-            [str(VENV_BIN / "powercontext"), "hook", "claude-code"], input=payload, env=env, capture_output=True
-        )
-        hook.append(time.perf_counter() - started)
+        done, wall, cpu = _timed([str(VENV_BIN / "powercontext"), "hook", "claude-code"], input=payload, env=env)
         assert b"additionalContext" in done.stdout, done.stderr
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        bare.append(time.perf_counter() - started)
-    return median(hook), median(bare)
+        samples["hook wall"].append(wall)
+        samples["hook cpu"].append(cpu)
+        _, wall, cpu = _timed([sys.executable, "-c", "pass"])
+        samples["bare wall"].append(wall)
+        samples["bare cpu"].append(cpu)
+    return {name: median(values) for name, values in samples.items()}
 
 
 def main() -> int:
@@ -152,13 +165,15 @@ def main() -> int:
                     "/v1/scopes/bench:hosts/atomic-memory", json={"text": text, "kind": "fact"}
                 ).raise_for_status()
             client.post("/v1/context/prepare", json={"scope_id": "bench:hosts", "query": PROMPT}).raise_for_status()
-            hook_s, bare_s = hook_alone(server.base_url, base)
-            print(
-                f"hook process alone (injecting): {hook_s * 1000:.0f} ms;"
-                f" bare interpreter start: {bare_s * 1000:.0f} ms"
-            )
+            alone = hook_alone(server.base_url, base)
+            for kind in ("wall", "cpu"):
+                hook_ms, bare_ms = alone[f"hook {kind}"], alone[f"bare {kind}"]
+                print(
+                    f"hook process alone (injecting), {kind} time: {hook_ms:.0f} ms;"
+                    f" bare interpreter: {bare_ms:.0f} ms; difference {hook_ms - bare_ms:.0f} ms"
+                )
             print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-            for host in args.hosts.split(","):
+            for host in filter(None, args.hosts.split(",")):
                 figures = bench_host(host, args.rounds, server.base_url, "bench:hosts", base)
                 print(f"{host}: median wall time per prompt over {args.rounds} rounds")
                 for name, value in figures.items():

@@ -8,11 +8,9 @@ installer applies the plan, asks before recording trust, and prints it for ``--d
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +23,6 @@ HOOK_TIMEOUT_S = 10
 MCP_COMMAND = "powercontext"
 MCP_ARGS = ["mcp"]
 MCP_ENV_VARS = ["POWERCONTEXT_URL", "POWERCONTEXT_TOKEN"]
-MCP_INIT_TIMEOUT_S = 15.0
 # What fixes an MCP server that does not answer: `powercontext mcp` needs nothing beyond the package itself.
 MCP_SERVER_FIX = "pip install 'powercontext[server]'   (into the environment the `powercontext` on PATH runs from)"
 
@@ -53,6 +50,7 @@ class HostContext:
     home: Path
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     scope_id: str | None = None
+    server_url: str | None = None  # where doctor found (or looked for) the Server, for its fix lines
 
 
 class HostAdapter(Protocol):
@@ -130,39 +128,3 @@ def command_check(name: str, command: str, env: Mapping[str, str], fix: str) -> 
     if found is None:
         return Check(name, "fail", f"`{program}` is not on PATH", fix)
     return Check(name, "ok", f"`{command}` ({found})")
-
-
-def mcp_initialize(command: str, args: list[str], env: Mapping[str, str], cwd: Path) -> tuple[bool, str]:
-    """Start an MCP stdio server as a host would and ask ``initialize``; (answered, detail)."""
-    program = shutil.which(command, path=env.get("PATH")) or command
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "doctor", "version": "1"},
-        },
-    }
-    try:
-        done = subprocess.run(
-            [program, *args],
-            input=json.dumps(request) + "\n",
-            capture_output=True,
-            text=True,
-            env=dict(env),
-            cwd=str(cwd),
-            timeout=MCP_INIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"did not answer initialize ({type(exc).__name__})"
-    for line in done.stdout.splitlines():
-        try:
-            answer = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(answer, dict) and answer.get("id") == 1 and "result" in answer:
-            return True, "answered initialize"
-    last = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-    return False, f"no initialize answer: {last[0][:200]}"

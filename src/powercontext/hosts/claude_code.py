@@ -21,11 +21,9 @@ from typing import Any
 from powercontext.hosts.adapter import (
     MCP_ARGS,
     MCP_COMMAND,
-    MCP_SERVER_FIX,
     Check,
     HostContext,
     command_check,
-    mcp_initialize,
     our_hook,
     with_hook,
     without_hook,
@@ -38,6 +36,7 @@ from powercontext.hosts.files import (
     read_text,
     render_json,
 )
+from powercontext.hosts.mcp_probe import mcp_checks
 
 SERVER = "powercontext"
 TRUST_KEY = "hasTrustDialogAccepted"
@@ -180,8 +179,7 @@ class ClaudeCode:
         else:
             detail = "pending approval: Claude Code will not start the project MCP server"
             checks.append(Check("claude-code-mcp-approval", "fail", detail, fix))
-        command, args = str(server.get("command", "")), [str(a) for a in server.get("args", [])]
-        answered, detail = mcp_initialize(command, args, ctx.env, ctx.project)
-        status = "ok" if answered else "fail"
-        checks.append(Check("claude-code-mcp-server", status, f"`{command}`: {detail}", MCP_SERVER_FIX))
-        return checks
+        # Claude Code starts the server with the user's environment plus the entry's own ``env``.
+        entry_env: dict[str, Any] = server["env"] if isinstance(server.get("env"), dict) else {}
+        env = {**ctx.env, **{str(k): str(v) for k, v in entry_env.items()}}
+        return checks + mcp_checks(self.name, "claude-code", server, env, ctx)

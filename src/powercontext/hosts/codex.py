@@ -25,11 +25,9 @@ from powercontext.hosts.adapter import (
     MCP_ARGS,
     MCP_COMMAND,
     MCP_ENV_VARS,
-    MCP_SERVER_FIX,
     Check,
     HostContext,
     command_check,
-    mcp_initialize,
     our_hook,
     with_hook,
     without_hook,
@@ -45,6 +43,7 @@ from powercontext.hosts.files import (
     with_block,
     without_block,
 )
+from powercontext.hosts.mcp_probe import mcp_checks
 
 EVENT = "user_prompt_submit"
 MCP_BLOCK = "mcp"
@@ -199,8 +198,9 @@ class Codex:
             checks = [Check("codex-mcp-env", "fail", detail, fix)]
         else:
             checks = [Check("codex-mcp-env", "ok", "POWERCONTEXT_URL and POWERCONTEXT_TOKEN pass through")]
-        command, args = str(server.get("command", "")), [str(a) for a in server.get("args", [])]
-        answered, detail = mcp_initialize(command, args, ctx.env, ctx.project)
-        status = "ok" if answered else "fail"
-        checks.append(Check("codex-mcp-server", status, f"`{command}`: {detail}", MCP_SERVER_FIX))
-        return checks
+        # Codex passes a server only the variables its ``env_vars`` names (and its ``env`` table) of ours.
+        passed = [str(v) for v in server.get("env_vars", [])]
+        env = {k: v for k, v in ctx.env.items() if not k.startswith("POWERCONTEXT_") or k in passed}
+        table: dict[str, Any] = server["env"] if isinstance(server.get("env"), dict) else {}
+        env.update({str(k): str(v) for k, v in table.items()})
+        return checks + mcp_checks(self.name, "codex", server, env, ctx)

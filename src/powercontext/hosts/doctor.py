@@ -79,7 +79,7 @@ def run_checks(cwd: Path, settings: HookSettings, home: Path, hosts: list[str] |
         scope_id = None
     checks += _server_checks(settings, scope_id)
     checks.append(scope_check)
-    ctx = HostContext(project=project, home=home)
+    ctx = HostContext(project=project, home=home, server_url=settings.url)
     wanted = hosts or [name for name, adapter in ADAPTERS.items() if adapter.installed(ctx)]
     if not wanted:
         checks.append(Check("hosts", "warn", "no host installed here", "powercontext hosts install claude-code"))

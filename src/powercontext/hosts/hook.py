@@ -18,7 +18,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -78,9 +77,9 @@ def settings_for(settings: HookSettings, cwd: Path) -> HookSettings:
 
     recorded = project_settings(find_repo_root(cwd) or cwd)
     if not os.environ.get("POWERCONTEXT_URL", "").strip() and "url" in recorded:
-        settings = replace(settings, url=recorded["url"])
+        settings = settings._replace(url=recorded["url"])
     if not os.environ.get("POWERCONTEXT_TOKEN", "").strip() and "token" in recorded:
-        settings = replace(settings, token=recorded["token"])
+        settings = settings._replace(token=recorded["token"])
     return settings
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from powercontext.hosts.adapter import HostContext
 from powercontext.hosts.files import FileChange, InstallError, apply_change, read_text
-from powercontext.hosts.machine import machine_config_path, render_with
+from powercontext.hosts.machine import machine_config_path, project_settings, render_with
 from powercontext.hosts.registry import ADAPTERS, adapter_for
 from powercontext.hosts.scope import CONFIG_FILE
 
@@ -44,8 +44,10 @@ def plan_install(host: str, ctx: HostContext, url: str | None = None, token: str
     changes = adapter_for(host).plan_install(ctx)
     if ctx.scope_id is not None:
         changes.append(_scope_change(ctx.project, ctx.scope_id))
-    entry = {k: v for k, v in (("url", url), ("token", token)) if v}
-    if entry:
+    given = {k: v for k, v in (("url", url), ("token", token)) if v}
+    if given:
+        # What is not given again is kept: a new token alone must not forget the recorded URL.
+        entry = {**project_settings(ctx.project, ctx.env), **given}
         changes.append(_machine_change(ctx.project, ctx.env, entry))
     return [c for c in changes if c.changed]
 

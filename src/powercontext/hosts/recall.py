@@ -1,18 +1,24 @@
-"""Automatic recall for one prompt: the plain prepare request, the strict validator, fail-open outcomes."""
+"""Automatic recall for one prompt: the plain prepare request, the strict validator, fail-open outcomes.
+
+The records here are ``NamedTuple``s, not dataclasses: ``dataclasses`` imports ``inspect`` (and with it
+``ast``, ``dis``, ``tokenize``), about 10 ms of CPU that every hook process would pay before its request.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from powercontext.hosts.query import derive_query
 from powercontext.hosts.scope import ScopeConfigError, resolve_scope
 from powercontext.hosts.transport import HttpAnswer, TransportFailure, post_json
 from powercontext.hosts.validate import InvalidPreparedContext, validate_prepared_context
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 PREPARE_PATH = "/v1/context/prepare"
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -21,8 +27,7 @@ DEFAULT_MAX_BYTES = 8000
 _ERROR_CODE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 
-@dataclass(frozen=True)
-class HookSettings:
+class HookSettings(NamedTuple):
     """What the hook reads from its environment (a repository can set only ``scope_id`` and ``max_bytes``)."""
 
     url: str = DEFAULT_URL
@@ -60,8 +65,7 @@ def _bounded_int(raw: str | None, default: int, low: int, high: int) -> int:
     return min(max(value, low), high) if value else default
 
 
-@dataclass(frozen=True)
-class RecallOutcome:
+class RecallOutcome(NamedTuple):
     """What happened. ``content`` is set only for ``injected``; every other field is content-free."""
 
     outcome: str  # injected | empty | skipped | server_unavailable | version_mismatch | invalid_response | refused
@@ -77,8 +81,7 @@ class RecallOutcome:
         return self.outcome == "injected"
 
 
-@dataclass(frozen=True)
-class RecallRequest:
+class RecallRequest(NamedTuple):
     scope_id: str
     query: str
     max_bytes: int

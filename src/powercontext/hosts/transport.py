@@ -16,8 +16,7 @@ import json
 import socket
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 MAX_RESPONSE_BYTES = 1024 * 1024
@@ -32,8 +31,7 @@ class TransportFailure(Exception):
         self.kind = kind
 
 
-@dataclass(frozen=True)
-class HttpAnswer:
+class HttpAnswer(NamedTuple):
     status: int
     content_type: str
     body: bytes
@@ -59,7 +57,9 @@ def _connect(url: str, deadline: _Deadline) -> tuple[socket.socket, str, str]:
         port = parts.port or (443 if secure else 80)
     except ValueError:
         raise TransportFailure("bad_url") from None
-    sock = socket.create_connection((parts.hostname, port), timeout=deadline.remaining())
+    # An ASCII host goes to getaddrinfo as bytes: a str would load the ``idna`` codec (and ``unicodedata``).
+    address = parts.hostname.encode("ascii") if parts.hostname.isascii() else parts.hostname
+    sock = socket.create_connection((address, port), timeout=deadline.remaining())  # type: ignore[arg-type]
     if secure:
         import ssl
 

@@ -14,8 +14,7 @@ is rejected whole. The host then injects nothing; it never repairs, truncates or
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 PREPARED_CONTEXT_SCHEMA = "powercontext.prepared-context.v1"
 FOUR_KEYS = frozenset({"schema", "status", "content", "content_bytes"})
@@ -29,8 +28,7 @@ class InvalidPreparedContext(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class ValidatedContext:
+class ValidatedContext(NamedTuple):
     status: str  # "ready" | "empty"
     content: str | None
     content_bytes: int
