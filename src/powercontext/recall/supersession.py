@@ -5,7 +5,8 @@ full-text ranking often puts the older note first (it tends to restate the subje
 a hit *B* supersedes a hit *A* ranked above it when
 
 * B was observed later than A (``observed_at``; ties never supersede),
-* B says that something changed (one of ``CHANGE_MARKERS``: "now", "moved", "replaced", "from … to", …), and
+* B says that something changed (one of ``CHANGE_MARKERS``: "now", "moved", "replaced", "from … to", …; "now
+  also" adds rather than replaces, so it does not count), and
 * A and B cover the same subject: the distinctive terms they share carry at least ``SUBJECT_OVERLAP`` of the
   weight of the smaller one's terms, with at least ``MIN_SHARED_TERMS`` shared. A term's weight is its rarity
   within the hits being ordered (log inverse frequency), so words every hit shares (the query's own) count
@@ -13,8 +14,10 @@ a hit *B* supersedes a hit *A* ranked above it when
 
 Then B moves to just above A. Nothing is removed: every hit keeps its place relative to the others, and a
 successor found beyond the requested depth is added (up to ``MAX_PULLED`` of them), so the caller's pool only
-grows. A query that asks for history ("originally", "used to", "before", …) or for a reason ("why": the rationale
-lives in the statement that made the decision, not in later ones) is left as ranked.
+grows. A query that asks for history ("originally", "used to", "previously", …) or for a reason ("why": the
+rationale lives in the statement that made the decision, not in later ones) is left as ranked; "before", "first",
+"old" and "earlier" ask for history only in a past-tense sentence ("what did we use before?") or closing a clause,
+not in "before it escalates" or "my first on-call week".
 
 The thresholds were derived on the project-memory evaluation suite; docs/evaluation.md has the ablation.
 """
@@ -33,8 +36,8 @@ from powercontext.text.tokenize import term_set
 
 SUBJECT_OVERLAP: Final = 0.25
 MIN_SHARED_TERMS: Final = 2
-# How deep the search looks for successors of the hits it returns (three times the Atomic Memory pool).
-SEARCH_DEPTH_FACTOR: Final = 3
+# How deep the search looks for successors of the hits it returns (twice the Atomic Memory pool).
+SEARCH_DEPTH_FACTOR: Final = 2
 MAX_PULLED: Final = 4
 MIN_POOL: Final = 16
 
