@@ -200,3 +200,58 @@ def test_context_dates_setting_turns_dates_off_or_to_the_minute(dated_server: tu
         assert item["observed"] == "2025-03-20T09:30Z"
     # The Receipt measures what was rendered, date included.
     assert r.json()["receipt"]["selected"][0]["rendered_bytes"] == fragments[0].size
+
+
+def test_a_present_tense_question_with_before_or_first_still_gets_the_newer_statement_first(api: Api) -> None:
+    scope, old_id, new_id = _history(api)
+    for query in (
+        "Which day do production deploys happen before the release captain signs off?",
+        "On my first release as captain, which day do production deploys happen?",
+    ):
+        ids = [i["citation"]["artifact"]["artifact_id"] for i in _prepared_items(api, scope, query)]  # type: ignore[index]
+        assert ids.index(new_id) < ids.index(old_id), query
+
+
+def test_a_past_tense_question_with_before_keeps_the_ranked_order(api: Api) -> None:
+    scope, old_id, new_id = _history(api)
+    query = "Which day did production deploys happen before, Fridays with the release captain?"
+    plain = [h["artifact_address"]["artifact"]["artifact_id"] for h in api.search(scope, query).json()["hits"]]
+    assert plain.index(old_id) < plain.index(new_id), "the full-text order this test relies on"
+    ids = [i["citation"]["artifact"]["artifact_id"] for i in _prepared_items(api, scope, query)]  # type: ignore[index]
+    assert ids.index(old_id) < ids.index(new_id)
+
+
+def test_an_addition_is_not_a_replacement(api: Api) -> None:
+    scope = api.new_scope()
+    old = api.add(scope, OLD, "fact", observed_at="2024-11-02")
+    added = api.add(
+        scope,
+        "Production deploys on Fridays now also page the release captain at the 15:00 freeze.",
+        "fact",
+        observed_at="2025-02-01",
+    )
+    assert added["possibly_supersedes"] == []
+    changed = api.add(
+        scope,
+        "Production deploys on Fridays now page the release captain at the 15:00 freeze.",
+        "fact",
+        observed_at="2025-02-02",
+    )
+    assert artifact_id(old) in changed["possibly_supersedes"]
+
+
+def test_a_change_from_a_value_of_several_words_is_recognised(api: Api) -> None:
+    scope = api.new_scope()
+    old = api.add(
+        scope,
+        "Preview environments are deleted 48 h after the last push to the pull request.",
+        "fact",
+        observed_at="2025-01-29",
+    )
+    new = api.add(
+        scope,
+        "Preview environment lifetime cut from 48 h to 24 h after the last push.",
+        "decision",
+        observed_at="2025-04-09",
+    )
+    assert new["possibly_supersedes"] == [artifact_id(old)]

@@ -5,7 +5,8 @@ full-text ranking often puts the older note first (it tends to restate the subje
 a hit *B* supersedes a hit *A* ranked above it when
 
 * B was observed later than A (``observed_at``; ties never supersede),
-* B says that something changed (one of ``CHANGE_MARKERS``: "now", "moved", "replaced", "from … to", …), and
+* B says that something changed (one of ``CHANGE_MARKERS``: "now", "moved", "replaced", "from … to", …; "now
+  also" adds rather than replaces, so it does not count), and
 * A and B cover the same subject: the distinctive terms they share carry at least ``SUBJECT_OVERLAP`` of the
   weight of the smaller one's terms, with at least ``MIN_SHARED_TERMS`` shared. A term's weight is its rarity
   within the hits being ordered (log inverse frequency), so words every hit shares (the query's own) count
@@ -13,8 +14,10 @@ a hit *B* supersedes a hit *A* ranked above it when
 
 Then B moves to just above A. Nothing is removed: every hit keeps its place relative to the others, and a
 successor found beyond the requested depth is added (up to ``MAX_PULLED`` of them), so the caller's pool only
-grows. A query that asks for history ("originally", "used to", "before", …) or for a reason ("why": the rationale
-lives in the statement that made the decision, not in later ones) is left as ranked.
+grows. A query that asks for history ("originally", "used to", "previously", …) or for a reason ("why": the
+rationale lives in the statement that made the decision, not in later ones) is left as ranked; "before", "first",
+"old" and "earlier" ask for history only in a past-tense sentence ("what did we use before?") or closing a clause,
+not in "before it escalates" or "my first on-call week".
 
 The thresholds were derived on the project-memory evaluation suite; docs/evaluation.md has the ablation.
 """
@@ -33,23 +36,31 @@ from powercontext.text.tokenize import term_set
 
 SUBJECT_OVERLAP: Final = 0.25
 MIN_SHARED_TERMS: Final = 2
-# How deep the search looks for successors of the hits it returns (three times the Atomic Memory pool).
-SEARCH_DEPTH_FACTOR: Final = 3
+# How deep the search looks for successors of the hits it returns (twice the Atomic Memory pool).
+SEARCH_DEPTH_FACTOR: Final = 2
 MAX_PULLED: Final = 4
 MIN_POOL: Final = 16
 
 CHANGE_MARKERS: Final = re.compile(
-    r"\b(now|no longer|instead|replac(?:ed|es|ing)|mov(?:ed|es)|switched|migrat(?:ed|ing)|upgraded|bumped|raised|"
-    r"lowered|reduced|increased|extended|shortened|chang(?:ed|es)|went from|from \S+ to|reverted|rolled back|"
-    r"deprecated|removed|retired|dropped|supersed(?:ed|es)|renamed|handed|t(?:ook|akes) over|no more|any ?more|"
-    r"as of|since)\b",
+    r"\b(now(?! also| too)|no longer|instead|replac(?:ed|es|ing)|mov(?:ed|es)|switched|migrat(?:ed|ing)|upgraded|"
+    r"bumped|raised|lowered|reduced|increased|extended|shortened|changed|went from|from \S+(?: \S+)? to|reverted|"
+    r"rolled back|deprecated|removed|retired|dropped|supersed(?:ed|es)|renamed|handed|t(?:ook|akes) over|no more|"
+    r"any ?more|as of|since)\b",
     re.IGNORECASE,
 )
+# Words that ask how things were wherever they stand, and "why" (the reason lives in the statement that decided).
 HISTORY_MARKERS: Final = re.compile(
-    r"\b(originally|original|used to|before|first|previous(?:ly)?|earlier|history|historically|initially|"
-    r"formerly|prior|back when|at the time|old|why)\b",
+    r"\b(originally|used to|previous(?:ly)?|initially|formerly|historically|history of|back when|at the time|"
+    r"in the past|why)\b",
     re.IGNORECASE,
 )
+# Words that ask for the past only in a sentence about the past ("what did we use before?", "was it different
+# at first?") or at a clause's end: "before it escalates", "my first on-call week" or "the old Helm chart" in a
+# present-tense request ask about now.
+PAST_WORDS: Final = re.compile(r"\b(before|first|earlier|old|older|prior|original)\b", re.IGNORECASE)
+_PAST_TENSE: Final = re.compile(r"\b(did|was|were|had)\b", re.IGNORECASE)
+_CLAUSE_END: Final = re.compile(r"\b(before|first|earlier|prior)\s*(?:[?!.,;:)]|$)", re.IGNORECASE)
+_SENTENCE: Final = re.compile(r"[^.?!;\n]+")
 # Function words carry no subject; the rarity weight would discount most of them, but not in a small pool.
 _FUNCTION_WORDS: Final = frozenset(
     term
@@ -66,7 +77,15 @@ T = TypeVar("T")
 
 def asks_for_history(query: str) -> bool:
     """Whether ``query`` asks how things were, or why, so older statements are what it wants."""
-    return HISTORY_MARKERS.search(query) is not None
+    if HISTORY_MARKERS.search(query) is not None:
+        return True
+    if PAST_WORDS.search(query) is None:
+        return False
+    return any(
+        PAST_WORDS.search(sentence) is not None
+        and (_PAST_TENSE.search(sentence) is not None or _CLAUSE_END.search(sentence) is not None)
+        for sentence in _SENTENCE.findall(query)
+    )
 
 
 @lru_cache(maxsize=16_384)
@@ -80,28 +99,35 @@ def says_something_changed(text: str) -> bool:
     return CHANGE_MARKERS.search(text) is not None
 
 
+@lru_cache(maxsize=64)
+def _rarity(size: int, most: int) -> tuple[float, ...]:
+    """The weight of a term found in ``n`` of ``size - 1`` texts, for every ``n`` up to ``most`` (log inverse
+    frequency). A table: a list of a given length always weighs terms with the same few values."""
+    return tuple(math.log(size / (n + 0.5)) for n in range(most + 1))
+
+
 class _Subjects:
     """The subject terms of a list of texts, weighted by rarity within that list.
 
-    Weights and totals are computed on first use: a list with no possible successor needs none of them."""
+    Frequencies and totals are computed on first use: a list with no possible successor needs none of them."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.terms = [subject_terms(t) for t in texts]
-        self._weights: dict[str, float] | None = None
+        self._frequency: Counter[str] | None = None
+        self._weights: tuple[float, ...] = ()
         self._totals: dict[int, float] = {}
 
-    def _weight_of(self) -> Callable[[str], float]:
-        if self._weights is None:
-            frequency = Counter(chain.from_iterable(self.terms))
+    def _weight(self, terms: frozenset[str]) -> float:
+        if self._frequency is None:
+            self._frequency = Counter(chain.from_iterable(self.terms))
             # In a list of a few texts every shared term would look common; below ``MIN_POOL`` they count as rare.
-            size = max(len(self.terms), MIN_POOL) + 1
-            self._weights = {t: math.log(size / (n + 0.5)) for t, n in frequency.items()}
-        return self._weights.__getitem__
+            self._weights = _rarity(max(len(self.terms), MIN_POOL) + 1, len(self.terms))
+        return sum(map(self._weights.__getitem__, map(self._frequency.__getitem__, terms)))
 
     def _total(self, i: int) -> float:
         total = self._totals.get(i)
         if total is None:
-            total = self._totals[i] = sum(map(self._weight_of(), self.terms[i]))
+            total = self._totals[i] = self._weight(self.terms[i])
         return total
 
     def same(self, i: int, j: int) -> bool:
@@ -110,7 +136,7 @@ class _Subjects:
         if len(shared) < MIN_SHARED_TERMS:
             return False
         smaller = min(self._total(i), self._total(j))
-        return smaller > 0 and sum(map(self._weight_of(), shared)) / smaller >= SUBJECT_OVERLAP
+        return smaller > 0 and self._weight(shared) / smaller >= SUBJECT_OVERLAP
 
 
 def newer_first(
@@ -122,13 +148,18 @@ def newer_first(
     """``hits`` (ranked, possibly deeper than ``limit``) as the first ``limit`` in rank order with each
     one's successors moved just above it; successors found past ``limit`` are added (at most ``MAX_PULLED``)."""
     texts = [text(h) for h in hits]
-    subjects = _Subjects(texts)
     times = [observed(h) for h in hits]
-    changers = [j for j, t in enumerate(texts) if says_something_changed(t)]  # the only possible successors
+    reach = min(limit, len(hits))
+    oldest = min(times[:reach], default="")
+    # The only possible successors: statements of change observed after at least one hit they could pass.
+    changers = [j for j in range(1, len(hits)) if times[j] > oldest and says_something_changed(texts[j])]
+    if not changers:
+        return list(hits[:reach])
+    subjects = _Subjects(texts)
     order: list[int] = []
     placed: set[int] = set()
     pulled = 0
-    for i in range(min(limit, len(hits))):
+    for i in range(reach):
         if i in placed:
             continue
         successors = []
