@@ -1,0 +1,42 @@
+"""The order the suite runs in: its longest files first, so that two worker processes end together.
+
+The README's test command runs ``pytest -n 2`` (pytest-xdist) with ``--dist loadfile`` (a file's tests stay in
+one process, so its module-scoped servers start once) and ``--no-loadscope-reorder`` (files are handed out in
+collection order, not by their number of tests). Handing the few files that take a minute or more out first is
+the classic longest-job-first rule: the many short files then fill the gaps, and neither worker is left with
+a long file at the end while the other idles. The list comes from ``--durations`` on the 2-core CI machine;
+a file missing from it only runs in its usual place, so a stale list costs time, never a test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Longest first: call+setup seconds of each file in one process on the 2-core machine (--durations, load ~20
+# from other jobs, so 3-4x the quiet figures); the seekdb-server files are spread so they rarely overlap.
+HEAVY_FILES = (
+    "tests/e2e/test_seekdb_server.py",  # 39-75 s: an engine server, two Servers, a kill
+    "tests/e2e/test_families_cli.py",  # 88 s
+    "tests/e2e/test_openapi_fuzz.py",  # 71 s: a 60 s time budget
+    "tests/e2e/test_prepare_deadline.py",  # 76 s
+    "tests/e2e/test_vector_recall.py",  # 72 s
+    "tests/e2e/test_readme_tour.py",  # 68 s
+    "tests/e2e/test_seekdb_native_fulltext_server.py",  # 68 s
+    "tests/e2e/test_eval_cli.py",  # 61 s
+    "tests/e2e/test_import_resume.py",  # 144 s with 30,000 lines; ~50 s with 10,000
+    "tests/e2e/test_prompts_cli_and_client.py",  # 48 s
+    "tests/e2e/test_host_clis_opencode_pi.py",  # 47 s
+    "tests/e2e/test_seekdb_two_servers.py",  # 44 s
+)
+
+
+def heavy_files_first(items: list[pytest.Item]) -> None:
+    """Reorder ``items`` in place: the files of ``HEAVY_FILES`` in that order, then the rest as collected."""
+    rank = {path: index for index, path in enumerate(HEAVY_FILES)}
+    position = {id(item): index for index, item in enumerate(items)}
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        return (rank.get(path, len(HEAVY_FILES)), position[id(item)])
+
+    items.sort(key=key)
