@@ -10,6 +10,12 @@ a file missing from it only runs in its usual place, so a stale list costs time,
 
 from __future__ import annotations
 
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import pytest
 
 # Longest first: call+setup seconds of each file in one process on the 2-core machine (--durations, load ~20
@@ -40,3 +46,34 @@ def heavy_files_first(items: list[pytest.Item]) -> None:
         return (rank.get(path, len(HEAVY_FILES)), position[id(item)])
 
     items.sort(key=key)
+
+
+TIMED_MARK = "timed"
+
+
+@contextmanager
+def alone_when_timed(item: pytest.Item) -> Iterator[None]:
+    """Under pytest-xdist, a test marked ``timed`` runs while no other worker runs a test.
+
+    A timed test asserts a wall-clock bound (a deadline met, ``--help`` under 0.5 s), so it must not share the
+    two cores with another worker's test. Each test holds a lock file shared by the run's workers: a timed test
+    exclusively, any other shared. A timed test first closes a turnstile that every test passes before it
+    locks, so the other worker cannot keep the lock shared from one test to the next: it finishes its current
+    test and waits. Outside xdist nothing runs beside a test, and nothing is locked.
+    """
+    basetemp = item.config.option.basetemp
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not basetemp:
+        yield
+        return
+    timed = item.get_closest_marker(TIMED_MARK) is not None
+    run_dir = Path(basetemp).parent
+    with open(run_dir / "timed-turnstile.lock", "a+b") as turnstile, open(run_dir / "timed.lock", "a+b") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX if timed else fcntl.LOCK_SH)
+        if not timed:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_EX if timed else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
