@@ -18,21 +18,22 @@ from pathlib import Path
 
 import pytest
 
-# Longest first: call+setup seconds of each file in one process on the 2-core machine (--durations, load ~20
-# from other jobs, so 3-4x the quiet figures); the seekdb-server files are spread so they rarely overlap.
+# Longest first: the seconds each file took (setup + call + teardown, --durations) in a two-worker run of the
+# whole suite on the 2-core machine at load ~4 (other jobs running). The three seekdb-server files are kept apart.
 HEAVY_FILES = (
-    "tests/e2e/test_seekdb_server.py",  # 39-75 s: an engine server, two Servers, a kill
-    "tests/e2e/test_families_cli.py",  # 88 s
-    "tests/e2e/test_openapi_fuzz.py",  # 71 s: a 60 s time budget
-    "tests/e2e/test_prepare_deadline.py",  # 76 s
-    "tests/e2e/test_vector_recall.py",  # 72 s
-    "tests/e2e/test_readme_tour.py",  # 68 s
-    "tests/e2e/test_seekdb_native_fulltext_server.py",  # 68 s
-    "tests/e2e/test_eval_cli.py",  # 61 s
-    "tests/e2e/test_import_resume.py",  # 144 s with 30,000 lines; ~50 s with 10,000
-    "tests/e2e/test_prompts_cli_and_client.py",  # 48 s
-    "tests/e2e/test_host_clis_opencode_pi.py",  # 47 s
-    "tests/e2e/test_seekdb_two_servers.py",  # 44 s
+    "tests/e2e/test_openapi_fuzz.py",  # 66 s: a 60 s time budget
+    "tests/e2e/test_seekdb_native_fulltext_server.py",  # 55 s
+    "tests/unit/test_inference_local.py",  # 47 s
+    "tests/e2e/test_families_cli.py",  # 43 s
+    "tests/e2e/test_seekdb_server.py",  # 34 s: an engine server, two Servers, a kill
+    "tests/e2e/test_eval_cli.py",  # 37 s
+    "tests/e2e/test_host_clis_opencode_pi.py",  # 35 s
+    "tests/e2e/test_import_resume.py",  # 32 s (~90 s with 30,000 lines)
+    "tests/e2e/test_seekdb_two_servers.py",  # 32 s
+    "tests/e2e/test_cli.py",  # 29 s
+    "tests/e2e/test_vector_recall.py",  # 27 s
+    "tests/e2e/test_inspector.py",  # 20 s
+    "tests/e2e/test_cli_conventions.py",  # 20 s
 )
 
 
