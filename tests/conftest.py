@@ -30,6 +30,7 @@ from powercontext.runtime import Runtime
 from powercontext.server.app import create_app
 from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
+from tests.scheduling import alone_when_timed, heavy_files_first
 from tests.seekdb_support import require_seekdb
 from tests.support import REQUEST_ID_HEADER, Api, free_port, stop_process, wait_until
 
@@ -39,6 +40,16 @@ SERVE_CODE = (
     "from powercontext.server.run import serve; from powercontext.settings import Settings; "
     "serve(Settings.from_env(db={db!r}, host='127.0.0.1', port={port}, store={store!r}))"
 )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    heavy_files_first(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    with alone_when_timed(item):
+        return (yield)
 
 
 # -- the server subprocess ---------------------------------------------------------------------

@@ -129,6 +129,7 @@ def test_a_small_chunked_body_is_read_whole(open_server: LiveServer) -> None:
     assert httpx.get(f"{open_server.base_url}/v1/scopes/{scope_id}", timeout=10).json()["title"] == "sent in pieces"
 
 
+@pytest.mark.timed
 def test_an_unauthenticated_body_is_refused_before_it_is_read(guarded_server: LiveServer) -> None:
     before = rss(guarded_server)
     # 100 MB announced, none sent: the 401 can only come from headers.

@@ -40,6 +40,7 @@ def _artifact_id(add_output: str) -> str:
     return first
 
 
+@pytest.mark.timed
 def test_help_is_fast_and_lists_the_commands() -> None:
     durations = []
     for _ in range(3):

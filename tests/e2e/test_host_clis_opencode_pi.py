@@ -257,6 +257,7 @@ def test_server_down_still_answers(host: str, tmp_path: Path, fake_model: FakeMo
 
 
 @pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.timed
 def test_hung_server_costs_at_most_the_hook_budget(
     host: str, tmp_path: Path, fake_model: FakeModel, hung_server: HungServer
 ) -> None:

@@ -125,6 +125,7 @@ def test_hook_on_empty_scope_injects_nothing(server: LiveServer, api: Api, tmp_p
     ],
 )
 @pytest.mark.parametrize("host", ["claude-code", "codex"])
+@pytest.mark.timed
 def test_hook_fails_open_on_a_bad_answer(
     host: str, mode: str, outcome: str, reason: str, fake_server: tuple[str, Path], tmp_path: Path
 ) -> None:
@@ -144,6 +145,7 @@ def test_hook_fails_open_on_a_bad_answer(
     assert elapsed < BUDGET_MS / 1000 + 3.0  # + interpreter start-up on a loaded machine
 
 
+@pytest.mark.timed
 def test_hook_reads_a_chunked_answer_without_waiting_for_the_connection_to_close(
     fake_server: tuple[str, Path], tmp_path: Path
 ) -> None:
@@ -154,6 +156,7 @@ def test_hook_reads_a_chunked_answer_without_waiting_for_the_connection_to_close
     assert elapsed < 2.5  # the server holds the connection open for 3 s after the last chunk
 
 
+@pytest.mark.timed
 def test_hook_fails_open_when_the_server_is_down(tmp_path: Path) -> None:
     done, elapsed = run_hook("codex", "question", make_repo(tmp_path, "p"), f"http://127.0.0.1:{free_port()}", tmp_path)
     assert done.returncode == 0 and done.stdout == ""

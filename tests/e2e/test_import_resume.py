@@ -22,7 +22,7 @@ from tests.conftest import live_server
 from tests.support import count_artifacts, unique, wait_until
 
 CLI = [sys.executable, "-m", "powercontext"]
-LINES = 30_000  # 60 batches: long enough to be killed in the middle of
+LINES = 10_000  # 20 batches: the kill lands after the second (kill_when_partly_written), long before the last
 
 
 def cli_env(url: str) -> dict[str, str]:

@@ -450,6 +450,7 @@ def test_inspector_off_removes_the_route(tmp_path: Path) -> None:
         assert httpx.get(f"{live.base_url}/inspector/inspector.js").status_code == 404
 
 
+@pytest.mark.timed
 def test_26_item_receipt_renders_within_100_ms(seeded: Seeded, page: Watched) -> None:
     admin = seeded.admin
     ids = [f"perf:{i}" for i in range(8)]

@@ -312,6 +312,7 @@ def test_get_on_the_mcp_endpoint_is_refused_at_once(server: LiveServer, guarded:
     assert httpx.get(guarded.base_url + "/mcp", headers=with_token, timeout=5).status_code == 405
 
 
+@pytest.mark.timed
 def test_stdio_server_exits_on_sigint_within_a_second(server: LiveServer) -> None:
     import signal
     import subprocess

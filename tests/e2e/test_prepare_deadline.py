@@ -111,6 +111,7 @@ def summary(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.timed
 def test_a_deadline_that_runs_out_before_rerank_skips_it(
     three_seconds: tuple[LiveServer, Api, str], embeddings: EmbeddingServer, chat: ChatServer
 ) -> None:
@@ -136,6 +137,7 @@ def test_a_deadline_that_runs_out_before_rerank_skips_it(
     assert "event=rerank.skipped reason=deadline scopes=1" in log
 
 
+@pytest.mark.timed
 def test_a_stage_started_late_gets_only_what_is_left(
     three_seconds: tuple[LiveServer, Api, str], embeddings: EmbeddingServer, chat: ChatServer
 ) -> None:
@@ -159,6 +161,7 @@ def test_a_stage_started_late_gets_only_what_is_left(
     assert all(text in body["content"] for text in TEXTS)
 
 
+@pytest.mark.timed
 def test_a_deadline_shorter_than_the_embedding_timeout_leaves_the_breaker_closed(
     tmp_path: Path, embeddings: EmbeddingServer, chat: ChatServer
 ) -> None:

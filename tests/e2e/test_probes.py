@@ -10,6 +10,7 @@ import threading
 import time
 
 import httpx
+import pytest
 
 from powercontext.store.sqlite import SqliteStore
 from tests.conftest import CountingStore, StartInProcess
@@ -43,6 +44,7 @@ def timed_get(http: httpx.Client, path: str) -> tuple[int, float]:
     return status, time.perf_counter() - started
 
 
+@pytest.mark.timed
 def test_readiness_gives_up_on_a_hanging_store(inprocess_server: StartInProcess, sqlite_store: SqliteStore) -> None:
     store = HangingStore(sqlite_store)
     live = inprocess_server(store)  # type: ignore[arg-type]
@@ -53,6 +55,7 @@ def test_readiness_gives_up_on_a_hanging_store(inprocess_server: StartInProcess,
     assert live.api.get("/health/ready").status_code == 200
 
 
+@pytest.mark.timed
 def test_probes_answer_while_every_worker_thread_is_busy(
     inprocess_server: StartInProcess, sqlite_store: SqliteStore
 ) -> None:

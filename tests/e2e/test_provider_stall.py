@@ -63,6 +63,7 @@ def timed_prepare(http: httpx.Client, scope_id: str) -> tuple[float, dict[str, A
     return elapsed, body
 
 
+@pytest.mark.timed
 def test_a_write_against_a_trickling_provider_takes_one_deadline(
     stalled_server: LiveServer, provider: EmbeddingServer
 ) -> None:
@@ -87,6 +88,7 @@ def test_a_write_against_a_trickling_provider_takes_one_deadline(
     api.close()
 
 
+@pytest.mark.timed
 def test_concurrent_prepares_against_a_trickling_provider_leave_the_probes_fast(
     stalled_server: LiveServer, provider: EmbeddingServer
 ) -> None:

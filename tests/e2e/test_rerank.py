@@ -164,6 +164,7 @@ def test_two_scopes_with_their_own_prompts_get_two_configs(rapi: Api, chat: Chat
         ({"mode": "answer", "content": '{"ranks": ["1"]}'}, "failed", "invalid_output"),
     ],
 )
+@pytest.mark.timed
 def test_fallback_and_failure_keep_the_coarse_order(
     rapi: Api, chat: ChatServer, step: dict[str, Any], outcome: str, reason: str
 ) -> None:

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.conftest import live_server
 from tests.fake_models import serve_anthropic
 from tests.hosts_e2e.support import HOOK_BUDGET_MS, host_cli, hung_server, make_sandbox
@@ -23,6 +25,7 @@ def claude_args(claude: str, prompt: str) -> list[str]:
     return [claude, "-p", prompt, "--output-format", "stream-json", "--verbose"]
 
 
+@pytest.mark.timed
 def test_claude_code_receives_context_and_survives_a_down_or_hung_server(tmp_path: Path) -> None:
     claude = host_cli("claude")
     marker = unique("zebra-marker")

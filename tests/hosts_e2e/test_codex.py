@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.conftest import live_server
 from tests.fake_models import serve_openai_responses
 from tests.hosts_e2e.support import HOOK_BUDGET_MS, Sandbox, host_cli, hung_server, make_sandbox
@@ -46,6 +48,7 @@ def codex_args(codex: str, prompt: str) -> list[str]:
     return [codex, "exec", prompt]
 
 
+@pytest.mark.timed
 def test_codex_receives_context_and_survives_a_down_or_hung_server(tmp_path: Path) -> None:
     codex = host_cli("codex")
     marker = unique("heron-marker")

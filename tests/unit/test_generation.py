@@ -85,6 +85,7 @@ def test_refused_connection_is_unavailable() -> None:
 
 
 @pytest.mark.parametrize("step", [{"mode": "stall", "delay_s": 3.0}, {"mode": "trickle", "delay_s": 0.05}])
+@pytest.mark.timed
 def test_the_timeout_is_a_total_deadline(
     chat: ChatServer, provider: OpenAICompatibleGeneration, step: dict[str, object]
 ) -> None:

@@ -160,6 +160,7 @@ def test_script_entries_are_consumed_one_per_request(server: EmbeddingServer) ->
     provider.close()
 
 
+@pytest.mark.timed
 def test_refused_connection_is_unavailable() -> None:
     port = free_port()  # bound and released: nothing listens there
     provider = OpenAICompatibleEmbeddings(f"http://127.0.0.1:{port}/v1", "m", DIM, api_key=API_KEY, timeout_s=2.0)
@@ -173,6 +174,7 @@ def test_refused_connection_is_unavailable() -> None:
     provider.close()
 
 
+@pytest.mark.timed
 def test_stall_past_the_timeout_is_a_timeout(server: EmbeddingServer) -> None:
     server.control("stall", stall_s=3.0)
     provider = provider_for(server, timeout_s=0.3, api_key=API_KEY)
@@ -239,6 +241,7 @@ def test_a_bare_string_is_rejected(server: EmbeddingServer) -> None:
     provider.close()
 
 
+@pytest.mark.timed
 def test_a_trickling_answer_is_cut_off_at_the_total_deadline(server: EmbeddingServer) -> None:
     # One byte every 0.2 s never trips a per-read timeout of 0.5 s; only a deadline on the whole call does.
     server.control("trickle", trickle_s=0.2)
@@ -255,6 +258,7 @@ def test_a_trickling_answer_is_cut_off_at_the_total_deadline(server: EmbeddingSe
     provider.close()
 
 
+@pytest.mark.timed
 def test_each_batch_request_has_its_own_deadline(server: EmbeddingServer) -> None:
     # Three batches that each take 0.3 s fit a 0.5 s per-request deadline although the call takes ~0.9 s.
     server.control("stall", stall_s=0.3)

@@ -72,6 +72,7 @@ def keys(hits: list[Hit]) -> list[str]:
     return [hit.record.key for hit in hits]
 
 
+@pytest.mark.timed
 def test_auto_embeds_while_the_full_text_search_runs_and_answers_like_hybrid() -> None:
     model = InProcessModel()
     search = ChannelSearch(text_reader, vector_reader, GuardedEmbedder(model))

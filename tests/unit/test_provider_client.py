@@ -213,6 +213,7 @@ def trickled(pause_s: float) -> Step:
     return Step([bytes([b]) for b in OK], pause_s=pause_s)
 
 
+@pytest.mark.timed
 def test_the_total_deadline_bounds_an_answer_that_trickles(server: ScriptedServer, client: ProviderClient) -> None:
     server.steps = [trickled(0.1)]  # the whole answer would take ~8 s
     started = time.monotonic()
@@ -223,6 +224,7 @@ def test_the_total_deadline_bounds_an_answer_that_trickles(server: ScriptedServe
     assert server.connections == 2
 
 
+@pytest.mark.timed
 def test_an_active_deadline_earlier_than_the_timeout_ends_the_call(
     server: ScriptedServer, client: ProviderClient
 ) -> None:
@@ -236,6 +238,7 @@ def test_an_active_deadline_earlier_than_the_timeout_ends_the_call(
     assert len(server.requests) == 1
 
 
+@pytest.mark.timed
 def test_an_abandoned_call_stops_waiting(server: ScriptedServer, client: ProviderClient) -> None:
     server.steps = [trickled(0.1)]
     give_up = threading.Event()

@@ -58,6 +58,7 @@ def test_each_scope_asks_the_provider_once_and_its_families_share_the_vector(fak
     assert requests(fake) - before == 2
 
 
+@pytest.mark.timed
 def test_the_breaker_skips_the_provider_during_the_cooldown(fake: EmbeddingServer) -> None:
     guarded = embedder(fake, cooldown_s=0.6)
     fake.control(mode="error")
@@ -88,6 +89,7 @@ class SteppedClock:
         return self.now
 
 
+@pytest.mark.timed
 def test_a_call_outstanding_past_its_deadline_sends_new_callers_to_fts_at_once(fake: EmbeddingServer) -> None:
     config = EmbeddingConfig(
         provider="openai-compatible", base_url=fake.base_url, model="m", dimension=DIM, timeout_s=2.0
@@ -113,6 +115,7 @@ def test_a_call_outstanding_past_its_deadline_sends_new_callers_to_fts_at_once(f
     assert not isinstance(VectorChannel(guarded).query_vector(0, "third"), str)
 
 
+@pytest.mark.timed
 def test_calls_already_waiting_give_up_when_another_call_times_out(fake: EmbeddingServer) -> None:
     config = EmbeddingConfig(
         provider="openai-compatible", base_url=fake.base_url, model="m", dimension=DIM, timeout_s=1.0
