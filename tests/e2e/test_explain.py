@@ -116,7 +116,7 @@ def test_expected_ids_say_where_they_landed(crowded: tuple[Api, str, list[str]])
     assert landed[ids[0]]["where"] == "candidate"
     assert landed[ids[0]]["fate"]["outcome"] in ("selected", "omitted")
     # The longest note ranks last: below the pool, in the part of the run's own search that only the newer-first
-    # rule looks at (three times the pool), so no deeper search is needed to place it.
+    # rule looks at (twice the pool), so no deeper search is needed to place it.
     deep = landed[ids[19]]
     assert deep["where"] == "below_pool" and deep["pool_depth"] == 16
     assert min(r["rank"] for r in deep["ranks"]) > 16
