@@ -17,7 +17,13 @@ from typing import Any, cast
 from powercontext.contract.common import ArtifactFamily, LifecycleState
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.core import scope_fts
-from powercontext.store.errors import ArtifactNotFound, IdempotencyConflict, RevisionNotFound, ScopeNotFound
+from powercontext.store.errors import (
+    ArtifactNotFound,
+    IdempotencyConflict,
+    RevisionConflict,
+    RevisionNotFound,
+    ScopeNotFound,
+)
 from powercontext.text.tokenize import terms as index_terms
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -161,6 +167,22 @@ def insert_artifact(conn: Any, scope_id: str, family: ArtifactFamily, artifact_i
         (scope_id, family, artifact_id, at, at),
     )
     return int(cur.lastrowid)
+
+
+def next_snapshot_revision(
+    conn: Any, scope_id: str, family: ArtifactFamily, artifact_id: str, expected_revision: int, at: str
+) -> tuple[ArtifactRow | None, int, int]:
+    """For an artifact committed whole at a caller-named id (a Profile, a Prompt): its head before this commit (None
+    for the first), its row id (made for the first) and the revision to write. ``expected_revision`` is the current
+    head, 0 for the first commit; anything else is a ``RevisionConflict``."""
+    head = find_head(conn, scope_id, family, artifact_id)
+    if head is None:
+        require_scope(conn, scope_id)
+    current = 0 if head is None else head.head_revision
+    if expected_revision != current:
+        raise RevisionConflict(expected_revision, current)
+    row_id = insert_artifact(conn, scope_id, family, artifact_id, at) if head is None else head.rowid
+    return head, row_id, current + 1
 
 
 def insert_revision(

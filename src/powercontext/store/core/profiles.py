@@ -11,13 +11,12 @@ from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.family_rows import (
     ArtifactRow,
     find_head,
-    insert_artifact,
     insert_revision,
+    next_snapshot_revision,
     now,
-    require_scope,
     revision_row,
 )
-from powercontext.store.errors import ProfileNotFound, RevisionConflict
+from powercontext.store.errors import ProfileNotFound
 
 
 def _record(row: ArtifactRow) -> ProfileRecord:
@@ -32,14 +31,9 @@ class Profiles(StoreConnections):
         """Commit the next snapshot; ``expected_revision`` is the current head, 0 for the first commit."""
         at = now()
         with self._write() as conn:
-            head = find_head(conn, scope_id, PROFILE, PROFILE_ARTIFACT_ID)
-            if head is None:
-                require_scope(conn, scope_id)
-            current = 0 if head is None else head.head_revision
-            if expected_revision != current:
-                raise RevisionConflict(expected_revision, current)
-            row_id = insert_artifact(conn, scope_id, PROFILE, PROFILE_ARTIFACT_ID, at) if head is None else head.rowid
-            revision = current + 1
+            _, row_id, revision = next_snapshot_revision(
+                conn, scope_id, PROFILE, PROFILE_ARTIFACT_ID, expected_revision, at
+            )
             key = ArtifactKey(scope_id, PROFILE, PROFILE_ARTIFACT_ID, revision)
             record = ProfileRecord(key, revision, tuple(entries), at)
             fields = {"entries": [{"key": e.key, "value": e.value} for e in entries]}

@@ -17,8 +17,8 @@ from powercontext.store.core.family_rows import (
     family_heads,
     find_head,
     head_row,
-    insert_artifact,
     insert_revision,
+    next_snapshot_revision,
     now,
     require_scope,
     revision_row,
@@ -50,14 +50,7 @@ class Prompts(StoreConnections):
     ) -> PromptRecord:
         at = now()
         with self._write() as conn:
-            head = find_head(conn, scope_id, PROMPT, prompt_key)
-            if head is None:
-                require_scope(conn, scope_id)
-            current = 0 if head is None else head.head_revision
-            if expected_revision != current:
-                raise RevisionConflict(expected_revision, current)
-            row_id = insert_artifact(conn, scope_id, PROMPT, prompt_key, at) if head is None else head.rowid
-            revision = current + 1
+            head, row_id, revision = next_snapshot_revision(conn, scope_id, PROMPT, prompt_key, expected_revision, at)
             insert_revision(conn, row_id, revision, content.instructions, (), content.wire(), at)
             if head is not None and head.state != "active":
                 set_state(conn, row_id, "active", at)
