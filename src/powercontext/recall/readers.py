@@ -73,9 +73,9 @@ class AtomicMemoryReader:
 
     def read_groups(self, ctx: RecallContext, limit: int | None = None) -> ScopePools:
         groups: ScopePools = []
+        pool = limit or self._limit
+        history = asks_for_history(ctx.query)
         for scope_id in ctx.scope_ids:
-            pool = limit or self._limit
-            history = asks_for_history(ctx.query)
             recorder = None if ctx.trace.probe is None else ctx.trace.probe.channel(ctx.round, self.family, scope_id)
             with ctx.trace.stage("memory.search"):
                 outcome = self._search.search(
