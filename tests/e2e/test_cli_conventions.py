@@ -40,7 +40,7 @@ def test_help_names_values_not_python_types(command: tuple[str, ...]) -> None:
     for python_type in ("<bool>", "<str>", "<int>", "<list[str]>", "<path>", "<int range>"):
         assert python_type not in result.stdout, (python_type, result.stdout)
     if command == ("memory", "add"):
-        assert "--scope  " in result.stdout and "SCOPE" in result.stdout and "TEXT" in result.stdout
+        assert "--scope SCOPE" in result.stdout and "TEXT" in result.stdout
 
 
 def test_shell_completion_installs_for_bash(tmp_path: Path) -> None:

@@ -25,8 +25,10 @@ from powercontext.cli.scope import scope_app
 from powercontext.cli.server import server_app
 from powercontext.cli.store import store_app
 
+# Plain help: Rich's help renderer alone costs ~180 ms per start, more than everything else together.
 app = typer.Typer(
     no_args_is_help=True,
+    rich_markup_mode=None,
     help="PowerContext: prepared context for AI agents. Exit codes: 0 done, 1 refused, 2 usage, 3 not found, "
     "4 conflict, 5 Server unreachable.",
 )
