@@ -8,20 +8,14 @@ from pathlib import Path
 from powercontext.code.errors import CodeChanged, InvalidCodePath, InvalidLineRange
 from powercontext.code.lines import file_sha256, snippet_sha256, split_lines
 from powercontext.code.paths import ReadOutcome, is_valid_relative_path, read_tree_file
+from powercontext.domain.identity import CodeRangeText
 from powercontext.store.code import CodeStore
 from powercontext.store.errors import CodeNotFound
 
 
 @dataclass(frozen=True, slots=True)
-class CodeSnippet:
-    scope_id: str
-    fingerprint: str
-    path: str
-    file_sha256: str
-    start_line: int
-    end_line: int
-    snippet_sha256: str
-    text: str  # exactly lines start_line..end_line, terminators included
+class CodeSnippet(CodeRangeText):
+    """Lines of an indexed file as read from disk now, the file still having the cited ``file_sha256``."""
 
 
 def check_relative_path(path: str) -> None:

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Final, TypeVar
 
 from powercontext.contract.common import CodeEvidenceRef, Family
-from powercontext.domain.identity import ArtifactKey, code_evidence_ref
+from powercontext.domain.identity import ArtifactKey, CodeRangeText, code_evidence_ref
 
 T = TypeVar("T")
 
@@ -35,17 +35,8 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
-class CodeCandidate:
+class CodeCandidate(CodeRangeText):
     """One indexed code range; ``text`` is exactly lines start..end, each with its line terminator."""
-
-    scope_id: str
-    fingerprint: str
-    path: str
-    file_sha256: str
-    start_line: int
-    end_line: int
-    snippet_sha256: str
-    text: str
 
     def ref(self, end_line: int, snippet: str) -> CodeEvidenceRef:
         """The identity of the leading lines ``start_line..end_line`` actually injected, ``snippet``."""

@@ -48,6 +48,21 @@ class CodeRange(Protocol):
     def snippet_sha256(self) -> str: ...
 
 
+@dataclass(frozen=True, slots=True)
+class CodeRangeText:
+    """An exact code range (a ``CodeRange``) and its ``text``: exactly lines ``start_line..end_line``, each with
+    its line terminator. The base of an index hit, a snippet read and a Builder candidate."""
+
+    scope_id: str
+    fingerprint: str
+    path: str
+    file_sha256: str
+    start_line: int
+    end_line: int
+    snippet_sha256: str
+    text: str
+
+
 def code_evidence_ref(code: CodeRange) -> CodeEvidenceRef:
     """The wire identity of a code range."""
     return CodeEvidenceRef(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from powercontext.code.identifiers import code_query_terms
+from powercontext.domain.identity import CodeRangeText
 from powercontext.search.channels import HybridWeights, fuse
 from powercontext.search.code_definitions import split_definitions
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
@@ -15,18 +16,10 @@ from powercontext.text.normalize import normalize_query
 
 
 @dataclass(frozen=True, slots=True)
-class CodeHit:
+class CodeHit(CodeRangeText):
     """One cited chunk. ``text`` is exactly lines ``start_line..end_line`` as indexed (with their
     terminators), so ``snippet_sha256 == "sha256:" + sha256(text.encode("utf-8")).hexdigest()``."""
 
-    scope_id: str
-    fingerprint: str
-    path: str
-    file_sha256: str
-    start_line: int
-    end_line: int
-    snippet_sha256: str
-    text: str
     language: str
     score: float
 

@@ -52,14 +52,11 @@ def new_topic(item: TopicMemoryCreate) -> NewTopic:
 
 
 def experience_view(record: ExperienceRecord) -> Experience:
-    c = record.content
     return Experience(
         artifact_address=record.key.to_address(),
         head_revision=record.head_revision,
         state=record.state,
-        situation=c.situation,
-        what_worked=c.what_worked,
-        what_to_avoid=c.what_to_avoid,
+        **record.content.fields(),
         tags=list(record.tags),
         created_at=record.created_at,
         candidate_id=record.candidate_id,
@@ -67,27 +64,18 @@ def experience_view(record: ExperienceRecord) -> Experience:
 
 
 def experience_hit_view(hit: ScoredExperience) -> ExperienceHit:
-    r, c = hit.record, hit.record.content
-    return ExperienceHit(
-        artifact_address=r.key.to_address(),
-        situation=c.situation,
-        what_worked=c.what_worked,
-        what_to_avoid=c.what_to_avoid,
-        tags=list(r.tags),
-        score=hit.score,
-    )
+    r = hit.record
+    return ExperienceHit(artifact_address=r.key.to_address(), **r.content.fields(), tags=list(r.tags), score=hit.score)
 
 
 def candidate_view(record: CandidateRecord) -> ExperienceCandidate:
-    d, c = record.draft, record.draft.content
+    d = record.draft
     return ExperienceCandidate(
         scope_id=record.scope_id,
         candidate_id=record.candidate_id,
         candidate_revision=record.candidate_revision,
         status=record.status,
-        situation=c.situation,
-        what_worked=c.what_worked,
-        what_to_avoid=c.what_to_avoid,
+        **d.content.fields(),
         tags=list(d.tags),
         target_artifact_id=d.target_artifact_id,
         expected_revision=d.expected_revision,

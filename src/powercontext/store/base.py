@@ -207,6 +207,10 @@ class ExperienceContent:
     what_worked: str
     what_to_avoid: str
 
+    def fields(self) -> dict[str, str]:
+        """The three fields by name: how a Candidate row stores them and how the wire models name them."""
+        return {"situation": self.situation, "what_worked": self.what_worked, "what_to_avoid": self.what_to_avoid}
+
 
 @dataclass(frozen=True, slots=True)
 class ExperienceRecord:

@@ -12,8 +12,6 @@ from powercontext.domain.families import (
     EXPERIENCE_ID_PREFIX,
     CandidateStatus,
     ExperienceAction,
-    FamilyTransitionRefused,
-    family_next_state,
 )
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import (
@@ -26,6 +24,7 @@ from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.family_rows import (
     ArtifactRow,
     FtsIndex,
+    change_head_state,
     head_row,
     insert_artifact,
     insert_revision,
@@ -33,7 +32,6 @@ from powercontext.store.core.family_rows import (
     now,
     require_scope,
     revision_row,
-    set_state,
 )
 from powercontext.store.errors import (
     CandidateNotFound,
@@ -56,8 +54,10 @@ def _content(fields: dict[str, Any]) -> ExperienceContent:
     return ExperienceContent(fields["situation"], fields["what_worked"], fields["what_to_avoid"])
 
 
-def _content_fields(content: ExperienceContent) -> dict[str, str]:
-    return {"situation": content.situation, "what_worked": content.what_worked, "what_to_avoid": content.what_to_avoid}
+def _draft_columns(draft: ExperienceDraft) -> tuple[str, str, str | None, int | None]:
+    """A Candidate's draft as its row stores it: fields, tags, target_artifact_id, expected_revision."""
+    fields = json.dumps(draft.content.fields(), ensure_ascii=False)
+    return fields, json.dumps(list(draft.tags)), draft.target_artifact_id, draft.expected_revision
 
 
 def searchable_text(content: ExperienceContent) -> str:
@@ -116,17 +116,7 @@ class Experiences(StoreConnections):
                 "INSERT INTO artifact_candidates (scope_id, family, candidate_id, candidate_revision, status, fields,"
                 " tags, target_artifact_id, expected_revision, created_at, updated_at)"
                 " VALUES (?, ?, ?, 1, 'pending', ?, ?, ?, ?, ?, ?)",
-                (
-                    scope_id,
-                    EXPERIENCE,
-                    candidate_id,
-                    json.dumps(_content_fields(draft.content), ensure_ascii=False),
-                    json.dumps(list(draft.tags)),
-                    draft.target_artifact_id,
-                    draft.expected_revision,
-                    at,
-                    at,
-                ),
+                (scope_id, EXPERIENCE, candidate_id, *_draft_columns(draft), at, at),
             )
         return CandidateRecord(scope_id, candidate_id, 1, "pending", draft, None, None, at, at)
 
@@ -165,7 +155,7 @@ class Experiences(StoreConnections):
             else:
                 artifact_id, revision, row_id = head.artifact_id, head.head_revision + 1, head.rowid
                 EXPERIENCE_FTS.remove(conn, row_id, scope_id)
-            fields = {**_content_fields(draft.content), "candidate_id": candidate_id}
+            fields = {**draft.content.fields(), "candidate_id": candidate_id}
             key = ArtifactKey(scope_id, EXPERIENCE, artifact_id, revision)
             experience = ExperienceRecord(key, revision, "active", draft.content, draft.tags, at, candidate_id)
             insert_revision(conn, row_id, revision, experience.render_text(), draft.tags, fields, at)
@@ -200,15 +190,7 @@ class Experiences(StoreConnections):
             conn.execute(
                 "UPDATE artifact_candidates SET candidate_revision = ?, fields = ?, tags = ?, target_artifact_id = ?,"
                 " expected_revision = ?, updated_at = ? WHERE id = ?",
-                (
-                    revision,
-                    json.dumps(_content_fields(draft.content), ensure_ascii=False),
-                    json.dumps(list(draft.tags)),
-                    draft.target_artifact_id,
-                    draft.expected_revision,
-                    at,
-                    candidate_row,
-                ),
+                (revision, *_draft_columns(draft), at, candidate_row),
             )
         return replace(candidate, candidate_revision=revision, draft=draft, updated_at=at)
 
@@ -219,14 +201,7 @@ class Experiences(StoreConnections):
     ) -> ExperienceRecord:
         at = now()
         with self._write() as conn:
-            head = head_row(conn, scope_id, EXPERIENCE, artifact_id)
-            if expected_revision is not None and expected_revision != head.head_revision:
-                raise RevisionConflict(expected_revision, head.head_revision)
-            try:
-                target = family_next_state(EXPERIENCE, action, head.state)
-            except FamilyTransitionRefused as exc:
-                raise NotActive(str(exc)) from exc
-            set_state(conn, head.rowid, target, at)
+            head, target = change_head_state(conn, (scope_id, EXPERIENCE, artifact_id), action, expected_revision, at)
             EXPERIENCE_FTS.remove(conn, head.rowid, scope_id)
         return replace(experience_record(head), state=target)
 

@@ -15,11 +15,13 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from powercontext.contract.common import ArtifactFamily, LifecycleState
+from powercontext.domain.families import FamilyTransitionRefused, family_next_state
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.core import scope_fts
 from powercontext.store.errors import (
     ArtifactNotFound,
     IdempotencyConflict,
+    NotActive,
     RevisionConflict,
     RevisionNotFound,
     ScopeNotFound,
@@ -200,6 +202,29 @@ def insert_revision(
 
 def set_state(conn: Any, rowid: int, state: LifecycleState, at: str) -> None:
     conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (state, at, rowid))
+
+
+def change_head_state(
+    conn: Any,
+    head: tuple[str, ArtifactFamily, str],
+    action: str,
+    expected_revision: int | None,
+    at: str,
+    not_found: Callable[[], ArtifactNotFound] = ArtifactNotFound,
+) -> tuple[ArtifactRow, LifecycleState]:
+    """Apply a lifecycle ``action`` to the head of ``(scope_id, family, artifact_id)``: the head as it was and
+    its new state. ``RevisionConflict`` when ``expected_revision`` is given and is not the head's;
+    ``NotActive`` when the family's rules refuse the action in the head's state."""
+    scope_id, family, artifact_id = head
+    row = head_row(conn, scope_id, family, artifact_id, not_found)
+    if expected_revision is not None and expected_revision != row.head_revision:
+        raise RevisionConflict(expected_revision, row.head_revision)
+    try:
+        target = family_next_state(family, action, row.state)
+    except FamilyTransitionRefused as exc:
+        raise NotActive(str(exc)) from exc
+    set_state(conn, row.rowid, target, at)
+    return row, target
 
 
 def row_by_id(conn: Any, rowid: int, revision: int) -> ArtifactRow:

@@ -14,6 +14,7 @@ from typing import Any
 from powercontext.domain.identity import ArtifactKey
 from powercontext.domain.lifecycle import LifecycleAction, TransitionRefused, next_state
 from powercontext.store.base import Embedding, MemoryRecord, NewMemory
+from powercontext.store.core.family_rows import insert_artifact
 from powercontext.store.core.family_rows import now as _now
 from powercontext.store.core.memory_reads import MemoryReads
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record, new_artifact_id
@@ -37,12 +38,7 @@ class MemoryWrites(MemoryReads):
                         results.append(dataclasses.replace(replay, replayed=True))
                         continue
                 artifact_id = new_artifact_id()
-                cur = conn.execute(
-                    "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at,"
-                    " updated_at) VALUES (?, ?, ?, 1, 'active', ?, ?)",
-                    (scope_id, FAMILY, artifact_id, now, now),
-                )
-                rowid = cur.lastrowid
+                rowid = insert_artifact(conn, scope_id, FAMILY, artifact_id, now)
                 tags = json.dumps(list(item.tags))
                 conn.execute(
                     "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at, observed_at)"
@@ -165,12 +161,7 @@ class MemoryWrites(MemoryReads):
                     raise RevisionConflict(revision, head[4])
                 heads.append(head)
             merged_id = new_artifact_id()
-            cur = conn.execute(
-                "INSERT INTO artifacts (scope_id, family, artifact_id, head_revision, state, created_at, updated_at)"
-                " VALUES (?, ?, ?, 1, 'active', ?, ?)",
-                (scope_id, FAMILY, merged_id, now, now),
-            )
-            merged_rowid = cur.lastrowid
+            merged_rowid = insert_artifact(conn, scope_id, FAMILY, merged_id, now)
             merged_from = [
                 {"scope_id": scope_id, "artifact_id": artifact_id, "revision": revision}
                 for artifact_id, revision in sources

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from powercontext.domain.families import PROMPT, FamilyTransitionRefused, PromptAction, family_next_state
+from powercontext.domain.families import PROMPT, PromptAction
 from powercontext.store.base import PromptContent, PromptDemonstration, PromptRecord
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.family_rows import (
     ArtifactRow,
+    change_head_state,
     family_heads,
     find_head,
-    head_row,
     insert_revision,
     next_snapshot_revision,
     now,
@@ -24,7 +24,7 @@ from powercontext.store.core.family_rows import (
     revision_row,
     set_state,
 )
-from powercontext.store.errors import ArtifactNotFound, NotActive, RevisionConflict
+from powercontext.store.errors import ArtifactNotFound
 
 
 def _not_found() -> ArtifactNotFound:
@@ -61,14 +61,9 @@ class Prompts(StoreConnections):
     ) -> PromptRecord:
         at = now()
         with self._write() as conn:
-            head = head_row(conn, scope_id, PROMPT, prompt_key, _not_found)
-            if expected_revision is not None and expected_revision != head.head_revision:
-                raise RevisionConflict(expected_revision, head.head_revision)
-            try:
-                target = family_next_state(PROMPT, action, head.state)
-            except FamilyTransitionRefused as exc:
-                raise NotActive(str(exc)) from exc
-            set_state(conn, head.rowid, target, at)
+            head, target = change_head_state(
+                conn, (scope_id, PROMPT, prompt_key), action, expected_revision, at, _not_found
+            )
         return replace(_record(head), state=target)
 
     def read_prompt_head(self, scope_id: str, prompt_key: str) -> PromptRecord | None:

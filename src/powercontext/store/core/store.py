@@ -2,7 +2,7 @@
 
 A concrete store (``sqlite.store.SqliteStore``, ``oceanbase.store.OceanBaseStore``) inherits this class and
 supplies only what differs between the engines: its connections (``_reader``, the serialized ``_write``
-transaction, ``ready``, ``close``), its full-text ranking (``search_text``, ``search_topics``,
+transaction, its driver's errors and how its writer closes), its full-text ranking (``search_text``, ``search_topics``,
 ``search_experiences``, ``search_code``) and how it finds vector hits (``_vector_hits``). The statements here
 are written once, in the store's portable SQL: ``?`` placeholders, ``INSERT … ON CONFLICT … DO UPDATE`` and
 full-text index writes to a Scope's table by name (``core.scope_fts``); a connection runs them in its dialect.
@@ -12,6 +12,7 @@ Neither store inherits the other.
 from __future__ import annotations
 
 from powercontext.store.core.code_index import CodeIndex
+from powercontext.store.core.connections import ConnectionPool
 from powercontext.store.core.embeddings import Embeddings
 from powercontext.store.core.families import Families
 from powercontext.store.core.memory_writes import MemoryWrites
@@ -20,5 +21,5 @@ from powercontext.store.core.scopes import Scopes
 __all__ = ["SqlStore"]
 
 
-class SqlStore(Scopes, MemoryWrites, Embeddings, Families, CodeIndex):
+class SqlStore(Scopes, MemoryWrites, Embeddings, Families, CodeIndex, ConnectionPool):
     """The shared part of ``Store``, ``FamilyStore``, ``PromptStore`` and ``CodeStore`` (see the module doc)."""

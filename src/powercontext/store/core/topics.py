@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 from powercontext.domain.families import (
     TOPIC_ID_PREFIX,
     TOPIC_MEMORY,
-    FamilyTransitionRefused,
     TopicAction,
-    family_next_state,
 )
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import Embedding, NewTopic, ScoredTopic, TopicRecord
@@ -20,6 +18,7 @@ from powercontext.store.core.family_rows import (
     ArtifactRow,
     FtsIndex,
     active_heads,
+    change_head_state,
     head_row,
     insert_artifact,
     insert_revision,
@@ -29,7 +28,6 @@ from powercontext.store.core.family_rows import (
     replay,
     require_scope,
     revision_row,
-    set_state,
 )
 from powercontext.store.errors import NotActive, RevisionConflict
 
@@ -110,14 +108,7 @@ class Topics(StoreConnections):
     ) -> TopicRecord:
         at = now()
         with self._write() as conn:
-            head = head_row(conn, scope_id, TOPIC_MEMORY, artifact_id)
-            if expected_revision is not None and expected_revision != head.head_revision:
-                raise RevisionConflict(expected_revision, head.head_revision)
-            try:
-                target = family_next_state(TOPIC_MEMORY, action, head.state)
-            except FamilyTransitionRefused as exc:
-                raise NotActive(str(exc)) from exc
-            set_state(conn, head.rowid, target, at)
+            head, target = change_head_state(conn, (scope_id, TOPIC_MEMORY, artifact_id), action, expected_revision, at)
             if target == "active":
                 TOPIC_FTS.add(conn, head.rowid, scope_id, (head.fields["title"], head.fields["body"]))
                 self._changes.searchable_again(conn, scope_id, TOPIC_MEMORY, head.rowid, head.head_revision)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from powercontext.store.core.schema_versions import pending_migrations
 from powercontext.store.oceanbase.segments import pack_legacy_postings
 
 if TYPE_CHECKING:
@@ -255,14 +256,7 @@ def apply_migrations(conn: Connection, now: str) -> int:
         f"CREATE TABLE IF NOT EXISTS schema_migrations (version INT PRIMARY KEY, applied_at VARCHAR(32) NOT NULL) {_T}"
     )
     applied = {int(row[0]) for row in conn.query("SELECT version FROM schema_migrations").fetchall()}
-    newest = max(applied, default=0)
-    if newest > LATEST_VERSION:
-        raise RuntimeError(
-            f"the database schema is version {newest}, newer than this PowerContext ({LATEST_VERSION}); upgrade"
-        )
-    for version, statements in MIGRATIONS:
-        if version in applied:
-            continue
+    for version, statements in pending_migrations(MIGRATIONS, applied):
         for statement in statements:
             if callable(statement):
                 statement(conn)

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from powercontext.contract.common import ArtifactFamily
 from powercontext.domain.families import EXPERIENCE, TOPIC_MEMORY
 from powercontext.store.base import ScoredExperience, ScoredMemory, ScoredTopic
 from powercontext.store.code import ScoredCodeChunk
 from powercontext.store.core.code_index import POSTING_BUDGET, affordable_code_terms, chunk_records, code_scope_tag
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.experiences import experience_record
-from powercontext.store.core.family_rows import active_heads, scope_tag
+from powercontext.store.core.family_rows import ArtifactRow, active_heads, scope_tag
 from powercontext.store.core.memory_rows import SELECT_MEMORY, memory_record
 from powercontext.store.core.terms import affordable_terms
 from powercontext.store.core.topics import topic_record
@@ -73,29 +74,24 @@ class OceanBaseSearch(StoreConnections):
         ).fetchone()
         return row is not None
 
-    def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
+    def _search_family(
+        self, scope_id: str, family: ArtifactFamily, table: str, terms: Sequence[str], limit: int
+    ) -> list[tuple[float, ArtifactRow]]:
+        """(score, active head) of one family of the Scope, best BM25 first."""
         conn = self._reader()
-        if not self._has_active(conn, scope_id, TOPIC_MEMORY):
+        if not self._has_active(conn, scope_id, family):
             return []
-        hits = self._ranked(conn, "topic_memory_fts", scope_tag(scope_id), terms, limit)
+        hits = self._ranked(conn, table, scope_tag(scope_id), terms, limit)
         rows = active_heads(conn, [doc_id for _, doc_id in hits])
-        return [
-            ScoredTopic(topic_record(rows[doc_id]), score)
-            for score, doc_id in hits
-            if doc_id in rows and rows[doc_id].family == TOPIC_MEMORY
-        ]
+        return [(score, rows[doc_id]) for score, doc_id in hits if doc_id in rows and rows[doc_id].family == family]
+
+    def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
+        found = self._search_family(scope_id, TOPIC_MEMORY, "topic_memory_fts", terms, limit)
+        return [ScoredTopic(topic_record(row), score) for score, row in found]
 
     def search_experiences(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredExperience]:
-        conn = self._reader()
-        if not self._has_active(conn, scope_id, EXPERIENCE):
-            return []
-        hits = self._ranked(conn, "experience_fts", scope_tag(scope_id), terms, limit)
-        rows = active_heads(conn, [doc_id for _, doc_id in hits])
-        return [
-            ScoredExperience(experience_record(rows[doc_id]), score)
-            for score, doc_id in hits
-            if doc_id in rows and rows[doc_id].family == EXPERIENCE
-        ]
+        found = self._search_family(scope_id, EXPERIENCE, "experience_fts", terms, limit)
+        return [ScoredExperience(experience_record(row), score) for score, row in found]
 
     def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
         conn = self._reader()

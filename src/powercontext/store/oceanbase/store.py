@@ -17,7 +17,6 @@ lives here and beside it:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,7 +27,7 @@ from powercontext.store.core.driver import sqlite
 from powercontext.store.core.family_rows import SELECT_ROW, now
 from powercontext.store.core.memory_rows import SELECT_MEMORY
 from powercontext.store.core.store import SqlStore
-from powercontext.store.core.vectors import VectorCache, VectorChanges
+from powercontext.store.core.vectors import VectorChanges
 from powercontext.store.errors import StoreUnavailable
 from powercontext.store.location import StoreLocation
 from powercontext.store.oceanbase import native_fulltext, native_vectors
@@ -61,16 +60,12 @@ class _Changes(VectorChanges):
 class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlStore):
     """``Store``, ``FamilyStore`` and ``CodeStore`` over seekdb (embedded or server) or OceanBase. Thread-safe."""
 
+    _DRIVER_ERRORS = (sqlite.Error, pymysql.MySQLError)
+
     def __init__(self, location: StoreLocation) -> None:
         self.location = location
         self.path = location.path or location.display()
-        self._write_lock = threading.Lock()
-        self._local = threading.local()
-        self._readers: list[Any] = []
-        self._readers_lock = threading.Lock()
-        self._closed = False
-        self._vectors = VectorCache()
-        self._changes = _Changes()
+        self._open_pool(_Changes())
         self._fts = FtsWriter()
         self._mirror = native_vectors.VectorMirror(self._run_ddl)
         ensure_database(location)
@@ -109,9 +104,7 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
-        with self._write_lock:
-            if self._closed:
-                raise StoreUnavailable()
+        with self._write_turn():
             conn: Connection = self._writer
             try:
                 if not conn.raw.open:
@@ -152,21 +145,8 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
         except pymysql.MySQLError:
             conn.raw.close()  # a broken session is replaced by the next write
 
-    def ready(self) -> bool:
-        try:
-            self._reader().execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchone()
-        except (sqlite.Error, StoreUnavailable, pymysql.MySQLError):
-            return False
-        return True
-
-    def close(self) -> None:
-        self._closed = True
-        with self._readers_lock:
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
-        with self._write_lock:
-            self._writer.raw.close()
+    def _close_writer(self) -> None:
+        self._writer.raw.close()
 
 
 # on the embedded engine they go through its C client (engine.native_reader), which returns every column as

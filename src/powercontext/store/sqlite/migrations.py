@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from powercontext.store.core.schema_versions import pending_migrations
+
 MIGRATIONS: list[tuple[int, str]] = [
     (
         1,
@@ -267,16 +269,7 @@ def apply_migrations(conn: Any, now: str) -> int:
     """Apply every pending migration, each in its own transaction. Returns the schema version."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
     applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-    newest = max(applied, default=0)
-    if newest > LATEST_VERSION:
-        raise RuntimeError(
-            f"the database schema is version {newest}, newer than this PowerContext ({LATEST_VERSION}); upgrade"
-        )
-    # Every migration not yet applied, in order (not only those above the newest applied one: a
-    # database made while a feature's migration number was still reserved may lack it).
-    for version, script in MIGRATIONS:
-        if version in applied:
-            continue
+    for version, script in pending_migrations(MIGRATIONS, applied):
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have applied it while this one waited for the write lock.

@@ -8,7 +8,6 @@ OceanBase store are ``core.store.SqlStore``'s; FTS5 ranking is ``search.SqliteSe
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +20,7 @@ from powercontext.store.core.embeddings import generation as vector_generation
 from powercontext.store.core.family_rows import now
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record
 from powercontext.store.core.store import SqlStore
-from powercontext.store.core.vectors import Vector, VectorCache, VectorChanges, load_matrix
+from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
 from powercontext.store.errors import StoreUnavailable
 from powercontext.store.sqlite.migrations import apply_migrations
 from powercontext.store.sqlite.search import SqliteSearch
@@ -32,16 +31,12 @@ _BUSY_TIMEOUT_MS = 10_000
 class SqliteStore(SqliteSearch, SqlStore):
     """The embedded default store (``Store``, ``FamilyStore``, ``PromptStore``, ``CodeStore``). Thread-safe."""
 
+    _DRIVER_ERRORS = (sqlite.Error,)
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._write_lock = threading.Lock()
-        self._local = threading.local()
-        self._readers: list[Any] = []
-        self._readers_lock = threading.Lock()
-        self._closed = False
-        self._vectors = VectorCache()
-        self._changes = VectorChanges()
+        self._open_pool(VectorChanges())
         self._writer = self._connect()
         self._writer.execute("PRAGMA journal_mode = WAL")
         apply_migrations(self._writer, now())
@@ -70,9 +65,7 @@ class SqliteStore(SqliteSearch, SqlStore):
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
-        with self._write_lock:
-            if self._closed:
-                raise StoreUnavailable()
+        with self._write_turn():
             conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -88,21 +81,8 @@ class SqliteStore(SqliteSearch, SqlStore):
             # Still under the write lock, so cached matrices see commits in order.
             self._vectors.apply(self._changes)
 
-    def ready(self) -> bool:
-        try:
-            self._reader().execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchone()
-        except (sqlite.Error, StoreUnavailable):
-            return False
-        return True
-
-    def close(self) -> None:
-        self._closed = True
-        with self._readers_lock:
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
-        with self._write_lock:
-            self._writer.close()
+    def _close_writer(self) -> None:
+        self._writer.close()
 
     # -- vectors -------------------------------------------------------------------------------
 
