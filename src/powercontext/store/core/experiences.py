@@ -24,7 +24,6 @@ from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.family_rows import (
     ArtifactRow,
     FtsIndex,
-    change_head_state,
     head_row,
     insert_artifact,
     insert_revision,
@@ -32,6 +31,7 @@ from powercontext.store.core.family_rows import (
     now,
     require_scope,
     revision_row,
+    transition_head,
 )
 from powercontext.store.errors import (
     CandidateNotFound,
@@ -201,7 +201,7 @@ class Experiences(StoreConnections):
     ) -> ExperienceRecord:
         at = now()
         with self._write() as conn:
-            head, target = change_head_state(conn, (scope_id, EXPERIENCE, artifact_id), action, expected_revision, at)
+            head, target = transition_head(conn, (scope_id, EXPERIENCE, artifact_id), action, expected_revision, at)
             EXPERIENCE_FTS.remove(conn, head.rowid, scope_id)
         return replace(experience_record(head), state=target)
 

@@ -204,7 +204,7 @@ def set_state(conn: Any, rowid: int, state: LifecycleState, at: str) -> None:
     conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (state, at, rowid))
 
 
-def change_head_state(
+def transition_head(
     conn: Any,
     head: tuple[str, ArtifactFamily, str],
     action: str,

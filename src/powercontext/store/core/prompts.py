@@ -14,7 +14,6 @@ from powercontext.store.base import PromptContent, PromptDemonstration, PromptRe
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.family_rows import (
     ArtifactRow,
-    change_head_state,
     family_heads,
     find_head,
     insert_revision,
@@ -23,6 +22,7 @@ from powercontext.store.core.family_rows import (
     require_scope,
     revision_row,
     set_state,
+    transition_head,
 )
 from powercontext.store.errors import ArtifactNotFound
 
@@ -61,7 +61,7 @@ class Prompts(StoreConnections):
     ) -> PromptRecord:
         at = now()
         with self._write() as conn:
-            head, target = change_head_state(
+            head, target = transition_head(
                 conn, (scope_id, PROMPT, prompt_key), action, expected_revision, at, _not_found
             )
         return replace(_record(head), state=target)

@@ -18,7 +18,6 @@ from powercontext.store.core.family_rows import (
     ArtifactRow,
     FtsIndex,
     active_heads,
-    change_head_state,
     head_row,
     insert_artifact,
     insert_revision,
@@ -28,6 +27,7 @@ from powercontext.store.core.family_rows import (
     replay,
     require_scope,
     revision_row,
+    transition_head,
 )
 from powercontext.store.errors import NotActive, RevisionConflict
 
@@ -108,7 +108,7 @@ class Topics(StoreConnections):
     ) -> TopicRecord:
         at = now()
         with self._write() as conn:
-            head, target = change_head_state(conn, (scope_id, TOPIC_MEMORY, artifact_id), action, expected_revision, at)
+            head, target = transition_head(conn, (scope_id, TOPIC_MEMORY, artifact_id), action, expected_revision, at)
             if target == "active":
                 TOPIC_FTS.add(conn, head.rowid, scope_id, (head.fields["title"], head.fields["body"]))
                 self._changes.searchable_again(conn, scope_id, TOPIC_MEMORY, head.rowid, head.head_revision)
