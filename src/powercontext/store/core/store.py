@@ -2,8 +2,9 @@
 
 A concrete store (``sqlite.store.SqliteStore``, ``oceanbase.store.OceanBaseStore``) inherits this class and
 supplies only what differs between the engines: its connections (``_reader``, the serialized ``_write``
-transaction, its driver's errors and how its writer closes), its full-text ranking (``search_text``, ``search_topics``,
-``search_experiences``, ``search_code``) and how it finds vector hits (``_vector_hits``). The statements here
+transaction, its driver's errors and how its writer closes; ``connections.ConnectionPool`` keeps the rest), its
+full-text ranking (``search_text``, ``search_topics``, ``search_experiences``, ``search_code``) and how it finds
+vector hits (``_vector_hits``). The statements here
 are written once, in the store's portable SQL: ``?`` placeholders, ``INSERT … ON CONFLICT … DO UPDATE`` and
 full-text index writes to a Scope's table by name (``core.scope_fts``); a connection runs them in its dialect.
 Neither store inherits the other.
