@@ -15,9 +15,7 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import httpx
-
-from powercontext.client import DEFAULT_BASE_URL, PowerContextClient
+from powercontext.client import PowerContextClient
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -48,19 +46,25 @@ def _blocking(
     return call
 
 
+def _options_of(
+    source: Callable[Concatenate[PowerContextClient, P], None],
+) -> Callable[[Callable[..., None]], Callable[Concatenate[SyncPowerContextClient, P], None]]:
+    """Gives the decorated ``__init__`` the parameters of the async client's: the sync client takes the same
+    options and hands them on, so they are written once."""
+
+    def decorate(init: Callable[..., None]) -> Callable[Concatenate[SyncPowerContextClient, P], None]:
+        return functools.wraps(source)(init)
+
+    return decorate
+
+
 class SyncPowerContextClient:
     """Blocking client. Use as ``with SyncPowerContextClient(url) as client: ...`` or call ``close()``."""
 
-    def __init__(
-        self,
-        base_url: str = DEFAULT_BASE_URL,
-        *,
-        timeout: float = 30.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-        token: str | None = None,
-    ) -> None:
+    @_options_of(PowerContextClient.__init__)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._loop = asyncio.new_event_loop()
-        self._client = PowerContextClient(base_url, timeout=timeout, transport=transport, token=token)
+        self._client = PowerContextClient(*args, **kwargs)
         self.base_url = self._client.base_url
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
