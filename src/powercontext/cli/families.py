@@ -166,9 +166,13 @@ topic_app.command("search")(
 
 # -- experience --------------------------------------------------------------------------------
 
-SituationOption = Annotated[str | None, typer.Option(help="When the lesson applies.")]
-WorkedOption = Annotated[str | None, typer.Option("--worked", help="What worked.")]
-AvoidOption = Annotated[str | None, typer.Option("--avoid", help="What to avoid.")]
+# The lesson's three fields: required to propose, optional (kept when not given) to revise.
+_SITUATION = typer.Option(help="When the lesson applies.")
+_WORKED = typer.Option("--worked", help="What worked.")
+_AVOID = typer.Option("--avoid", help="What to avoid.")
+SituationOption = Annotated[str | None, _SITUATION]
+WorkedOption = Annotated[str | None, _WORKED]
+AvoidOption = Annotated[str | None, _AVOID]
 TargetOption = Annotated[
     str | None, typer.Option("--target", help="An Experience this revises (needs --expected-revision).")
 ]
@@ -177,9 +181,9 @@ TargetOption = Annotated[
 @candidate_app.command("add")
 def candidate_add(
     scope: ScopeOption,
-    situation: Annotated[str, typer.Option(help="When the lesson applies.")],
-    worked: Annotated[str, typer.Option("--worked", help="What worked.")],
-    avoid: Annotated[str, typer.Option("--avoid", help="What to avoid.")],
+    situation: Annotated[str, _SITUATION],
+    worked: Annotated[str, _WORKED],
+    avoid: Annotated[str, _AVOID],
     tag: TagOption = None,
     target: TargetOption = None,
     expected_revision: ExpectedOption = None,
