@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, fail, print_json, run
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, fail, printed_as_json, run
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -38,8 +38,7 @@ ExpectedOption = Annotated[
 
 
 def _emit(model: BaseModel, as_json: bool, view: str) -> None:
-    if as_json:
-        print_json(model.model_dump(mode="json"))
+    if printed_as_json(model, as_json):
         return
     from powercontext.cli import family_views
 
@@ -258,8 +257,7 @@ def candidate_review(
         return await client.review_candidate(scope, candidate_id, revised)
 
     result = run(url, review)
-    if as_json:
-        print_json(result.model_dump(mode="json"))
+    if printed_as_json(result, as_json):
         return
     from powercontext.cli import family_views
 
