@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from powercontext.code.identifiers import identifier_terms, path_terms
 from powercontext.contract.common import Family
@@ -227,20 +228,39 @@ class ContextExplainer:
                     fate=c.fate,
                     explanation=f"a candidate of this run, pool rank {c.rank}; {_fate_text(c.fate)}",
                 )
+        below_pool = self._ranked_below_pool(
+            artifact_id,
+            ranked,
+            "below_pool",
+            lambda best, depth: (
+                f"ranked {best.rank} in this run's {best.channel} list, but the pool keeps the "
+                f"first {depth} of the fused list: not_retrieved"
+            ),
+        )
+        return below_pool or ExpectedItem(artifact_id=artifact_id, where="not_found", explanation="")
+
+    def _ranked_below_pool(
+        self,
+        artifact_id: str,
+        ranked: dict[ArtifactKey, _Ranked],
+        where: Literal["below_pool", "deeper_search"],
+        explain: Callable[[ChannelRank, int], str],
+    ) -> ExpectedItem | None:
+        """The expected item ``artifact_id`` where ``ranked`` lists it below the pool depth, explained from its
+        best rank and that depth; None where ``ranked`` does not list it."""
         for key, entry in ranked.items():
             if key.artifact_id == artifact_id:
                 best = min(entry.ranks, key=lambda r: r.rank)
                 depth = self._depth(entry.family)
                 return ExpectedItem(
                     artifact_id=artifact_id,
-                    where="below_pool",
+                    where=where,
                     family=entry.family,
                     ranks=entry.ranks,
                     pool_depth=depth,
-                    explanation=f"ranked {best.rank} in this run's {best.channel} list, but the pool keeps the "
-                    f"first {depth} of the fused list: not_retrieved",
+                    explanation=explain(best, depth),
                 )
-        return ExpectedItem(artifact_id=artifact_id, where="not_found", explanation="")
+        return None
 
     def _deeper(
         self, request: PrepareContextRequest, scope_ids: tuple[str, ...], may_read: Callable[[str], bool]
@@ -262,20 +282,16 @@ class ContextExplainer:
         return _ranked(probe.lists)
 
     def _deep(self, item: ExpectedItem, found: dict[ArtifactKey, _Ranked]) -> ExpectedItem:
-        for key, entry in found.items():
-            if key.artifact_id == item.artifact_id:
-                best = min(entry.ranks, key=lambda r: r.rank)
-                depth = self._depth(entry.family)
-                return ExpectedItem(
-                    artifact_id=item.artifact_id,
-                    where="deeper_search",
-                    family=entry.family,
-                    ranks=entry.ranks,
-                    pool_depth=depth,
-                    explanation=f"not in this run's lists; a search {DEEP_LIMIT} deep ranks it {best.rank} "
-                    f"({best.channel}), below the pool depth {depth}: not_retrieved",
-                )
-        return item.model_copy(
+        deeper = self._ranked_below_pool(
+            item.artifact_id,
+            found,
+            "deeper_search",
+            lambda best, depth: (
+                f"not in this run's lists; a search {DEEP_LIMIT} deep ranks it {best.rank} "
+                f"({best.channel}), below the pool depth {depth}: not_retrieved"
+            ),
+        )
+        return deeper or item.model_copy(
             update={
                 "explanation": "no active head with this id in the searched Scopes was ranked for this query, "
                 f"even {DEEP_LIMIT} deep: it shares no query term (and no vector ranked it), or it is not an "

@@ -18,6 +18,7 @@ def test_every_async_method_has_a_sync_twin_with_the_same_signature() -> None:
     assert {"prepare_context", "add_memory", "search_memory", "create_topic", "get_profile", "query_code"} <= set(
         methods
     )
+    assert inspect.signature(SyncPowerContextClient) == inspect.signature(PowerContextClient)
     for name in methods:
         twin = getattr(SyncPowerContextClient, name)
         assert not inspect.iscoroutinefunction(twin), name

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, printed_as_json
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -129,12 +129,10 @@ def code_query(
     as_json: JsonOption = False,
 ) -> None:
     """Search the indexed code of every work tree of the Scope."""
-    from powercontext.cli.common import print_json as _print_json
     from powercontext.cli.common import run as _run
 
     result = _run(url, lambda c: c.query_code(scope, text, limit))
-    if as_json:
-        _print_json(result.model_dump(mode="json"))
+    if printed_as_json(result, as_json):
         return
     typer.echo(f"{len(result.hits)} hit(s)")
     for hit in result.hits:
@@ -157,12 +155,10 @@ def code_snippet(
     as_json: JsonOption = False,
 ) -> None:
     """Print exact lines of an indexed file; refused with code-changed when the file has changed since."""
-    from powercontext.cli.common import print_json as _print_json
     from powercontext.cli.common import run as _run
 
     result = _run(url, lambda c: c.read_code_snippet(scope, fingerprint, path, file_sha256, start_line, end_line))
-    if as_json:
-        _print_json(result.model_dump(mode="json"))
+    if printed_as_json(result, as_json):
         return
     sys.stdout.write(result.text)
     sys.stdout.flush()

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from powercontext.client import PowerContextClient, PowerContextError
 
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -105,6 +107,17 @@ def exit_code_for(error: PowerContextError) -> int:
 
 def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def printed_as_json(answer: BaseModel | Sequence[BaseModel], as_json: bool) -> bool:
+    """With ``--json``, print the answer (a model, or a list of them) as JSON and return True: the command then
+    prints nothing else. Without it, print nothing and return False."""
+    if as_json:
+        if isinstance(answer, Sequence):
+            print_json([item.model_dump(mode="json") for item in answer])
+        else:
+            print_json(answer.model_dump(mode="json"))
+    return as_json
 
 
 def parse_section(text: str) -> dict[str, object]:

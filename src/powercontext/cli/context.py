@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, context_request
-from powercontext.cli.common import print_json as _print_json
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, context_request, printed_as_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.explain import context_explain
 
@@ -40,8 +39,7 @@ def context_prepare(
         fields["include_receipt"] = True
     request = context_request(PrepareContextRequest.model_validate, fields, section, include_code)
     prepared = _run(url, lambda c: c.prepare_context(request))
-    if as_json:
-        _print_json(prepared.model_dump(mode="json"))
+    if printed_as_json(prepared, as_json):
         return
     from powercontext.cli.views import print_prepared
 

@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, context_request
-from powercontext.cli.common import print_json as _print_json
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, context_request, printed_as_json
 from powercontext.cli.common import run as _run
 
 if TYPE_CHECKING:
@@ -40,8 +39,7 @@ def context_explain(
     fields: dict[str, object] = {"scope_id": scope, "query": query, "max_bytes": max_bytes, "expected": expect or []}
     request = context_request(ExplainContextRequest.model_validate, fields, section, include_code)
     explained = _run(url, lambda c: c.explain_context(request))
-    if as_json:
-        _print_json(explained.model_dump(mode="json"))
+    if printed_as_json(explained, as_json):
         return
     print_explanation(explained)
 

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, fail, print_json, run
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, fail, printed_as_json, run
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
+    from powercontext.client import PowerContextClient
 
 topic_app = typer.Typer(no_args_is_help=True, help="Write, search and read Topic Memory.")
 experience_app = typer.Typer(no_args_is_help=True, help="Propose, review, search and read Experience.")
@@ -24,15 +27,18 @@ profile_app = typer.Typer(no_args_is_help=True, help="Commit and read the Scope'
 experience_app.add_typer(candidate_app, name="candidate")
 
 TagOption = Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")]
-RevisionOption = Annotated[int | None, typer.Option(min=1, help="An exact revision instead of the head.")]
+_NUMBER_HELP = {
+    "--revision": "An exact revision instead of the head.",
+    "--expected-revision": "Refuse unless the head is this revision.",
+}
+RevisionOption = Annotated[int | None, typer.Option(min=1, help=_NUMBER_HELP["--revision"])]
 ExpectedOption = Annotated[
-    int | None, typer.Option("--expected-revision", min=1, help="Refuse unless the head is this revision.")
+    int | None, typer.Option("--expected-revision", min=1, help=_NUMBER_HELP["--expected-revision"])
 ]
 
 
 def _emit(model: BaseModel, as_json: bool, view: str) -> None:
-    if as_json:
-        print_json(model.model_dump(mode="json"))
+    if printed_as_json(model, as_json):
         return
     from powercontext.cli import family_views
 
@@ -51,6 +57,36 @@ def _read_text(inline: str | None, file: Path | None, name: str) -> str | None:
         return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise fail(f"cannot read --{name}-file: {type(exc).__name__}") from None
+
+
+def _scoped_command(
+    call: Callable[[PowerContextClient, str, str, Any], Awaitable[BaseModel]],
+    view: str,
+    doc: str,
+    argument: Literal["ARTIFACT-ID", "QUERY"],
+    option: Literal["--revision", "--expected-revision", "--limit"],
+) -> Any:
+    """``ARGUMENT --scope S [OPTION N]`` calling ``call(client, scope, argument, option)``: read one revision,
+    change a lifecycle or search, the same for every family. Typer reads the options' declarations from the
+    defaults, so one signature serves each argument and option."""
+    subject_argument: Any = typer.Argument(metavar=argument)
+    number_option: Any = (
+        typer.Option(10, option, min=1, max=20)
+        if option == "--limit"
+        else typer.Option(None, option, min=1, help=_NUMBER_HELP[option])
+    )
+
+    def command(
+        scope: ScopeOption,
+        subject: str = subject_argument,
+        number: int | None = number_option,
+        url: UrlOption = DEFAULT_URL,
+        as_json: JsonOption = False,
+    ) -> None:
+        _emit(run(url, lambda c: call(c, scope, subject, number)), as_json, view)
+
+    command.__doc__ = doc
+    return command
 
 
 # -- topic -------------------------------------------------------------------------------------
@@ -96,53 +132,46 @@ def topic_revise(
 
 
 def _topic_lifecycle(action: Literal["retire", "restore"]) -> Any:
-    def command(
-        artifact_id: Annotated[str, typer.Argument()],
-        scope: ScopeOption,
-        expected_revision: ExpectedOption = None,
-        url: UrlOption = DEFAULT_URL,
-        as_json: JsonOption = False,
-    ) -> None:
-        topic = run(url, lambda c: c.change_topic_lifecycle(scope, artifact_id, action, expected_revision))
-        _emit(topic, as_json, "print_topic")
-
-    command.__doc__ = f"{action.capitalize()} a Topic Memory (its revisions stay readable exactly)."
-    return command
+    return _scoped_command(
+        lambda c, scope, artifact_id, expected: c.change_topic_lifecycle(scope, artifact_id, action, expected),
+        "print_topic",
+        f"{action.capitalize()} a Topic Memory (its revisions stay readable exactly).",
+        "ARTIFACT-ID",
+        "--expected-revision",
+    )
 
 
 topic_app.command("retire")(_topic_lifecycle("retire"))
 topic_app.command("restore")(_topic_lifecycle("restore"))
-
-
-@topic_app.command("get")
-def topic_get(
-    artifact_id: Annotated[str, typer.Argument()],
-    scope: ScopeOption,
-    revision: RevisionOption = None,
-    url: UrlOption = DEFAULT_URL,
-    as_json: JsonOption = False,
-) -> None:
-    """Read the head, or one exact revision, of a Topic Memory."""
-    _emit(run(url, lambda c: c.get_topic(scope, artifact_id, revision)), as_json, "print_topic")
-
-
-@topic_app.command("search")
-def topic_search(
-    query: Annotated[str, typer.Argument()],
-    scope: ScopeOption,
-    limit: Annotated[int, typer.Option(min=1, max=20)] = 10,
-    url: UrlOption = DEFAULT_URL,
-    as_json: JsonOption = False,
-) -> None:
-    """Search active Topic Memory heads (title and body)."""
-    _emit(run(url, lambda c: c.search_topics(scope, query, limit)), as_json, "print_topic_hits")
+topic_app.command("get")(
+    _scoped_command(
+        lambda c, scope, artifact_id, revision: c.get_topic(scope, artifact_id, revision),
+        "print_topic",
+        "Read the head, or one exact revision, of a Topic Memory.",
+        "ARTIFACT-ID",
+        "--revision",
+    )
+)
+topic_app.command("search")(
+    _scoped_command(
+        lambda c, scope, query, limit: c.search_topics(scope, query, limit),
+        "print_topic_hits",
+        "Search active Topic Memory heads (title and body).",
+        "QUERY",
+        "--limit",
+    )
+)
 
 
 # -- experience --------------------------------------------------------------------------------
 
-SituationOption = Annotated[str | None, typer.Option(help="When the lesson applies.")]
-WorkedOption = Annotated[str | None, typer.Option("--worked", help="What worked.")]
-AvoidOption = Annotated[str | None, typer.Option("--avoid", help="What to avoid.")]
+# The lesson's three fields: required to propose, optional (kept when not given) to revise.
+_SITUATION = typer.Option(help="When the lesson applies.")
+_WORKED = typer.Option("--worked", help="What worked.")
+_AVOID = typer.Option("--avoid", help="What to avoid.")
+SituationOption = Annotated[str | None, _SITUATION]
+WorkedOption = Annotated[str | None, _WORKED]
+AvoidOption = Annotated[str | None, _AVOID]
 TargetOption = Annotated[
     str | None, typer.Option("--target", help="An Experience this revises (needs --expected-revision).")
 ]
@@ -151,9 +180,9 @@ TargetOption = Annotated[
 @candidate_app.command("add")
 def candidate_add(
     scope: ScopeOption,
-    situation: Annotated[str, typer.Option(help="When the lesson applies.")],
-    worked: Annotated[str, typer.Option("--worked", help="What worked.")],
-    avoid: Annotated[str, typer.Option("--avoid", help="What to avoid.")],
+    situation: Annotated[str, _SITUATION],
+    worked: Annotated[str, _WORKED],
+    avoid: Annotated[str, _AVOID],
     tag: TagOption = None,
     target: TargetOption = None,
     expected_revision: ExpectedOption = None,
@@ -199,7 +228,6 @@ def candidate_review(
     as_json: JsonOption = False,
 ) -> None:
     """Approve, reject, or revise a pending Candidate (revise keeps fields you do not give)."""
-    from powercontext.client import PowerContextClient
     from powercontext.contract.families import ExperienceReviewResult, ReviseDecision
 
     if decision not in ("approve", "reject", "revise"):
@@ -229,49 +257,40 @@ def candidate_review(
         return await client.review_candidate(scope, candidate_id, revised)
 
     result = run(url, review)
-    if as_json:
-        print_json(result.model_dump(mode="json"))
+    if printed_as_json(result, as_json):
         return
     from powercontext.cli import family_views
 
     family_views.print_candidate(result.candidate)
 
 
-@experience_app.command("retire")
-def experience_retire(
-    artifact_id: Annotated[str, typer.Argument()],
-    scope: ScopeOption,
-    expected_revision: ExpectedOption = None,
-    url: UrlOption = DEFAULT_URL,
-    as_json: JsonOption = False,
-) -> None:
-    """Retire an Experience (its revisions stay readable exactly)."""
-    experience = run(url, lambda c: c.retire_experience(scope, artifact_id, expected_revision))
-    _emit(experience, as_json, "print_experience")
-
-
-@experience_app.command("get")
-def experience_get(
-    artifact_id: Annotated[str, typer.Argument()],
-    scope: ScopeOption,
-    revision: RevisionOption = None,
-    url: UrlOption = DEFAULT_URL,
-    as_json: JsonOption = False,
-) -> None:
-    """Read the head, or one exact revision, of an Experience."""
-    _emit(run(url, lambda c: c.get_experience(scope, artifact_id, revision)), as_json, "print_experience")
-
-
-@experience_app.command("search")
-def experience_search(
-    query: Annotated[str, typer.Argument()],
-    scope: ScopeOption,
-    limit: Annotated[int, typer.Option(min=1, max=20)] = 10,
-    url: UrlOption = DEFAULT_URL,
-    as_json: JsonOption = False,
-) -> None:
-    """Search active (approved, not retired) Experience heads."""
-    _emit(run(url, lambda c: c.search_experiences(scope, query, limit)), as_json, "print_experience_hits")
+experience_app.command("retire")(
+    _scoped_command(
+        lambda c, scope, artifact_id, expected: c.retire_experience(scope, artifact_id, expected),
+        "print_experience",
+        "Retire an Experience (its revisions stay readable exactly).",
+        "ARTIFACT-ID",
+        "--expected-revision",
+    )
+)
+experience_app.command("get")(
+    _scoped_command(
+        lambda c, scope, artifact_id, revision: c.get_experience(scope, artifact_id, revision),
+        "print_experience",
+        "Read the head, or one exact revision, of an Experience.",
+        "ARTIFACT-ID",
+        "--revision",
+    )
+)
+experience_app.command("search")(
+    _scoped_command(
+        lambda c, scope, query, limit: c.search_experiences(scope, query, limit),
+        "print_experience_hits",
+        "Search active (approved, not retired) Experience heads.",
+        "QUERY",
+        "--limit",
+    )
+)
 
 
 # -- profile -----------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from powercontext.contract.common import ArtifactRef
 from powercontext.contract.families import (
     Experience,
     ExperienceCandidate,
@@ -32,11 +33,15 @@ def print_topic(topic: TopicMemory) -> None:
 
 
 def print_topic_hits(result: TopicMemorySearchResult) -> None:
+    _print_hits(result.mode, [(hit.score, hit.artifact_address.artifact, hit.title) for hit in result.hits])
+
+
+def _print_hits(mode: str, hits: list[tuple[float, ArtifactRef, str]]) -> None:
+    """One line a hit: score, exact address and the line that names it (a title, a situation)."""
     console = _console()
-    console.print(f"mode {result.mode}, {len(result.hits)} hit(s)", markup=False)
-    for hit in result.hits:
-        ref = hit.artifact_address.artifact
-        console.print(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  {hit.title}", markup=False)
+    console.print(f"mode {mode}, {len(hits)} hit(s)", markup=False)
+    for score, ref, label in hits:
+        console.print(f"{score:7.3f}  {ref.artifact_id}@{ref.revision}  {label}", markup=False)
 
 
 def _lesson_lines(situation: str, what_worked: str, what_to_avoid: str) -> list[str]:
@@ -74,11 +79,7 @@ def print_candidate(candidate: ExperienceCandidate) -> None:
 
 
 def print_experience_hits(result: ExperienceSearchResult) -> None:
-    console = _console()
-    console.print(f"mode {result.mode}, {len(result.hits)} hit(s)", markup=False)
-    for hit in result.hits:
-        ref = hit.artifact_address.artifact
-        console.print(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  {hit.situation}", markup=False)
+    _print_hits(result.mode, [(hit.score, hit.artifact_address.artifact, hit.situation) for hit in result.hits])
 
 
 def print_profile(profile: Profile) -> None:

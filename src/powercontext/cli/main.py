@@ -32,18 +32,23 @@ app = typer.Typer(
     help="PowerContext: prepared context for AI agents. Exit codes: 0 done, 1 refused, 2 usage, 3 not found, "
     "4 conflict, 5 Server unreachable.",
 )
-app.add_typer(server_app, name="server")
-app.add_typer(scope_app, name="scope")
-app.add_typer(memory_app, name="memory")
-app.add_typer(context_app, name="context")
-app.add_typer(store_app, name="store")
-app.add_typer(topic_app, name="topic")
-app.add_typer(experience_app, name="experience")
-app.add_typer(profile_app, name="profile")
-app.add_typer(code_app, name="code")
-app.add_typer(prompt_app, name="prompt")
-app.add_typer(eval_app, name="eval")
-app.add_typer(hosts_app, name="hosts")
+# In the order ``powercontext --help`` lists them.
+_GROUPS = {
+    "server": server_app,
+    "scope": scope_app,
+    "memory": memory_app,
+    "context": context_app,
+    "store": store_app,
+    "topic": topic_app,
+    "experience": experience_app,
+    "profile": profile_app,
+    "code": code_app,
+    "prompt": prompt_app,
+    "eval": eval_app,
+    "hosts": hosts_app,
+}
+for _name, _group in _GROUPS.items():
+    app.add_typer(_group, name=_name)
 app.command("mcp")(mcp_command)
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreOption, UrlOption
+from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreOption, UrlOption, printed_as_json
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.server import settings_from_options
@@ -26,8 +26,7 @@ memory_app = typer.Typer(no_args_is_help=True, help="Write, search and read Atom
 
 
 def _print_memory(memory: AtomicMemory, as_json: bool) -> None:
-    if as_json:
-        _print_json(memory.model_dump(mode="json"))
+    if printed_as_json(memory, as_json):
         return
     ref = memory.artifact_address.artifact
     typer.echo(
@@ -221,8 +220,7 @@ def memory_search(
 ) -> None:
     """Search active Atomic Memory heads."""
     result = _run(url, lambda c: c.search_memory(scope, query, mode, limit))  # type: ignore[arg-type]
-    if as_json:
-        _print_json(result.model_dump(mode="json"))
+    if printed_as_json(result, as_json):
         return
     typer.echo(f"mode {result.mode}, {len(result.hits)} hit(s)")
     for hit in result.hits:
@@ -241,8 +239,7 @@ def memory_list(
 ) -> None:
     """List Atomic Memory heads, newest first, one page at a time."""
     page = _run(url, lambda c: c.list_memories(scope, limit, cursor, state))  # type: ignore[arg-type]
-    if as_json:
-        _print_json(page.model_dump(mode="json"))
+    if printed_as_json(page, as_json):
         return
     for memory in page.items:
         ref = memory.artifact_address.artifact

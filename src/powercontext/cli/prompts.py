@@ -6,12 +6,22 @@ Like ``cli.main``, only Typer loads at import; the client and the wire models lo
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, fail, print_json, run
+from powercontext.cli.common import (
+    DEFAULT_URL,
+    JsonOption,
+    ScopeOption,
+    UrlOption,
+    fail,
+    print_json,
+    printed_as_json,
+    run,
+)
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -85,8 +95,7 @@ def _read_demonstrations(file: Path | None) -> list[PromptDemonstration]:
 def prompt_list(scope: ScopeOption, url: UrlOption = DEFAULT_URL, as_json: JsonOption = False) -> None:
     """Every registered Prompt key and what the Scope resolves for it."""
     items = run(url, lambda c: c.list_prompts(scope))
-    if as_json:
-        print_json([i.model_dump(mode="json") for i in items])
+    if printed_as_json(items, as_json):
         return
     for i in items:
         head = f"head revision {i.head_revision} ({i.head_mode}, {i.head_state})" if i.head_revision else "no Artifact"
@@ -136,30 +145,34 @@ def prompt_set(
     _emit(run(url, call), as_json)
 
 
-@prompt_app.command("auto")
-def prompt_auto(
-    key: KeyArgument,
-    scope: ScopeOption,
-    expected_revision: ExpectedOption = None,
-    url: UrlOption = DEFAULT_URL,
-    as_json: JsonOption = False,
-) -> None:
-    """Return the Scope's Prompt for KEY to auto (the built-in), as a new revision."""
+def _key_command(
+    change: Callable[[PowerContextClient, str, str, int | None], Awaitable[ResolvedPromptView]], doc: str
+) -> Any:
+    """``KEY --scope S [--expected-revision N]``: one change to the Scope's Prompt for KEY."""
 
-    async def call(client: PowerContextClient) -> ResolvedPromptView:
-        base = await _head_revision(client, scope, key, expected_revision)
-        return await client.set_prompt_auto(scope, key, base)
+    def command(
+        key: KeyArgument,
+        scope: ScopeOption,
+        expected_revision: ExpectedOption = None,
+        url: UrlOption = DEFAULT_URL,
+        as_json: JsonOption = False,
+    ) -> None:
+        _emit(run(url, lambda c: change(c, scope, key, expected_revision)), as_json)
 
-    _emit(run(url, call), as_json)
+    command.__doc__ = doc
+    return command
 
 
-@prompt_app.command("retire")
-def prompt_retire(
-    key: KeyArgument,
-    scope: ScopeOption,
-    expected_revision: ExpectedOption = None,
-    url: UrlOption = DEFAULT_URL,
-    as_json: JsonOption = False,
-) -> None:
-    """Retire the Scope's prompt Artifact for KEY: it uses the built-in; every revision stays readable."""
-    _emit(run(url, lambda c: c.retire_prompt(scope, key, expected_revision)), as_json)
+async def _set_auto(client: PowerContextClient, scope: str, key: str, expected: int | None) -> ResolvedPromptView:
+    return await client.set_prompt_auto(scope, key, await _head_revision(client, scope, key, expected))
+
+
+prompt_app.command("auto")(
+    _key_command(_set_auto, "Return the Scope's Prompt for KEY to auto (the built-in), as a new revision.")
+)
+prompt_app.command("retire")(
+    _key_command(
+        lambda c, scope, key, expected: c.retire_prompt(scope, key, expected),
+        "Retire the Scope's prompt Artifact for KEY: it uses the built-in; every revision stays readable.",
+    )
+)

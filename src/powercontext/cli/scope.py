@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, UrlOption
-from powercontext.cli.common import print_json as _print_json
+from powercontext.cli.common import DEFAULT_URL, JsonOption, UrlOption, printed_as_json
 from powercontext.cli.common import run as _run
 
 scope_app = typer.Typer(no_args_is_help=True, help="Create and list Scopes.")
@@ -25,8 +24,7 @@ def scope_create(
 ) -> None:
     """Create a Scope."""
     scope = _run(url, lambda c: c.create_scope(scope_id, title or scope_id, reference or []))
-    if as_json:
-        _print_json(scope.model_dump(mode="json"))
+    if printed_as_json(scope, as_json):
         return
     typer.echo(f"created Scope {scope.scope_id}")
 
@@ -35,8 +33,7 @@ def scope_create(
 def scope_list(url: UrlOption = DEFAULT_URL, as_json: JsonOption = False) -> None:
     """List Scopes."""
     scopes = _run(url, lambda c: c.list_scopes())
-    if as_json:
-        _print_json([s.model_dump(mode="json") for s in scopes])
+    if printed_as_json(scopes, as_json):
         return
     for s in scopes:
         refs = f"  (references: {', '.join(s.context_references)})" if s.context_references else ""

@@ -47,6 +47,16 @@ def utf8_bounded(name: str, max_bytes: int) -> Callable[[str], str]:
     return check
 
 
+def utf8_text(max_bytes: int) -> Any:
+    """The schema of a non-blank text of 1..``max_bytes`` UTF-8 bytes (``utf8_bounded`` is its validator)."""
+    return Field(
+        min_length=1,
+        pattern=NON_BLANK,
+        description=f"UTF-8 text, 1..{max_bytes} bytes.",
+        json_schema_extra=utf8_bytes_schema(max_bytes),
+    )
+
+
 def _one_line(value: str) -> str:
     # Rendered text puts titles and keys on one line; a control character there would break it.
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
@@ -61,16 +71,7 @@ TopicTitle = Annotated[
     Field(min_length=1, max_length=MAX_TOPIC_TITLE_CHARS, pattern=ONE_LINE, description="One line, 1..200 chars."),
     AfterValidator(_one_line),
 ]
-TopicBody = Annotated[
-    str,
-    Field(
-        min_length=1,
-        pattern=NON_BLANK,
-        description="UTF-8 text, 1..16000 bytes.",
-        json_schema_extra=utf8_bytes_schema(MAX_TOPIC_BODY_BYTES),
-    ),
-    AfterValidator(utf8_bounded("body", MAX_TOPIC_BODY_BYTES)),
-]
+TopicBody = Annotated[str, utf8_text(MAX_TOPIC_BODY_BYTES), AfterValidator(utf8_bounded("body", MAX_TOPIC_BODY_BYTES))]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
 SearchQuery = Annotated[str, Field(min_length=1, max_length=8192, pattern=NON_BLANK)]
 # Strict integers (as everywhere on the wire): lax mode would take "1", 1.0 or true, which the schema forbids.
@@ -82,12 +83,7 @@ def _field(name: str) -> object:
     return AfterValidator(utf8_bounded(name, MAX_EXPERIENCE_FIELD_BYTES))
 
 
-_FIELD_TEXT = Field(
-    min_length=1,
-    pattern=NON_BLANK,
-    description="UTF-8 text, 1..4000 bytes.",
-    json_schema_extra=utf8_bytes_schema(MAX_EXPERIENCE_FIELD_BYTES),
-)
+_FIELD_TEXT = utf8_text(MAX_EXPERIENCE_FIELD_BYTES)
 Situation = Annotated[str, _FIELD_TEXT, _field("situation")]
 WhatWorked = Annotated[str, _FIELD_TEXT, _field("what_worked")]
 WhatToAvoid = Annotated[str, _FIELD_TEXT, _field("what_to_avoid")]
@@ -282,14 +278,7 @@ class ProfileEntry(StrictModel):
         str, Field(min_length=1, max_length=MAX_PROFILE_KEY_CHARS, pattern=ONE_LINE), AfterValidator(_one_line)
     ]
     value: Annotated[
-        str,
-        Field(
-            min_length=1,
-            pattern=NON_BLANK,
-            description="UTF-8 text, 1..2000 bytes.",
-            json_schema_extra=utf8_bytes_schema(MAX_PROFILE_VALUE_BYTES),
-        ),
-        AfterValidator(utf8_bounded("value", MAX_PROFILE_VALUE_BYTES)),
+        str, utf8_text(MAX_PROFILE_VALUE_BYTES), AfterValidator(utf8_bounded("value", MAX_PROFILE_VALUE_BYTES))
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, Field, StrictBool, StrictInt, ValidationInfo, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from powercontext.contract.common import (
@@ -24,6 +24,13 @@ MAX_QUERY_CHARS = 8192
 SectionFamily = Literal["memory", "topic-memory", "experience", "profile"]
 # Per-section caps: 8 each, Experience 2 — so an explicit assembly asks for at most 26 historical items.
 SECTION_LIMITS: dict[str, int] = {"memory": 8, "topic-memory": 8, "experience": 2, "profile": 8}
+
+
+def _omitted_not_null(cls: type[BaseModel], value: object, info: ValidationInfo) -> object:
+    """A field that may be absent but never ``null`` (the schema has no null for it)."""
+    if value is None:
+        raise ValueError(f"{info.field_name} must be omitted, not null")
+    return value
 
 
 class AssemblySection(StrictModel):
@@ -87,12 +94,7 @@ class PrepareContextRequest(StrictModel):
         "Omitted, null and false are equivalent. Automatic host recall must not set it.",
     )
 
-    @field_validator("assembly", mode="before")
-    @classmethod
-    def _assembly_not_null(cls, value: object) -> object:
-        if value is None:
-            raise ValueError("assembly must be omitted, not null")
-        return value
+    _assembly_not_null = field_validator("assembly", mode="before")(_omitted_not_null)
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON body to send: unset optional fields stay absent, so older servers accept it."""
@@ -114,12 +116,7 @@ class PreparedContext(StrictModel):
     # output, and not part of the published schema: host validators treat it as a defect.
     receipt: PreparedContextReceipt | SkipJsonSchema[None] = Field(default=None, exclude_if=lambda v: v is None)
 
-    @field_validator("receipt", mode="before")
-    @classmethod
-    def _receipt_not_null(cls, value: object) -> object:
-        if value is None:
-            raise ValueError("receipt must be omitted, not null")
-        return value
+    _receipt_not_null = field_validator("receipt", mode="before")(_omitted_not_null)
 
     @model_validator(mode="after")
     def _status_matches_content(self) -> PreparedContext:

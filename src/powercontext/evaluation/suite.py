@@ -6,6 +6,7 @@ file and line number instead of surfacing as a half-finished run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterator
@@ -65,7 +66,8 @@ class Suite:
         return [m for _, _, m in sorted(indexed, key=lambda t: (t[0], t[1]))]
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each non-blank line's place (``file:line``, for messages) and its JSON object."""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -75,7 +77,7 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise SuiteError(f"{path.name}:{number}: not JSON ({exc.msg})") from None
         if not isinstance(value, dict):
             raise SuiteError(f"{path.name}:{number}: expected a JSON object")
-        yield number, value
+        yield f"{path.name}:{number}", value
 
 
 def _text(where: str, value: dict[str, Any], key: str) -> str:
@@ -100,15 +102,9 @@ def load_suite(directory: Path) -> Suite:
             raise SuiteError(f"{path} is missing: a suite directory holds memories.jsonl and queries.jsonl")
     memories: list[SuiteMemory] = []
     scope_of: dict[str, str] = {}
-    for number, value in _lines(memories_path):
-        where = f"memories.jsonl:{number}"
-        memory = SuiteMemory(
-            _text(where, value, "id"),
-            _text(where, value, "scope_id"),
-            _text(where, value, "kind"),
-            str(value.get("created", "")),
-            _text(where, value, "text"),
-        )
+    for where, value in _lines(memories_path):
+        text = functools.partial(_text, where, value)
+        memory = SuiteMemory(text("id"), text("scope_id"), text("kind"), str(value.get("created", "")), text("text"))
         if memory.kind not in MEMORY_KINDS:
             raise SuiteError(f"{where}: kind must be one of {', '.join(sorted(MEMORY_KINDS))}")
         if len(memory.text.encode("utf-8")) > MAX_BODY_BYTES:
@@ -119,15 +115,10 @@ def load_suite(directory: Path) -> Suite:
         memories.append(memory)
     queries: list[SuiteQuery] = []
     seen: set[str] = set()
-    for number, value in _lines(queries_path):
-        where = f"queries.jsonl:{number}"
+    for where, value in _lines(queries_path):
+        text, ids = functools.partial(_text, where, value), functools.partial(_ids, where, value)
         query = SuiteQuery(
-            _text(where, value, "id"),
-            _text(where, value, "scope_id"),
-            _text(where, value, "query"),
-            _text(where, value, "category"),
-            _ids(where, value, "expected"),
-            _ids(where, value, "outdated"),
+            text("id"), text("scope_id"), text("query"), text("category"), ids("expected"), ids("outdated")
         )
         if query.id in seen:
             raise SuiteError(f"{where}: duplicate query id {query.id!r}")

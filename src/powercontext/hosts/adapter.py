@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from powercontext.hosts.files import FileChange
+from powercontext.hosts.files import FileChange, parse_json_object, read_text, render_json
 
 HOOK_MODULE = "powercontext.hosts.hook"
 HOOK_TIMEOUT_S = 10
@@ -103,6 +103,24 @@ def without_hook(settings: dict[str, Any]) -> None:
         del hooks["UserPromptSubmit"]
     if not hooks:
         del settings["hooks"]
+
+
+def hook_registration(path: Path, host: str) -> tuple[FileChange, int, dict[str, Any]]:
+    """The change that (re)registers PowerContext's hook in the hooks file at ``path``, with the hook's group index
+    and the handler it writes (what Codex's trust hash is computed from)."""
+    before = read_text(path)
+    settings = parse_json_object(path, before)
+    group = with_hook(path, settings, host)
+    handler: dict[str, Any] = settings["hooks"]["UserPromptSubmit"][group]["hooks"][0]
+    return FileChange(path, before, render_json(settings), "hook: UserPromptSubmit"), group, handler
+
+
+def hook_removal(path: Path) -> FileChange:
+    """The change that removes PowerContext's hook from the hooks file at ``path`` (others' entries stay)."""
+    before = read_text(path)
+    settings = parse_json_object(path, before)
+    without_hook(settings)
+    return FileChange(path, before, render_json(settings), "remove the hook")
 
 
 def our_hook(settings: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:

@@ -24,9 +24,9 @@ from powercontext.hosts.adapter import (
     Check,
     HostContext,
     command_check,
+    hook_registration,
+    hook_removal,
     our_hook,
-    with_hook,
-    without_hook,
 )
 from powercontext.hosts.files import (
     FileChange,
@@ -81,11 +81,7 @@ class ClaudeCode:
 
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
         settings_path, mcp_path, local_path = self.paths(ctx.project)
-        changes: list[FileChange] = []
-        before = read_text(settings_path)
-        settings = parse_json_object(settings_path, before)
-        with_hook(settings_path, settings, self.name)
-        changes.append(FileChange(settings_path, before, render_json(settings), "hook: UserPromptSubmit"))
+        changes = [hook_registration(settings_path, self.name)[0]]
         before = read_text(mcp_path)
         mcp = parse_json_object(mcp_path, before)
         servers = mcp.setdefault("mcpServers", {})
@@ -108,11 +104,7 @@ class ClaudeCode:
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         settings_path, mcp_path, local_path = self.paths(ctx.project)
-        changes = []
-        before = read_text(settings_path)
-        settings = parse_json_object(settings_path, before)
-        without_hook(settings)
-        changes.append(FileChange(settings_path, before, render_json(settings), "remove the hook"))
+        changes = [hook_removal(settings_path)]
         before = read_text(mcp_path)
         mcp = parse_json_object(mcp_path, before)
         if isinstance(mcp.get("mcpServers"), dict):

@@ -28,9 +28,9 @@ from powercontext.hosts.adapter import (
     Check,
     HostContext,
     command_check,
+    hook_registration,
+    hook_removal,
     our_hook,
-    with_hook,
-    without_hook,
 )
 from powercontext.hosts.files import (
     FileChange,
@@ -38,7 +38,6 @@ from powercontext.hosts.files import (
     parse_json_object,
     parse_toml,
     read_text,
-    render_json,
     toml_string,
     with_block,
     without_block,
@@ -86,10 +85,8 @@ class Codex:
 
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
-        before = read_text(hooks_path)
-        hooks = parse_json_object(hooks_path, before)
-        group = with_hook(hooks_path, hooks, self.name)
-        changes = [FileChange(hooks_path, before, render_json(hooks), "hook: UserPromptSubmit")]
+        hook_change, group, handler = hook_registration(hooks_path, self.name)
+        changes = [hook_change]
         before = read_text(config_path)
         rest = parse_toml(config_path, without_block(before or "", MCP_BLOCK))
         if "powercontext" in rest.get("mcp_servers", {}):
@@ -102,7 +99,6 @@ class Codex:
         ]
         why = "MCP server `powercontext mcp` (env_vars pass POWERCONTEXT_URL/TOKEN)"
         changes.append(FileChange(config_path, before, with_block(before, MCP_BLOCK, body), why))
-        handler = hooks["hooks"]["UserPromptSubmit"][group]["hooks"][0]
         changes.append(self._trust_change(ctx, hook_state_key(ctx.project, group), trust_hash(handler)))
         return changes
 
@@ -125,11 +121,7 @@ class Codex:
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
-        changes = []
-        before = read_text(hooks_path)
-        hooks = parse_json_object(hooks_path, before)
-        without_hook(hooks)
-        changes.append(FileChange(hooks_path, before, render_json(hooks), "remove the hook"))
+        changes = [hook_removal(hooks_path)]
         before = read_text(config_path)
         after = without_block(before or "", MCP_BLOCK) if before is not None else None
         changes.append(FileChange(config_path, before, after or None, "remove the MCP server"))

@@ -22,10 +22,10 @@ from powercontext.hosts.doctor import Check
 from powercontext.hosts.project_files import (
     FileChange,
     ProjectFileError,
-    asset_text,
     hook_interpreter,
     json_text,
     load_json_object,
+    plugin_text,
     scope_change,
 )
 
@@ -64,7 +64,7 @@ def plan_install(project: Path, scope_id: str | None) -> list[FileChange]:
     config["plugin"] = [*plugins, PLUGIN_REF]
     config["mcp"] = {**servers, "powercontext": MCP_ENTRY}
     return [
-        FileChange(project / PLUGIN_FILE, asset_text("opencode.js"), "the recall plugin"),
+        FileChange(project / PLUGIN_FILE, plugin_text("opencode.js"), "the recall plugin"),
         FileChange(path, json_text(config), f"plugin {PLUGIN_REF} and mcp.powercontext"),
         *scope_change(project, scope_id),
     ]
@@ -112,7 +112,7 @@ def checks(project: Path, env: dict[str, str]) -> list[Check]:
     plugin = project / PLUGIN_FILE
     if PLUGIN_REF not in plugins or not plugin.is_file():
         found.append(Check("opencode-plugin", "fail", f"{CONFIG} does not load {PLUGIN_REF}; {fix}"))
-    elif plugin.read_text(encoding="utf-8", errors="replace") != asset_text("opencode.js"):
+    elif plugin.read_text(encoding="utf-8", errors="replace") != plugin_text("opencode.js"):
         found.append(Check("opencode-plugin", "warn", f"{plugin} differs from this version's; {fix}"))
     else:
         found.append(Check("opencode-plugin", "ok", f"{CONFIG} loads {PLUGIN_REF}"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from powercontext.hosts.doctor import Check
 from powercontext.hosts.opencode import interpreter_check
-from powercontext.hosts.project_files import FileChange, asset_text, scope_change
+from powercontext.hosts.project_files import FileChange, plugin_text, scope_change
 
 EXTENSION_FILE = Path(".pi") / "extensions" / "powercontext.ts"
 
@@ -20,7 +20,7 @@ EXTENSION_FILE = Path(".pi") / "extensions" / "powercontext.ts"
 def plan_install(project: Path, scope_id: str | None) -> list[FileChange]:
     """The files ``hosts install pi`` writes."""
     return [
-        FileChange(project / EXTENSION_FILE, asset_text("pi.ts"), "the recall extension"),
+        FileChange(project / EXTENSION_FILE, plugin_text("pi.ts"), "the recall extension"),
         *scope_change(project, scope_id),
     ]
 
@@ -41,7 +41,7 @@ def checks(project: Path, env: dict[str, str]) -> list[Check]:
     fix = "run `powercontext hosts install pi`"
     if not path.is_file():
         extension = Check("pi-extension", "fail", f"{path} is missing; {fix}")
-    elif path.read_text(encoding="utf-8", errors="replace") != asset_text("pi.ts"):
+    elif path.read_text(encoding="utf-8", errors="replace") != plugin_text("pi.ts"):
         extension = Check("pi-extension", "warn", f"{path} differs from this version's; {fix}")
     else:
         extension = Check("pi-extension", "ok", f"{path}")

@@ -38,6 +38,22 @@ def asset_text(name: str) -> str:
     return files("powercontext.hosts").joinpath("assets", name).read_text(encoding="utf-8")
 
 
+RUNNER_MARKER = "// @powercontext-recall-runner: install puts assets/recall_runner.js here\n"
+
+
+def plugin_text(name: str) -> str:
+    """A host's recall plugin as installed: the asset ``name`` with the shared hook runner
+    (``recall_runner.js``) in place of its marker line.
+
+    OpenCode and Pi each load one plugin file from the project and the project commits it, so the runner is
+    copied in here rather than imported from a second file at run time.
+    """
+    head, marker, tail = asset_text(name).partition(RUNNER_MARKER)
+    if not marker:
+        raise ValueError(f"assets/{name} has no recall-runner marker")
+    return head + asset_text("recall_runner.js") + tail
+
+
 def load_json_object(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}

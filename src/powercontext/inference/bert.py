@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -197,3 +197,29 @@ def _gelu_in_place(x: F32) -> None:
     poly *= ax
     np.maximum(x, 0.0, out=x)
     x -= poly
+
+
+class CompiledBlocks:
+    """``BertEncoder.mean_pooled`` with the transformer blocks in a compiled runtime (ONNX Runtime, OpenVINO)
+    and the embedding lookup still in NumPy. A subclass builds its runtime from the full encoder, then calls
+    ``__init__`` here, and gives ``_summed``."""
+
+    def __init__(self, encoder: BertEncoder) -> None:
+        # The runtime holds its own copy of the blocks' weights: keep only the embedding tables (~45 MB less).
+        self.encoder = replace(encoder, layers=())
+        self._hidden = encoder.hidden_size
+
+    @property
+    def hidden_size(self) -> int:
+        return self._hidden
+
+    def mean_pooled(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> F32:
+        """Same contract as ``BertEncoder.mean_pooled``."""
+        batch, length = ids.shape
+        out = self._summed(self.encoder.token_inputs(ids).reshape(batch, length, -1), mask)
+        out /= mask.sum(axis=1, keepdims=True).astype(np.float32)
+        return out
+
+    def _summed(self, hidden: F32, mask: npt.NDArray[np.bool_]) -> F32:
+        """The last hidden states summed over each text's tokens, ``(batch, hidden)``, a new array."""
+        raise NotImplementedError

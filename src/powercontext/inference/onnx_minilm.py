@@ -16,13 +16,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import sys
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder, EncoderLayer
+from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder, CompiledBlocks, EncoderLayer
 
 _MS = "com.microsoft"
 
@@ -68,25 +67,17 @@ def _add_layer(g: _Graph, i: int, layer: EncoderLayer, x: str, heads: int) -> st
         num_heads=heads,
     )
     attended = g.op("MatMul", [context, g.const(p + "ao_w", layer.attn_out_w)], p + "ao")
-    x = g.op(
-        "SkipLayerNormalization",
-        [attended, x, g.const(p + "an_g", layer.attn_norm_g), g.const(p + "an_b", layer.attn_norm_b),
-         g.const(p + "ao_b", layer.attn_out_b)],
-        p + "an",
-        domain=_MS,
-        epsilon=LAYER_NORM_EPS,
-    )
+    x = _skip_norm(g, p + "an", attended, x, layer.attn_norm_g, layer.attn_norm_b, (p + "ao_b", layer.attn_out_b))
     inner = g.op("MatMul", [x, g.const(p + "fi_w", layer.ff_in_w)], p + "fi")
     gelu = g.op("BiasGelu", [inner, g.const(p + "fi_b", layer.ff_in_b)], p + "gelu", domain=_MS)
     out = g.op("MatMul", [gelu, g.const(p + "fo_w", layer.ff_out_w)], p + "fo")
-    return g.op(
-        "SkipLayerNormalization",
-        [out, x, g.const(p + "fn_g", layer.ff_norm_g), g.const(p + "fn_b", layer.ff_norm_b),
-         g.const(p + "fo_b", layer.ff_out_b)],
-        p + "fn",
-        domain=_MS,
-        epsilon=LAYER_NORM_EPS,
-    )
+    return _skip_norm(g, p + "fn", out, x, layer.ff_norm_g, layer.ff_norm_b, (p + "fo_b", layer.ff_out_b))
+
+
+def _skip_norm(g: _Graph, name: str, value: str, skip: str, gain: F32, shift: F32, bias: tuple[str, F32]) -> str:
+    """``LayerNorm(value + bias + skip)`` in one fused kernel; ``bias`` is the preceding MatMul's, added here."""
+    norm = [g.const(name + "_g", gain), g.const(name + "_b", shift), g.const(*bias)]
+    return g.op("SkipLayerNormalization", [value, skip, *norm], name, domain=_MS, epsilon=LAYER_NORM_EPS)
 
 
 def build_graph(encoder: BertEncoder) -> bytes:
@@ -128,7 +119,7 @@ def build_graph(encoder: BertEncoder) -> bytes:
     return bytes(model.SerializeToString())
 
 
-class OnnxMiniLM:
+class OnnxMiniLM(CompiledBlocks):
     """``BertEncoder.mean_pooled`` with the six blocks in one ONNX Runtime session.
 
     The session runs each call on the calling thread only (one intra-op thread, no spinning): concurrency
@@ -148,24 +139,12 @@ class OnnxMiniLM:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # warnings about unused initialisers etc. are not the user's business
         self._session = ort.InferenceSession(build_graph(encoder), options, providers=["CPUExecutionProvider"])
-        # The session holds its own copy of the blocks' weights: keep only the embedding tables (~45 MB less).
-        self.encoder = replace(encoder, layers=())
-        self._hidden = encoder.hidden_size
+        super().__init__(encoder)
         _release_freed_heap()
 
-    @property
-    def hidden_size(self) -> int:
-        return self._hidden
-
-    def mean_pooled(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> F32:
-        """Same contract as ``BertEncoder.mean_pooled``."""
-        batch, length = ids.shape
-        x = self.encoder.token_inputs(ids)
-        inputs = {"hidden": x.reshape(batch, length, -1), "mask": mask.astype(np.int32)}
-        (summed,) = self._session.run(["pooled_sum"], inputs)
-        out: F32 = np.asarray(summed, dtype=np.float32)
-        out /= mask.sum(axis=1, keepdims=True).astype(np.float32)
-        return out
+    def _summed(self, hidden: F32, mask: npt.NDArray[np.bool_]) -> F32:
+        (summed,) = self._session.run(["pooled_sum"], {"hidden": hidden, "mask": mask.astype(np.int32)})
+        return np.asarray(summed, dtype=np.float32)
 
 
 def _release_freed_heap() -> None:

@@ -20,13 +20,12 @@ from __future__ import annotations
 import queue
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder
+from powercontext.inference.bert import F32, LAYER_NORM_EPS, BertEncoder, CompiledBlocks
 
 
 def available() -> bool:
@@ -105,7 +104,7 @@ class _Compiled:
             self._requests.put(request)
 
 
-class OpenVinoMiniLM:
+class OpenVinoMiniLM(CompiledBlocks):
     """``BertEncoder.mean_pooled`` with the six blocks compiled by OpenVINO's CPU plugin, twice.
 
     Mini-batches of several texts run on a model with ``threads`` streams of one thread each: a call runs on one
@@ -125,21 +124,10 @@ class OpenVinoMiniLM:
         common = {"INFERENCE_PRECISION_HINT": self.precision, "INFERENCE_NUM_THREADS": threads}
         self._bulk = _Compiled(core, model, {**common, "NUM_STREAMS": threads})
         self._single = _Compiled(core, model, {**common, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"})
-        # The compiled models hold their own copies of the blocks' weights: keep only the embedding tables.
-        self.encoder = replace(encoder, layers=())
-        self._hidden = encoder.hidden_size
+        super().__init__(encoder)
 
-    @property
-    def hidden_size(self) -> int:
-        return self._hidden
-
-    def mean_pooled(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> F32:
-        """Same contract as ``BertEncoder.mean_pooled``."""
-        batch, length = ids.shape
-        x = self.encoder.token_inputs(ids)
-        with (self._single if batch == 1 else self._bulk).request() as request:
-            result = request.infer({"hidden": x.reshape(batch, length, -1), "mask": mask})
+    def _summed(self, hidden: F32, mask: npt.NDArray[np.bool_]) -> F32:
+        with (self._single if hidden.shape[0] == 1 else self._bulk).request() as request:
+            result = request.infer({"hidden": hidden, "mask": mask})
             # The output buffer belongs to the request: copy it before the request serves another call.
-            out: F32 = np.array(result[0], dtype=np.float32)
-        out /= mask.sum(axis=1, keepdims=True).astype(np.float32)
-        return out
+            return np.array(result[0], dtype=np.float32)

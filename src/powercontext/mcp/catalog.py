@@ -55,31 +55,16 @@ class Tool:
         self.read_only, self.destructive, self.idempotent = read_only, destructive, idempotent
         self.call = call
 
-    def input_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": self.properties,
-            "required": list(self.required),
-            "additionalProperties": False,
-        }
-
-    def annotations(self) -> dict[str, Any]:
-        return {
-            "title": self.title,
-            "readOnlyHint": self.read_only,
-            "destructiveHint": self.destructive,
-            "idempotentHint": self.idempotent,
-            "openWorldHint": False,
-        }
-
     def describe(self) -> dict[str, Any]:
-        """The ``tools/list`` entry."""
+        """The ``tools/list`` entry: the input's JSON Schema (no property but these) and the tool's hints."""
+        schema = {"type": "object", "properties": self.properties, "required": list(self.required)}
+        hints = {"readOnlyHint": self.read_only, "destructiveHint": self.destructive, "idempotentHint": self.idempotent}
         return {
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": self.input_schema(),
-            "annotations": self.annotations(),
+            "inputSchema": {**schema, "additionalProperties": False},
+            "annotations": {"title": self.title, **hints, "openWorldHint": False},
         }
 
 

@@ -6,94 +6,9 @@
 // within the hook budget and hands its content to Pi (a `before_agent_start` message). It holds no machine-specific path, so the
 // project can commit it: the interpreter is POWERCONTEXT_PYTHON, else the one that runs `powercontext`
 // on PATH. Pi puts no timeout on an extension's event handler, so every path here is bounded by POWERCONTEXT_HOOK_TIMEOUT_MS (default 1500) + 0.4 s and catches everything.
-import { spawn } from "node:child_process"
-import { readFileSync, statSync } from "node:fs"
-import { delimiter, join } from "node:path"
+// @powercontext-recall-runner: install puts assets/recall_runner.js here
 
 const HOST = "pi"
-const HOOK_MODULE = "powercontext.hosts.hook"
-const MAX_OUTPUT_BYTES = 1024 * 1024
-// The hook applies the budget to its own request; this covers starting the interpreter on a busy machine.
-const START_ALLOWANCE_MS = 400
-
-function budgetMs() {
-  const value = Number.parseInt(process.env.POWERCONTEXT_HOOK_TIMEOUT_MS ?? "", 10)
-  return Number.isFinite(value) && value > 0 ? Math.min(Math.max(value, 50), 60000) : 1500
-}
-
-function isFile(path: string): boolean {
-  try {
-    return statSync(path).isFile()
-  } catch {
-    return false
-  }
-}
-
-// The interpreter that has PowerContext: POWERCONTEXT_PYTHON, else the `#!` line of `powercontext` on PATH.
-function hookCommand(): string[] | null {
-  const python = (process.env.POWERCONTEXT_PYTHON ?? "").trim()
-  if (python) return [python, "-m", HOOK_MODULE, HOST]
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    const script = dir ? join(dir, "powercontext") : ""
-    if (!script || !isFile(script)) continue
-    try {
-      const first = readFileSync(script, "utf8").slice(0, 4096).split("\n", 1)[0]
-      const interpreter = first.startsWith("#!") ? first.slice(2).trim() : ""
-      if (interpreter && !/\s/.test(interpreter) && isFile(interpreter)) return [interpreter, "-m", HOOK_MODULE, HOST]
-    } catch {
-      // unreadable: try the next PATH entry
-    }
-  }
-  return null
-}
-
-function contextFrom(stdout: string): string | null {
-  const text = stdout.trim()
-  if (!text) return null
-  const output = JSON.parse(text)
-  const content = output?.hookSpecificOutput?.additionalContext
-  return typeof content === "string" && content ? content : null
-}
-
-// The validated context for one prompt, or null (no context, timeout, no interpreter, any error).
-function recall(prompt: string, cwd: string): Promise<string | null> {
-  return new Promise((resolve) => {
-    let settled = false
-    let child: any = null
-    let timer: any = null
-    const finish = (value: string | null) => {
-      if (settled) return
-      settled = true
-      if (timer) clearTimeout(timer)
-      if (child && child.exitCode === null) child.kill("SIGKILL")
-      resolve(value)
-    }
-    try {
-      const command = hookCommand()
-      if (!command) return finish(null)
-      timer = setTimeout(() => finish(null), budgetMs() + START_ALLOWANCE_MS)
-      child = spawn(command[0], command.slice(1), { cwd, stdio: ["pipe", "pipe", "ignore"] })
-      const chunks: Buffer[] = []
-      let size = 0
-      child.stdout.on("data", (chunk: Buffer) => {
-        size += chunk.length
-        if (size <= MAX_OUTPUT_BYTES) chunks.push(chunk)
-      })
-      child.on("error", () => finish(null))
-      child.on("close", () => {
-        try {
-          finish(size <= MAX_OUTPUT_BYTES ? contextFrom(Buffer.concat(chunks).toString("utf8")) : null)
-        } catch {
-          finish(null)
-        }
-      })
-      child.stdin.on("error", () => {})
-      child.stdin.end(JSON.stringify({ hook_event_name: "UserPromptSubmit", prompt, cwd }))
-    } catch {
-      finish(null)
-    }
-  })
-}
 
 export default function powercontextRecall(pi: any) {
   pi.on("before_agent_start", async (event: any, ctx: any) => {

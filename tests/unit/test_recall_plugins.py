@@ -1,0 +1,40 @@
+"""The OpenCode plugin and the Pi extension are written from one hook runner (``hosts/assets/recall_runner.js``):
+each installed file is self-contained, holds the runner once, names its own host, and parses as a module."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from powercontext.hosts.project_files import RUNNER_MARKER, asset_text, plugin_text
+
+PLUGINS = {"opencode.js": "opencode", "pi.ts": "pi"}
+
+
+@pytest.mark.parametrize("name", sorted(PLUGINS))
+def test_each_plugin_holds_the_shared_runner_once_and_names_its_host(name: str) -> None:
+    text = plugin_text(name)
+    runner = asset_text("recall_runner.js")
+    assert text.count(runner) == 1
+    assert RUNNER_MARKER not in text
+    assert text.count(f'const HOST = "{PLUGINS[name]}"\n') == 1
+    # Nothing but the runner is shared: the host's own part (its head and its entry point) stays its own.
+    assert "export" in text.split(runner)[1] and "export" not in runner
+
+
+def test_the_installed_opencode_plugin_is_a_module_node_parses(tmp_path: Path) -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on PATH (the real-CLI tests in tests/e2e cover the plugin)")
+    plugin = tmp_path / "opencode.mjs"
+    plugin.write_text(plugin_text("opencode.js"), encoding="utf-8")
+    checked = subprocess.run([node, "--check", str(plugin)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_an_asset_without_the_marker_is_refused() -> None:
+    with pytest.raises(ValueError, match="recall-runner marker"):
+        plugin_text("recall_runner.js")
