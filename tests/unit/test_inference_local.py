@@ -230,7 +230,9 @@ def test_auto_takes_the_fastest_installed_route() -> None:
 def test_threads_split_a_bulk_call_without_changing_a_vector(
     backend: Backend, reference: tuple[list[str], np.ndarray]
 ) -> None:
-    sentences, _ = reference
+    # Every third sentence (67, their lengths spread as in the whole set): nine or more mini-batches of 8 or less,
+    # one partial, over four threads; the 26 batches of all 201 sentences split no differently.
+    sentences = reference[0][::3]
     one = LocalMiniLM(batch_size=8, threads=1, backend=backend).embed(sentences)
     four = LocalMiniLM(batch_size=8, threads=4, backend=backend).embed(sentences)
     np.testing.assert_array_equal(one, four)
