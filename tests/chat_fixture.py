@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.support import free_port, stop_process
+from tests.support import TLS, free_port, stop_process
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,11 +37,11 @@ class ChatServer:
             body["default"] = default
         if script is not None:
             body["script"] = script
-        httpx.post(self.origin + "/control", json=body, timeout=10).raise_for_status()
+        httpx.post(self.origin + "/control", json=body, timeout=10, verify=TLS).raise_for_status()
 
     def bodies(self) -> list[dict[str, Any]]:
         """Every request body received since the last reset, in order."""
-        response = httpx.get(self.origin + "/control/stats", timeout=10)
+        response = httpx.get(self.origin + "/control/stats", timeout=10, verify=TLS)
         response.raise_for_status()
         bodies: list[dict[str, Any]] = response.json()["bodies"]
         return bodies
@@ -50,7 +50,7 @@ class ChatServer:
         return len(self.bodies())
 
     def reset(self) -> None:
-        httpx.post(self.origin + "/control/reset", timeout=10).raise_for_status()
+        httpx.post(self.origin + "/control/reset", timeout=10, verify=TLS).raise_for_status()
 
 
 @contextmanager
@@ -68,7 +68,7 @@ def start_chat_server(ready_timeout: float = 20.0) -> Iterator[ChatServer]:
                     log.seek(0)
                     raise RuntimeError(f"chat server exited:\n{log.read().decode(errors='replace')[-2000:]}")
                 try:
-                    if httpx.get(server.origin + "/health", timeout=1).status_code == 200:
+                    if httpx.get(server.origin + "/health", timeout=1, verify=TLS).status_code == 200:
                         break
                 except httpx.TransportError:
                     pass

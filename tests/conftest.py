@@ -10,8 +10,15 @@
 
 from __future__ import annotations
 
-import logging
 import os
+
+# Before NumPy loads (the imports below load it), as the Server does (server/run.py), and inherited by every
+# Server and CLI process a test starts. OpenBLAS's default of one thread per core spins idle threads while
+# the two xdist workers already keep both cores busy: the numpy route's 201-sentence embedding measured
+# 26 s of CPU with the default and 4.8 s with one thread on the loaded 2-core machine.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import logging
 import subprocess
 import sys
 import threading
@@ -32,7 +39,7 @@ from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests.scheduling import alone_when_timed, heavy_files_first
 from tests.seekdb_support import require_seekdb
-from tests.support import REQUEST_ID_HEADER, Api, free_port, stop_process, wait_until
+from tests.support import REQUEST_ID_HEADER, TLS, Api, free_port, stop_process, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,7 +75,7 @@ class LiveServer:
         Access-log lines are written after the response is sent, so a fresh request is made and the
         log is read once its request id appears: every earlier request's line is then on disk.
         """
-        r = httpx.get(self.base_url + "/health/live", timeout=10)
+        r = httpx.get(self.base_url + "/health/live", timeout=10, verify=TLS)
         request_id = r.headers[REQUEST_ID_HEADER]
         assert wait_until(lambda: request_id in self.log_path.read_text("utf-8", errors="replace")), (
             "barrier request never reached the server log"
@@ -93,16 +100,18 @@ def _start_server(
     )
     log_file.close()
     base_url = f"http://127.0.0.1:{port}"
+    probe = httpx.Client(timeout=1, verify=TLS)  # one client for the whole poll
 
     def ready() -> bool:
         if process.poll() is not None:
             return True
         try:
-            return httpx.get(base_url + "/health/ready", timeout=1).status_code == 200
+            return probe.get(base_url + "/health/ready").status_code == 200
         except httpx.TransportError:
             return False
 
-    wait_until(ready, timeout=60 if store else 30, interval=0.05)
+    with probe:
+        wait_until(ready, timeout=60 if store else 30, interval=0.05)
     if process.poll() is not None:
         raise RuntimeError(f"server exited with {process.returncode}:\n{log_path.read_text()}")
     return LiveServer(base_url, log_path, db_path, process)

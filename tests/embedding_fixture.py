@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import httpx
 
-from tests.support import free_port, stop_process
+from tests.support import TLS, free_port, stop_process
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,16 +52,16 @@ class EmbeddingServer:
             body["script"] = script
         if shuffle is not None:
             body["shuffle"] = shuffle
-        httpx.post(self.origin + "/control", json=body, timeout=10).raise_for_status()
+        httpx.post(self.origin + "/control", json=body, timeout=10, verify=TLS).raise_for_status()
 
     def stats(self) -> dict[str, Any]:
-        response = httpx.get(self.origin + "/control/stats", timeout=10)
+        response = httpx.get(self.origin + "/control/stats", timeout=10, verify=TLS)
         response.raise_for_status()
         stats: dict[str, Any] = response.json()
         return stats
 
     def reset(self) -> None:
-        httpx.post(self.origin + "/control/reset", timeout=10).raise_for_status()
+        httpx.post(self.origin + "/control/reset", timeout=10, verify=TLS).raise_for_status()
 
 
 @contextmanager
@@ -88,7 +88,7 @@ def _wait_ready(server: EmbeddingServer, timeout: float, log: IO[bytes]) -> None
             tail = log.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"embedding server exited with {server.process.returncode}:\n{tail}")
         try:
-            if httpx.get(server.origin + "/health", timeout=1).status_code == 200:
+            if httpx.get(server.origin + "/health", timeout=1, verify=TLS).status_code == 200:
                 return
         except httpx.TransportError:
             pass

@@ -23,17 +23,17 @@ import pytest
 HEAVY_FILES = (
     "tests/e2e/test_openapi_fuzz.py",  # 66 s: a 60 s time budget
     "tests/e2e/test_seekdb_native_fulltext_server.py",  # 55 s
-    "tests/unit/test_inference_local.py",  # 47 s
     "tests/e2e/test_families_cli.py",  # 43 s
     "tests/e2e/test_seekdb_server.py",  # 34 s: an engine server, two Servers, a kill
     "tests/e2e/test_eval_cli.py",  # 37 s
     "tests/e2e/test_host_clis_opencode_pi.py",  # 35 s
-    "tests/e2e/test_import_resume.py",  # 32 s (~90 s with 30,000 lines)
     "tests/e2e/test_seekdb_two_servers.py",  # 32 s
     "tests/e2e/test_cli.py",  # 29 s
     "tests/e2e/test_vector_recall.py",  # 27 s
+    "tests/unit/test_inference_local.py",  # 47 s before one BLAS thread and one embedding per route; ~20 s
     "tests/e2e/test_inspector.py",  # 20 s
     "tests/e2e/test_cli_conventions.py",  # 20 s
+    "tests/e2e/test_import_resume.py",  # 32 s with 10,000 lines; ~16 s with 5,000
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import ssl
 import subprocess
 import time
 import uuid
@@ -21,6 +22,11 @@ import httpx
 from powercontext.assembly.render import BEGIN_MARKER, END_MARKER
 
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
+
+# One TLS context for every httpx client the tests open (``verify=TLS``): httpx otherwise builds a context and
+# loads the whole CA bundle into it for each client, ~64 ms of CPU, and a readiness poll or a one-off
+# ``httpx.get`` is a new client each time. The tests speak plain HTTP to loopback; no certificate is checked.
+TLS = ssl.create_default_context()
 FOUR_KEYS = {"schema", "status", "content", "content_bytes"}
 
 
@@ -120,7 +126,7 @@ class Api:
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
-        self.http = httpx.Client(base_url=base_url, timeout=60.0)
+        self.http = httpx.Client(base_url=base_url, timeout=60.0, verify=TLS)
 
     def close(self) -> None:
         self.http.close()

@@ -18,11 +18,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import live_server
+from tests.conftest import LiveServer, live_server
 from tests.support import count_artifacts, unique, wait_until
 
 CLI = [sys.executable, "-m", "powercontext"]
-LINES = 10_000  # 20 batches: the kill lands after the second (kill_when_partly_written), long before the last
+LINES = 5_000  # 10 batches: the kill lands after the second (kill_when_partly_written), long before the last
 
 
 def cli_env(url: str) -> dict[str, str]:
@@ -138,7 +138,7 @@ def test_rerun_after_the_server_is_killed_stores_each_line_once(tmp_path: Path) 
         assert stored_texts(second.db_path, scope_id) == Counter(texts)
 
 
-def test_a_line_s_own_idempotency_key_is_used(tmp_path: Path) -> None:
+def test_a_line_s_own_idempotency_key_is_used(tmp_path: Path, server: LiveServer) -> None:
     """Two different files whose lines carry the same keys: the second import writes nothing."""
     scope_id = unique("import")
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
@@ -146,27 +146,26 @@ def test_a_line_s_own_idempotency_key_is_used(tmp_path: Path) -> None:
     first.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     # Another file (another content hash): a leading blank line moves every line number too.
     second.write_text("\n" + "".join(json.dumps(line) + "\n" for line in reversed(lines)), encoding="utf-8")
-    with live_server(tmp_path) as live:
-        create_scope(live.base_url, scope_id)
-        assert "imported 3 memories" in run_import(first, scope_id, live.base_url).stdout
-        again = run_import(second, scope_id, live.base_url)
-        assert again.returncode == 0, again.stderr
-        assert f"imported 0 memories into {scope_id}; 3 already existed" in again.stdout
-        assert count_artifacts(live.db_path, scope_id) == 3
+    # Keys are per Scope, and the Scope is new: the shared Server serves this as well as a fresh one.
+    create_scope(server.base_url, scope_id)
+    assert "imported 3 memories" in run_import(first, scope_id, server.base_url).stdout
+    again = run_import(second, scope_id, server.base_url)
+    assert again.returncode == 0, again.stderr
+    assert f"imported 0 memories into {scope_id}; 3 already existed" in again.stdout
+    assert count_artifacts(server.db_path, scope_id) == 3
 
 
 @pytest.mark.parametrize("replay", [False, True])
-def test_the_batch_answer_marks_replayed_items(tmp_path: Path, replay: bool) -> None:
-    scope_id = unique("batch")
-    with live_server(tmp_path) as live:
-        create_scope(live.base_url, scope_id)
-        url = f"{live.base_url}/v1/scopes/{scope_id}/atomic-memory/batch"
-        keyed = {"text": "keyed", "kind": "fact", "idempotency_key": "same-key"}
-        if replay:
-            assert httpx.post(url, json={"items": [keyed]}, timeout=30).status_code == 201
-        r = httpx.post(url, json={"items": [keyed, {"text": "unkeyed", "kind": "fact"}]}, timeout=30)
-        assert r.status_code == 201, r.text
-        assert [item["replayed"] for item in r.json()["items"]] == [replay, False]
+def test_the_batch_answer_marks_replayed_items(server: LiveServer, replay: bool) -> None:
+    scope_id = unique("batch")  # a new Scope: its keys are its own on the shared Server
+    create_scope(server.base_url, scope_id)
+    url = f"{server.base_url}/v1/scopes/{scope_id}/atomic-memory/batch"
+    keyed = {"text": "keyed", "kind": "fact", "idempotency_key": "same-key"}
+    if replay:
+        assert httpx.post(url, json={"items": [keyed]}, timeout=30).status_code == 201
+    r = httpx.post(url, json={"items": [keyed, {"text": "unkeyed", "kind": "fact"}]}, timeout=30)
+    assert r.status_code == 201, r.text
+    assert [item["replayed"] for item in r.json()["items"]] == [replay, False]
 
 
 def test_help_says_a_rerun_is_safe() -> None:

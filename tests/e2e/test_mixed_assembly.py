@@ -126,22 +126,19 @@ def test_profile_and_topic_calls_are_counted_as_they_ran(two_scopes: tuple[Api, 
     }
 
 
-def test_twenty_six_items_fit_the_receipt_bound(tmp_path: Path) -> None:
+def test_twenty_six_items_fit_the_receipt_bound(api: Api) -> None:
     """8 Atomic Memory + 8 Topic Memory + 8 Profile + 2 Experience. A Profile is one per Scope, so eight
-    Profiles need the request Scope and seven referenced Scopes."""
-    with live_server(tmp_path) as live:
-        api = Api(live.base_url)
-        references = [scope(api) for _ in range(7)]
-        main = scope(api, references)
-        for sid in (main, *references):
-            profile(api, sid)
-            api.post(f"/v1/scopes/{sid}/atomic-memory", {"text": f"{WORD} memory in {sid}", "kind": "fact"})
-        for i in range(8):
-            topic(api, main, i)
-        for i in range(2):
-            experience(api, main, i)
-        body, size = prepare(api, main, max_bytes=32768, assembly=sections(8, 8, 8, 2))
-        api.close()
+    Profiles need the request Scope and seven referenced Scopes (all new: the shared Server serves them alone)."""
+    references = [scope(api) for _ in range(7)]
+    main = scope(api, references)
+    for sid in (main, *references):
+        profile(api, sid)
+        api.post(f"/v1/scopes/{sid}/atomic-memory", {"text": f"{WORD} memory in {sid}", "kind": "fact"})
+    for i in range(8):
+        topic(api, main, i)
+    for i in range(2):
+        experience(api, main, i)
+    body, size = prepare(api, main, max_bytes=32768, assembly=sections(8, 8, 8, 2))
     assert (
         families_in_order(body) == ["atomic-memory"] * 8 + ["topic-memory"] * 8 + ["profile"] * 8 + ["experience"] * 2
     )

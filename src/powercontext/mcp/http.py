@@ -3,22 +3,28 @@
 The endpoint itself requires a valid token when the Server has an access file; each tool call then
 goes through the Server's own ASGI app in-process with the caller's ``Authorization`` header, so the
 per-Scope grants, validation and error codes are exactly the HTTP API's.
+
+The ``mcp`` SDK is imported and its session manager started on the first ``/mcp`` request, not when the
+Server starts: the import costs ~1.2 s of CPU (its protocol types are some hundreds of pydantic models),
+more than half of a Server's start, and most Servers never see an MCP client.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx
-from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-from mcp.server.transport_security import TransportSecuritySettings
+from anyio.abc import TaskGroup, TaskStatus
 
 from powercontext.mcp.bridge import INTERNAL_BASE_URL, HttpBridge
-from powercontext.mcp.tools import build_server
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 MCP_PATH = "/mcp"
 
@@ -66,9 +72,53 @@ class _BearerGuard:
         await self._inner(scope, receive, send)
 
 
-def mount_mcp(app: Any) -> Callable[[], AbstractAsyncContextManager[None]]:
-    """Add ``/mcp`` to the FastAPI ``app``; returns what the app's lifespan must run while serving."""
-    from starlette.routing import Route
+class _OnFirstRequest:
+    """The SDK's streamable-HTTP endpoint, built and started by the first request that needs it.
+
+    ``run`` is the app's lifespan hook: it holds a task group, and the first request starts the session
+    manager in a task of that group (an anyio task group must be left by the task that entered it), so the
+    manager stops with the Server as before. The SDK is imported in a worker thread, keeping the event loop
+    answering other requests meanwhile.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._endpoint: Any = None
+        self._tasks: TaskGroup | None = None
+        self._starting: anyio.Lock | None = None
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tasks:
+            self._tasks, self._starting = tasks, anyio.Lock()
+            try:
+                yield
+            finally:
+                self._tasks = None
+                tasks.cancel_scope.cancel()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self._endpoint is None:
+            if self._tasks is None or self._starting is None:
+                raise RuntimeError("/mcp needs the Server's lifespan running")
+            async with self._starting:
+                if self._endpoint is None:
+                    self._endpoint = await self._tasks.start(self._serve)
+        await self._endpoint(scope, receive, send)
+
+    async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+
+        manager = await anyio.to_thread.run_sync(_session_manager, self._app)
+        async with manager.run():
+            task_status.started(StreamableHTTPASGIApp(manager))
+            await anyio.sleep_forever()
+
+
+def _session_manager(app: Any) -> StreamableHTTPSessionManager:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from powercontext.mcp.tools import build_server
 
     internal = httpx.ASGITransport(app=app)
 
@@ -82,8 +132,15 @@ def mount_mcp(app: Any) -> Callable[[], AbstractAsyncContextManager[None]]:
     server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, transport_security=security
     )
-    manager = server.session_manager
-    guard = _BearerGuard(app, StreamableHTTPASGIApp(manager))
+    return server.session_manager
+
+
+def mount_mcp(app: Any) -> Callable[[], AbstractAsyncContextManager[None]]:
+    """Add ``/mcp`` to the FastAPI ``app``; returns what the app's lifespan must run while serving."""
+    from starlette.routing import Route
+
+    endpoint = _OnFirstRequest(app)
+    guard = _BearerGuard(app, endpoint)
     guard.route = Route(MCP_PATH, endpoint=guard)
     app.router.routes.append(guard.route)
-    return manager.run
+    return endpoint.run
