@@ -11,7 +11,8 @@ import pytest
 
 from tests.conftest import LiveServer, live_server
 from tests.embedding_fixture import start_embedding_server
-from tests.support import Api, artifact_id, parse_fragments
+from tests.seekdb_support import require_seekdb
+from tests.support import Api, Fragment, artifact_id, parse_fragments
 
 DIM = 128
 # Two subject terms in common ("ingest", "queue") among a dozen each: too little overlap for the terms alone. The
@@ -35,16 +36,20 @@ QUERY = "How does the ingest queue drain through the Kafka cluster in Frankfurt?
 
 
 @pytest.fixture(scope="module")
-def hybrid_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def embedding_settings() -> Iterator[dict[str, str]]:
     with start_embedding_server(DIM) as embeddings:
-        settings = {
+        yield {
             "POWERCONTEXT_EMBEDDINGS": "openai-compatible",
             "POWERCONTEXT_EMBEDDINGS_BASE_URL": embeddings.base_url,
             "POWERCONTEXT_EMBEDDINGS_MODEL": "fake-embed",
             "POWERCONTEXT_EMBEDDINGS_DIMENSION": str(DIM),
         }
-        with live_server(tmp_path_factory.mktemp("supersession-vectors"), settings) as live:
-            yield live
+
+
+@pytest.fixture(scope="module")
+def hybrid_server(tmp_path_factory: pytest.TempPathFactory, embedding_settings: dict[str, str]) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("supersession-vectors"), embedding_settings) as live:
+        yield live
 
 
 def _seed(api: Api) -> tuple[str, str, str]:
@@ -56,13 +61,17 @@ def _seed(api: Api) -> tuple[str, str, str]:
     return scope, artifact_id(old), artifact_id(new)
 
 
-def _order(api: Api, scope: str, query: str) -> tuple[list[str], str]:
+def _prepared(api: Api, scope: str, query: str) -> tuple[list[Fragment], str]:
     r = api.prepare(scope, query, include_receipt=True)
     assert r.status_code == 200, r.text
     body = r.json()
     mode = next(g["mode"] for g in body["receipt"]["retrieval"]["searches"] if g["family"] == "atomic-memory")
-    ids = [f.item["citation"]["artifact"]["artifact_id"] for f in parse_fragments(body["content"])]
-    return ids, mode
+    return parse_fragments(body["content"]), mode
+
+
+def _order(api: Api, scope: str, query: str) -> tuple[list[str], str]:
+    fragments, mode = _prepared(api, scope, query)
+    return [f.item["citation"]["artifact"]["artifact_id"] for f in fragments], mode
 
 
 def test_hybrid_recall_ranks_the_replacement_its_vectors_tie_to_the_old_statement_first(
@@ -89,3 +98,25 @@ def test_a_question_about_history_keeps_the_ranked_order_under_hybrid_too(hybrid
         scope, old_id, new_id = _seed(api)
         ids, _ = _order(api, scope, "How did the ingest queue originally drain through Kafka in Frankfurt?")
     assert ids.index(old_id) < ids.index(new_id)
+
+
+def test_sqlite_and_seekdb_decide_alike_under_hybrid_recall(
+    tmp_path_factory: pytest.TempPathFactory, hybrid_server: LiveServer, embedding_settings: dict[str, str]
+) -> None:
+    # The vector test reads the stored float32 bytes on both stores, so it decides alike. (Only the order of
+    # the fillers is left out: the plain vector search orders memories of exactly equal cosine differently on
+    # the two stores, with or without this rule.)
+    require_seekdb()
+    base = tmp_path_factory.mktemp("supersession-vectors-seekdb")
+    with live_server(base, embedding_settings, store=f"seekdb://{base / 'engine'}") as seekdb:
+        answers = []
+        for live in (hybrid_server, seekdb):
+            with closing(Api(live.base_url)) as api:
+                scope, _, _ = _seed(api)
+                fragments, mode = _prepared(api, scope, QUERY)
+            assert mode == "hybrid"
+            answers.append([(f.item["kind"], f.item["observed"], f.item["content"]) for f in fragments])
+    sqlite_items, seekdb_items = answers
+    assert [content for _, _, content in sqlite_items[:2]] == [NEW, OLD]
+    assert seekdb_items[:2] == sqlite_items[:2]
+    assert sorted(seekdb_items) == sorted(sqlite_items)
