@@ -108,7 +108,9 @@ class Runtime:
         self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
             store.search_text, store.search_vector, self.embedder, hybrid_weights
         )
-        self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search)}
+        self.readers: dict[Family, FamilyReader] = {
+            ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)
+        }
         self.topic_search = self._add_family_readers(hybrid_weights)
         self.code_search, self.code_reader = self._code_reading(hybrid_weights)
         self.disabled_families = disabled_families

@@ -6,16 +6,17 @@ are exactly what the readers recorded (the Runtime never infers a mode from a re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from powercontext.contract.common import Family
 from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCandidate, round_robin
+from powercontext.domain.identity import ArtifactKey
 from powercontext.recall.probe import ChannelRecorder
-from powercontext.recall.supersession import SEARCH_DEPTH_FACTOR, asks_for_history, newer_first
+from powercontext.recall.supersession import SEARCH_DEPTH_FACTOR, Vector, asks_for_history, newer_first
 from powercontext.recall.trace import RecallTrace
-from powercontext.search.channels import ChannelSearch, ScoredHit
+from powercontext.search.channels import ChannelSearch, ScoredHit, SearchOutcome
 from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import VectorChannel
 from powercontext.store.base import ScoredMemory
@@ -37,6 +38,8 @@ class RecallContext:
 
 
 ScopePools = list[tuple[str, list[Candidate]]]  # (scope_id, that Scope's candidates in rank order)
+# (scope_id, model_id, keys) -> the stored embeddings of those revisions (``Store.memory_vectors``)
+StoredVectors = Callable[[str, str, Sequence[ArtifactKey]], dict[ArtifactKey, Vector]]
 
 
 class FamilyReader(Protocol):
@@ -64,9 +67,17 @@ class AtomicMemoryReader:
 
     family: Family = "atomic-memory"
 
-    def __init__(self, search: ChannelSearch[ScoredMemory], per_scope_limit: int = ATOMIC_CANDIDATE_LIMIT) -> None:
+    def __init__(
+        self,
+        search: ChannelSearch[ScoredMemory],
+        per_scope_limit: int = ATOMIC_CANDIDATE_LIMIT,
+        stored_vectors: StoredVectors | None = None,
+    ) -> None:
+        """``stored_vectors`` lets the newer-first rule compare the hits' own embeddings when the search used
+        vectors (recall/supersession.py); without it the rule uses terms alone."""
         self._search = search
         self._limit = per_scope_limit
+        self._stored_vectors = stored_vectors
 
     def read(self, ctx: RecallContext) -> list[Candidate]:
         return round_robin([pool for _, pool in self.read_groups(ctx)])
@@ -88,12 +99,32 @@ class AtomicMemoryReader:
                     depth=pool if history else pool * SEARCH_DEPTH_FACTOR,
                     probe=None if recorder is None else _ChannelsOnly(recorder),
                 )
-                hits = outcome.hits[:pool] if history else newer_first(outcome.hits, pool, _observed, _text)
+                hits = (
+                    outcome.hits[:pool]
+                    if history
+                    else newer_first(outcome.hits, pool, _observed, _text, self._hit_vectors(scope_id, outcome))
+                )
             if recorder is not None:  # the pool as the Builder receives it: fused, then newer first
                 recorder.record("fused", hits)
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
             groups.append((scope_id, [_candidate(h) for h in hits]))
         return groups
+
+    def _hit_vectors(
+        self, scope_id: str, outcome: SearchOutcome[ScoredMemory]
+    ) -> Callable[[], list[Vector | None]] | None:
+        """The hits' stored embeddings by the model that ranked them, read only if the rule asks; None when the
+        search used no vectors (fts, or the provider failed): the rule then uses the same terms as without."""
+        read = self._stored_vectors
+        if read is None or outcome.mode == "fts":
+            return None
+        model_id = self._search.model_id
+
+        def vectors() -> list[Vector | None]:
+            stored = read(scope_id, model_id, [h.record.key for h in outcome.hits])
+            return [stored.get(h.record.key) for h in outcome.hits]
+
+        return vectors
 
 
 class _ChannelsOnly:

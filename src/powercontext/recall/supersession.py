@@ -11,6 +11,10 @@ a hit *B* supersedes a hit *A* ranked above it when
   weight of the smaller one's terms, with at least ``MIN_SHARED_TERMS`` shared. A term's weight is its rarity
   within the hits being ordered (log inverse frequency), so words every hit shares (the query's own) count
   little and a shared version number, product or person counts a lot.
+  When the search used vectors, two statements with at least ``MIN_SHARED_TERMS`` shared terms also cover the
+  same subject when one is the other's nearest neighbour among the hits by their stored embeddings and their
+  cosine stands ``NEAR_SPREADS`` standard deviations above the mean of the hits' pairs (a paraphrased
+  replacement shares few words with what it replaces).
 
 Then B moves to just above A. Nothing is removed: every hit keeps its place relative to the others, and a
 successor found beyond the requested depth is added (up to ``MAX_PULLED`` of them), so the caller's pool only
@@ -32,6 +36,9 @@ from functools import lru_cache
 from itertools import chain
 from typing import Final, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from powercontext.text.tokenize import term_set
 
 SUBJECT_OVERLAP: Final = 0.25
@@ -40,6 +47,11 @@ MIN_SHARED_TERMS: Final = 2
 SEARCH_DEPTH_FACTOR: Final = 2
 MAX_PULLED: Final = 4
 MIN_POOL: Final = 16
+# With vectors, two statements that share at least ``MIN_SHARED_TERMS`` terms also cover the same subject when one
+# is the other's nearest neighbour in the hit list and their cosine stands ``NEAR_SPREADS`` standard deviations
+# above the mean cosine of the list's pairs: a rank and a standard score, not a cosine, so no model's scale is
+# built in (a fixed cosine that worked for one model, 0.65, was measured too; docs/evaluation.md).
+NEAR_SPREADS: Final = 3.0
 
 CHANGE_MARKERS: Final = re.compile(
     r"\b(now(?! also| too)|no longer|instead|replac(?:ed|es|ing)|mov(?:ed|es)|switched|migrat(?:ed|ing)|upgraded|"
@@ -106,13 +118,42 @@ def _rarity(size: int, most: int) -> tuple[float, ...]:
     return tuple(math.log(size / (n + 0.5)) for n in range(most + 1))
 
 
+Vector = npt.NDArray[np.float32]
+
+
+def nearest_neighbours(vectors: Sequence[Vector | None]) -> list[frozenset[int]]:
+    """For each position, its nearest neighbour in the list when their cosine stands out (``NEAR_SPREADS``);
+    empty for a position without a vector, or whose nearest is not that much closer than the list's pairs are."""
+    present = [(i, v) for i, v in enumerate(vectors) if v is not None]
+    have = [i for i, _ in present]
+    found: list[frozenset[int]] = [frozenset()] * len(vectors)
+    if len(have) < 3:  # fewer than three pairs have no spread to stand out from
+        return found
+    matrix = np.stack([v for _, v in present]).astype(np.float32)
+    similarity = matrix @ matrix.T
+    pairs = similarity[np.triu_indices(len(have), 1)]
+    spread = float(pairs.std())
+    if spread <= 0.0:
+        return found
+    bar = float(pairs.mean()) + NEAR_SPREADS * spread
+    np.fill_diagonal(similarity, -np.inf)
+    # argmax takes the first of equal cosines: the same neighbour on every backend (the vectors are exact bytes).
+    for row, i in enumerate(have):
+        best = int(np.argmax(similarity[row]))
+        if similarity[row, best] >= bar:
+            found[i] = frozenset({have[best]})
+    return found
+
+
 class _Subjects:
-    """The subject terms of a list of texts, weighted by rarity within that list.
+    """The subject terms of a list of texts, weighted by rarity within that list (and, when given, the nearest
+    neighbours of each by vector).
 
     Frequencies and totals are computed on first use: a list with no possible successor needs none of them."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], near: Sequence[frozenset[int]] | None = None) -> None:
         self.terms = [subject_terms(t) for t in texts]
+        self._near = near
         self._frequency: Counter[str] | None = None
         self._weights: tuple[float, ...] = ()
         self._totals: dict[int, float] = {}
@@ -136,7 +177,13 @@ class _Subjects:
         if len(shared) < MIN_SHARED_TERMS:
             return False
         smaller = min(self._total(i), self._total(j))
-        return smaller > 0 and self._weight(shared) / smaller >= SUBJECT_OVERLAP
+        if smaller <= 0:
+            return False
+        overlap = self._weight(shared) / smaller
+        if overlap >= SUBJECT_OVERLAP:
+            return True
+        near = self._near
+        return near is not None and (j in near[i] or i in near[j])
 
 
 def newer_first(
@@ -144,9 +191,13 @@ def newer_first(
     limit: int,
     observed: Callable[[T], str],
     text: Callable[[T], str],
+    vectors: Callable[[], Sequence[Vector | None]] | None = None,
 ) -> list[T]:
     """``hits`` (ranked, possibly deeper than ``limit``) as the first ``limit`` in rank order with each
-    one's successors moved just above it; successors found past ``limit`` are added (at most ``MAX_PULLED``)."""
+    one's successors moved just above it; successors found past ``limit`` are added (at most ``MAX_PULLED``).
+
+    ``vectors`` (the hits' stored embeddings, in hit order; asked for only when some hit could be a successor)
+    adds the nearest-neighbour test to the subject rule."""
     texts = [text(h) for h in hits]
     times = [observed(h) for h in hits]
     reach = min(limit, len(hits))
@@ -155,7 +206,7 @@ def newer_first(
     changers = [j for j in range(1, len(hits)) if times[j] > oldest and says_something_changed(texts[j])]
     if not changers:
         return list(hits[:reach])
-    subjects = _Subjects(texts)
+    subjects = _Subjects(texts, None if vectors is None else nearest_neighbours(vectors()))
     order: list[int] = []
     placed: set[int] = set()
     pulled = 0

@@ -173,6 +173,11 @@ class ChannelSearch(Generic[H]):
         self.weights = weights or HybridWeights()
 
     @property
+    def model_id(self) -> str:
+        """The embedding model whose vectors this search compares."""
+        return self._embedder.model_id
+
+    @property
     def vectors_available(self) -> bool:
         return self._vector is not None and self._embedder.configured
 

@@ -160,6 +160,12 @@ class Store(Protocol):
         self, model_id: str, items: Sequence[tuple[EmbeddingTask, npt.NDArray[np.float32]]]
     ) -> int: ...
     def embedding_status(self, model_id: str) -> EmbeddingStatus: ...
+    def memory_vectors(
+        self, scope_id: str, model_id: str, keys: Sequence[ArtifactKey]
+    ) -> dict[ArtifactKey, npt.NDArray[np.float32]]:
+        """The stored embeddings by ``model_id`` of these Atomic Memory revisions of one Scope (those that have
+        one), exactly as written."""
+        ...
 
 
 # -- Topic Memory, Experience, Profile ---------------------------------------------------------

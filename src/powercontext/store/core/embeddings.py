@@ -9,8 +9,8 @@ from typing import Any, Final
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import EmbeddingStatus, EmbeddingTask
 from powercontext.store.core.connections import StoreConnections
-from powercontext.store.core.memory_rows import EMBEDDED_FAMILIES
-from powercontext.store.core.vectors import Vector
+from powercontext.store.core.memory_rows import EMBEDDED_FAMILIES, FAMILY
+from powercontext.store.core.vectors import Vector, from_blob
 
 ARTIFACT_VECTORS: Final = (
     "SELECT a.id, e.vector FROM artifacts a"
@@ -76,3 +76,30 @@ class Embeddings(StoreConnections):
             .fetchone()
         )
         return EmbeddingStatus(active_heads=row[0], current_model=row[2], other_models=row[1] - row[2])
+
+    def memory_vectors(self, scope_id: str, model_id: str, keys: Sequence[ArtifactKey]) -> dict[ArtifactKey, Vector]:
+        """The stored embeddings by ``model_id`` of these Atomic Memory revisions of one Scope, by key; a revision
+        with none (or only another model's), or a key of another Scope or family, is absent.
+
+        For the Supersession rule's vector test (recall/supersession.py): the hybrid search returns records and
+        their cosine to the query, not the hits' own vectors, and embedding the hits again would be a provider call
+        per prepare. Read from the stored float32 bytes, which both stores keep exactly."""
+        wanted = {k for k in keys if k.scope_id == scope_id and k.family == FAMILY}
+        if not wanted:
+            return {}
+        ids = sorted({k.artifact_id for k in wanted})
+        marks = ",".join("?" * len(ids))
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT a.artifact_id, e.revision, e.vector FROM artifacts a"
+                " JOIN artifact_embeddings e ON e.artifact = a.id"
+                f" WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id IN ({marks}) AND e.model_id = ?",
+                [scope_id, FAMILY, *ids, model_id],
+            )
+            .fetchall()
+        )
+        found = {
+            ArtifactKey(scope_id, FAMILY, str(artifact_id), int(revision)): blob for artifact_id, revision, blob in rows
+        }
+        return {key: from_blob(bytes(found[key])) for key in wanted if key in found}
