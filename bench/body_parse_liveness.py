@@ -11,8 +11,11 @@ reads the Server's RSS (psutil) after each answer. Senders are separate processe
 hold this process's GIL and inflate the probe's timings; each is started, connected and warm before all four
 are released at once, so the window measures the Server reading and parsing, not client processes starting.
 
+Before the senders, the same client posts one largest batch alone twice and times each end to end (the
+throughput of one body: the first also pays whatever a first large body costs the Server).
+
 Prints, per round, the probe's p50 / max latency with nothing else running (this machine's floor), its
-p50 / p99 / max latency while the bodies were in flight, the senders' time,
+p50 / p99 / max latency while the bodies were in flight, the senders' time, one batch's time alone,
 and RSS idle / peak / after; then the medians over rounds and a PASS/FAIL against the 50 ms target (the
 probe's max latency).
 """
@@ -35,6 +38,7 @@ from _common import describe_target, median, percentile, running_server, verdict
 MB = 1024 * 1024
 LIVE_MAX_TARGET_MS = 50.0
 BATCH_ROUTE = "POST /v1/scopes/{scope_id}/atomic-memory/batch"
+JSON = {"content-type": "application/json"}
 
 
 def largest_batch() -> bytes:
@@ -81,6 +85,12 @@ def one_round(tmp: Path, body: bytes, parallel: int, number: int) -> dict[str, f
                 quiet.append((time.perf_counter() - before) * 1000.0)
                 time.sleep(0.005)
             idle = process.memory_info().rss / MB
+            single: list[float] = []
+            for _ in range(2):  # one largest batch alone, end to end: the first may start a parser, the second not
+                before = time.perf_counter()
+                r = probe.post("/v1/scopes/absent/atomic-memory/batch", content=body, headers=JSON, timeout=300)
+                single.append(time.perf_counter() - before)
+                assert r.status_code == 404, r.text[:300]
             context = multiprocessing.get_context("fork")  # the senders share the parent's copy of the body
             results: multiprocessing.Queue[tuple[int, int, float]] = context.Queue()
             ready, go = context.Semaphore(0), context.Event()
@@ -119,12 +129,15 @@ def one_round(tmp: Path, body: bytes, parallel: int, number: int) -> dict[str, f
         "idle": idle,
         "peak": peak,
         "after": after,
+        "single_cold_s": single[0],
+        "single_warm_s": single[1],
     }
     print(
         f"round {number}: quiet /health/live p50 {figures['quiet_p50']:.1f} ms, max {figures['quiet_max']:.1f} ms; "
         f"while parsing p50 {figures['p50']:.1f} ms, p99 {figures['p99']:.1f} ms, "
         f"max {figures['max']:.1f} ms over {len(latencies)} probes; {parallel} batches answered in "
-        f"{elapsed:.1f} s; RSS idle {idle:.0f} MiB, peak {peak:.0f} MiB, after {after:.0f} MiB"
+        f"{elapsed:.1f} s; RSS idle {idle:.0f} MiB, peak {peak:.0f} MiB, after {after:.0f} MiB; "
+        f"one batch alone {single[0]:.2f} s (first), {single[1]:.2f} s (second)"
     )
     return figures
 
@@ -143,6 +156,8 @@ def main() -> None:
     keys = (("quiet_p50", "ms"), ("quiet_max", "ms"), ("p50", "ms"), ("p99", "ms"), ("max", "ms"), ("senders_s", "s"))
     for key, unit in keys:
         print(f"  /health/live {key}: {median([r[key] for r in rounds]):.1f} {unit}")
+    for key in ("single_cold_s", "single_warm_s"):
+        print(f"  one largest batch alone, {key}: {median([r[key] for r in rounds]):.2f} s")
     for key in ("idle", "peak", "after"):
         print(f"  RSS {key}: {median([r[key] for r in rounds]):.0f} MiB")
     verdict(
