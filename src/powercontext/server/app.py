@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
@@ -88,12 +89,47 @@ def _lifespan(runtime: Runtime | None, close_runtime: bool) -> Callable[[FastAPI
         async with AsyncExitStack() as stack:
             if app.state.mcp_run is not None:
                 await stack.enter_async_context(app.state.mcp_run())
+            await _warm_up(app)
             yield
         app.state.readiness.close()
         if runtime is not None and close_runtime:
             runtime.close()
 
     return lifespan
+
+
+async def _warm_up(app: FastAPI) -> None:
+    """Do before the first request what the first requests would otherwise do while holding the interpreter lock.
+
+    FastAPI builds each included router's matching state (parameter models, validators) on the first
+    request that walks past it, ~80 ms, and anyio imports its thread backend on the first request run in
+    a worker thread, ~20 ms. Inside a fresh Server's first requests these stalled every other request,
+    `/health/live` included (bench/body_parse_liveness.py). One request to a path no route serves walks
+    every router; it goes to the router directly, past the middleware, so it is neither logged nor counted.
+    """
+    await anyio.to_thread.run_sync(lambda: None)
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/.powercontext-start-up",
+        "raw_path": b"/.powercontext-start-up",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [],
+        "client": None,
+        "server": None,
+    }
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    await app.router(scope, receive, send)
 
 
 def _include_routes(app: FastAPI, inspector: bool) -> None:
