@@ -12,7 +12,8 @@ hold this process's GIL and inflate the probe's timings; each is started, connec
 are released at once, so the window measures the Server reading and parsing, not client processes starting.
 
 Before the senders, the same client posts one largest batch alone twice and times each end to end (the
-throughput of one body: the first also pays whatever a first large body costs the Server).
+throughput of one body: the first also pays whatever a first large body costs the Server). ``--fresh`` skips
+them, so the four batches are the first requests the Server handles after ``GET /v1/capabilities``.
 
 Prints, per round, the probe's p50 / max latency with nothing else running (this machine's floor), its
 p50 / p99 / max latency while the bodies were in flight, the senders' time, one batch's time alone,
@@ -70,7 +71,7 @@ def send(
     results.put((index, r.status_code, time.perf_counter() - started))
 
 
-def one_round(tmp: Path, body: bytes, parallel: int, number: int) -> dict[str, float]:
+def one_round(tmp: Path, body: bytes, parallel: int, number: int, fresh: bool) -> dict[str, float]:
     with running_server(tmp / f"liveness-{number}.db", tmp) as server:
         process = psutil.Process(server.process.pid)
         with httpx.Client(base_url=server.base_url, timeout=30) as probe:
@@ -86,7 +87,9 @@ def one_round(tmp: Path, body: bytes, parallel: int, number: int) -> dict[str, f
                 time.sleep(0.005)
             idle = process.memory_info().rss / MB
             single: list[float] = []
-            for _ in range(2):  # one largest batch alone, end to end: the first may start a parser, the second not
+            for _ in range(
+                0 if fresh else 2
+            ):  # one largest batch alone, end to end: the first may start a parser, the second not
                 before = time.perf_counter()
                 r = probe.post("/v1/scopes/absent/atomic-memory/batch", content=body, headers=JSON, timeout=300)
                 single.append(time.perf_counter() - before)
@@ -129,15 +132,15 @@ def one_round(tmp: Path, body: bytes, parallel: int, number: int) -> dict[str, f
         "idle": idle,
         "peak": peak,
         "after": after,
-        "single_cold_s": single[0],
-        "single_warm_s": single[1],
     }
+    if single:
+        figures |= {"single_cold_s": single[0], "single_warm_s": single[1]}
     print(
         f"round {number}: quiet /health/live p50 {figures['quiet_p50']:.1f} ms, max {figures['quiet_max']:.1f} ms; "
         f"while parsing p50 {figures['p50']:.1f} ms, p99 {figures['p99']:.1f} ms, "
         f"max {figures['max']:.1f} ms over {len(latencies)} probes; {parallel} batches answered in "
-        f"{elapsed:.1f} s; RSS idle {idle:.0f} MiB, peak {peak:.0f} MiB, after {after:.0f} MiB; "
-        f"one batch alone {single[0]:.2f} s (first), {single[1]:.2f} s (second)"
+        f"{elapsed:.1f} s; RSS idle {idle:.0f} MiB, peak {peak:.0f} MiB, after {after:.0f} MiB"
+        + (f"; one batch alone {single[0]:.2f} s (first), {single[1]:.2f} s (second)" if single else "")
     )
     return figures
 
@@ -146,17 +149,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--fresh", action="store_true", help="no single batch before the parallel ones")
     args = parser.parse_args()
     print(describe_target())
     body = largest_batch()
     print(f"body: {len(body):,} bytes ({len(body) / MB:.1f} MiB), {args.parallel} in parallel, {args.rounds} rounds")
     with tempfile.TemporaryDirectory() as tmp:
-        rounds = [one_round(Path(tmp), body, args.parallel, n + 1) for n in range(args.rounds)]
+        rounds = [one_round(Path(tmp), body, args.parallel, n + 1, args.fresh) for n in range(args.rounds)]
     print("\nmedians over rounds:")
     keys = (("quiet_p50", "ms"), ("quiet_max", "ms"), ("p50", "ms"), ("p99", "ms"), ("max", "ms"), ("senders_s", "s"))
     for key, unit in keys:
         print(f"  /health/live {key}: {median([r[key] for r in rounds]):.1f} {unit}")
-    for key in ("single_cold_s", "single_warm_s"):
+    for key in ("single_cold_s", "single_warm_s") if not args.fresh else ():
         print(f"  one largest batch alone, {key}: {median([r[key] for r in rounds]):.2f} s")
     for key in ("idle", "peak", "after"):
         print(f"  RSS {key}: {median([r[key] for r in rounds]):.0f} MiB")

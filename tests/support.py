@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import ssl
 import subprocess
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -212,3 +214,16 @@ def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.02) ->
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+def doc_image(name: str) -> str:
+    """Where a browser test saves its screenshot ``name``.
+
+    docs/img (the images the docs show) only when ``UPDATE_DOC_IMAGES=1``; otherwise a temporary folder, so
+    that running the tests leaves the working tree as it was.
+    """
+    folder = Path(__file__).resolve().parent.parent / "docs" / "img"
+    if os.environ.get("UPDATE_DOC_IMAGES") != "1":
+        folder = Path(tempfile.gettempdir()) / "powercontext-screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / name)

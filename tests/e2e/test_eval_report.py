@@ -13,11 +13,9 @@ from typing import Any
 import pytest
 from playwright import sync_api as playwright_sync
 
-from tests.conftest import REPO_ROOT
 from tests.e2e.test_eval_cli import run_cli, run_eval, write_suite
 from tests.e2e.test_inspector import BROWSER_ARGS, CHROMIUM
-
-IMG_DIR = REPO_ROOT / "docs" / "img"
+from tests.support import doc_image
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +123,7 @@ def test_the_page_in_chromium(
     assert flipped.count() == 1 and "q-bytes" in (flipped.text_content() or "")
     keyword = page.locator("table.baseline tr", has_text="keyword").first
     assert "1.000 → 0.500 -0.500" in (keyword.text_content() or "")
-    IMG_DIR.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMG_DIR / "eval-report.png"), full_page=True)
+    page.screenshot(path=doc_image("eval-report.png"), full_page=True)
     page.close()
     assert after["baseline"]["path"].endswith("report.json")
     json.dumps(after)  # the report stays plain JSON

@@ -20,14 +20,13 @@ import pytest
 from playwright import sync_api as playwright_sync
 from playwright.sync_api import expect
 
-from tests.conftest import REPO_ROOT, LiveServer, live_server
-from tests.support import strict_json
+from tests.conftest import LiveServer, live_server
+from tests.support import doc_image, strict_json
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ADMIN, VIEWER = "inspector-admin-4Kd", "inspector-viewer-8Qs"
 WEB, SHARED = "proj:web", "shared:notes"
 MARKUP = '<img src=x onerror="window.__pwned=1"> deploy markup note <script>window.__pwned=2</script>'
-IMG_DIR = REPO_ROOT / "docs" / "img"
 BROWSER_ARGS = [
     "--headless=new",
     "--no-sandbox",
@@ -215,8 +214,7 @@ def test_page_shows_the_receipt_rows_and_exact_revisions(seeded: Seeded, page: W
     assert p.evaluate("window.__pwned") is None
     assert page.dialogs == []
     assert not [u for u in page.requests if u.rstrip("/").endswith("/x")]
-    IMG_DIR.mkdir(parents=True, exist_ok=True)
-    p.screenshot(path=str(IMG_DIR / "inspector-main.png"), full_page=True)
+    p.screenshot(path=doc_image("inspector-main.png"), full_page=True)
 
     # Another principal, without read on the referenced Scope, sees the 403 on that row.
     p.fill("#token", VIEWER)
@@ -272,7 +270,7 @@ def test_compare_diffs_what_a_smaller_budget_dropped(seeded: Seeded, page: Watch
     assert _diff_ids(p, "gained") == [i for i in b_ids if i not in a_ids]
     # Each lost item says what happened to it in the other run.
     assert all("now " in t for t in p.locator("#diff-lost li").all_text_contents())
-    p.screenshot(path=str(IMG_DIR / "inspector-compare.png"), full_page=True)
+    p.screenshot(path=doc_image("inspector-compare.png"), full_page=True)
 
 
 def test_diff_before_and_after_a_write(seeded: Seeded, page: Watched) -> None:
@@ -372,8 +370,7 @@ def test_why_rows_expected_box_items_and_permalink(seeded: Seeded, browser: Any)
     assert p.is_visible("#content") and p.text_content("#content") == explained["prepared"]["content"]
     p.click("#raw-toggle")
     assert _no_horizontal_overflow(p)
-    IMG_DIR.mkdir(parents=True, exist_ok=True)
-    p.screenshot(path=str(IMG_DIR / "inspector-why.png"), full_page=True)
+    p.screenshot(path=doc_image("inspector-why.png"), full_page=True)
 
     # The permalink is the address now; opened afresh it runs the request with no click.
     permalink = p.get_attribute("#permalink", "href")
@@ -406,7 +403,7 @@ def test_page_fits_narrow_and_wide_screens(seeded: Seeded, browser: Any, width: 
     assert (background == "rgb(21, 23, 26)") == (scheme == "dark"), background
     if width == 375:
         p.locator("#comparison").scroll_into_view_if_needed()
-        p.screenshot(path=str(IMG_DIR / "inspector-narrow-dark.png"), full_page=False)
+        p.screenshot(path=doc_image("inspector-narrow-dark.png"), full_page=False)
     context.close()
 
 

@@ -103,9 +103,8 @@ def test_a_question_about_history_keeps_the_ranked_order_under_hybrid_too(hybrid
 def test_sqlite_and_seekdb_decide_alike_under_hybrid_recall(
     tmp_path_factory: pytest.TempPathFactory, hybrid_server: LiveServer, embedding_settings: dict[str, str]
 ) -> None:
-    # The vector test reads the stored float32 bytes on both stores, so it decides alike. (Only the order of
-    # the fillers is left out: the plain vector search orders memories of exactly equal cosine differently on
-    # the two stores, with or without this rule.)
+    # The vector test reads the stored float32 bytes on both stores, so it decides alike; the fillers, whose
+    # cosines to the query are exactly equal, come in the same (insertion) order on both.
     require_seekdb()
     base = tmp_path_factory.mktemp("supersession-vectors-seekdb")
     with live_server(base, embedding_settings, store=f"seekdb://{base / 'engine'}") as seekdb:
@@ -118,5 +117,4 @@ def test_sqlite_and_seekdb_decide_alike_under_hybrid_recall(
             answers.append([(f.item["kind"], f.item["observed"], f.item["content"]) for f in fragments])
     sqlite_items, seekdb_items = answers
     assert [content for _, _, content in sqlite_items[:2]] == [NEW, OLD]
-    assert seekdb_items[:2] == sqlite_items[:2]
-    assert sorted(seekdb_items) == sorted(sqlite_items)
+    assert seekdb_items == sqlite_items

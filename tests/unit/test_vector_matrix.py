@@ -71,3 +71,18 @@ def test_a_vector_of_another_dimension_is_never_stored_or_compared() -> None:
     matrix.upsert(1, np.ones(DIM + 2, dtype=np.float32))
     assert len(matrix) == 0
     assert matrix.top(np.ones(DIM + 2, dtype=np.float32), 3) == []
+
+
+def test_equal_scores_come_in_rowid_order_whatever_the_insertion_order() -> None:
+    rng = np.random.default_rng(3)
+    same = unit(rng)
+    closer = unit(rng)
+    rowids = [int(r) for r in rng.permutation(np.arange(1, 41))]
+    matrix = VectorMatrix(DIM, generation=0)
+    for rowid in rowids:
+        matrix.upsert(rowid, same)
+    matrix.upsert(99, closer)
+    # A cut through the tied rows keeps the lowest rowids, after the one closer row.
+    assert [r for r, _ in matrix.top(closer, 6)] == [99, 1, 2, 3, 4, 5]
+    loaded = load_matrix([(r, to_blob(same)) for r in rowids], DIM, 0)
+    assert [r for r, _ in loaded.top(same, 5)] == [1, 2, 3, 4, 5]

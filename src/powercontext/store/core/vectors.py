@@ -92,8 +92,11 @@ class VectorMatrix:
             k = min(limit, len(self._pos))
             if k == 0:
                 return []
-            best = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-            best = best[np.argsort(-scores[best], kind="stable")][:k]
+            # Every row at least as close as the k-th, so that rows tied at the cut are all seen.
+            best = np.flatnonzero(scores >= -np.partition(-scores, k - 1)[k - 1]) if k < n else np.arange(n)
+            # Equal scores in rowid (insertion) order, whatever order the matrix was loaded or grown in:
+            # both stores, and a rebuilt matrix, then answer alike.
+            best = best[np.lexsort((self._ids[best], -scores[best]))][:k]
             return [(int(self._ids[i]), float(scores[i])) for i in best]
 
     def _remove(self, rowid: int) -> None:
