@@ -87,9 +87,8 @@ def one_round(tmp: Path, body: bytes, parallel: int, number: int, fresh: bool) -
                 time.sleep(0.005)
             idle = process.memory_info().rss / MB
             single: list[float] = []
-            for _ in range(
-                0 if fresh else 2
-            ):  # one largest batch alone, end to end: the first may start a parser, the second not
+            # One largest batch alone, end to end: the first may start a parser, the second not.
+            for _ in range(0 if fresh else 2):
                 before = time.perf_counter()
                 r = probe.post("/v1/scopes/absent/atomic-memory/batch", content=body, headers=JSON, timeout=300)
                 single.append(time.perf_counter() - before)
@@ -160,8 +159,9 @@ def main() -> None:
     keys = (("quiet_p50", "ms"), ("quiet_max", "ms"), ("p50", "ms"), ("p99", "ms"), ("max", "ms"), ("senders_s", "s"))
     for key, unit in keys:
         print(f"  /health/live {key}: {median([r[key] for r in rounds]):.1f} {unit}")
-    for key in ("single_cold_s", "single_warm_s") if not args.fresh else ():
-        print(f"  one largest batch alone, {key}: {median([r[key] for r in rounds]):.2f} s")
+    if not args.fresh:
+        for key in ("single_cold_s", "single_warm_s"):
+            print(f"  one largest batch alone, {key}: {median([r[key] for r in rounds]):.2f} s")
     for key in ("idle", "peak", "after"):
         print(f"  RSS {key}: {median([r[key] for r in rounds]):.0f} MiB")
     verdict(
