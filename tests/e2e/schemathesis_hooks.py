@@ -45,8 +45,9 @@ def _excused(part: str) -> bool:
     return location.endswith(".none") and message == "Input should be None"
 
 
-# 404 codes that name what a request body points at (a merge source, a revision), not the resource in its path.
-BODY_REFERENCE_CODES = {"artifact-not-found", "revision-not-found"}
+# 404 codes that name what a request body points at (a merge source, a revision, a Scope in
+# ``context_references``), not the resource in its path.
+BODY_REFERENCE_CODES = {"artifact-not-found", "revision-not-found", "referenced-scope-not-found"}
 
 
 def _error(response: Any) -> dict[str, Any] | None:
