@@ -113,5 +113,18 @@ def execute_alone(location: StoreLocation, statement: str, database: str | None 
 
 
 def ensure_database(location: StoreLocation) -> None:
-    """Create the location's database if it does not exist yet."""
-    execute_alone(location, f"CREATE DATABASE IF NOT EXISTS `{location.database}`")
+    """Create the location's database if it does not exist yet; one that exists is only looked up.
+
+    DDL, even ``IF NOT EXISTS`` on what exists, takes the engine's DDL lock. Just after an embedded engine
+    starts, it loads its system packages under that lock too, and the two were seen to wait on each other
+    until the statement's read timeout (30 s), failing the store's open; so reopening a database runs no DDL.
+    """
+    conn = connect(location)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (location.database,))
+            if cur.fetchone() is None:
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{location.database}`")
+        conn.commit()
+    finally:
+        conn.close()

@@ -251,10 +251,16 @@ LATEST_VERSION = MIGRATIONS[-1][0]
 
 def apply_migrations(conn: Connection, now: str) -> int:
     """Create or upgrade the schema. DDL commits implicitly in MySQL mode, so each migration records
-    itself last and a second process racing on the same database skips what the first finished."""
-    conn.query(
-        f"CREATE TABLE IF NOT EXISTS schema_migrations (version INT PRIMARY KEY, applied_at VARCHAR(32) NOT NULL) {_T}"
-    )
+    itself last and a second process racing on the same database skips what the first finished. An up-to-date
+    database gets no DDL at all (see ``engine.ensure_database``: DDL just after the engine starts can stall)."""
+    exists = conn.query(
+        "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'schema_migrations'"
+    ).fetchone()
+    if exists is None:
+        conn.query(
+            f"CREATE TABLE IF NOT EXISTS schema_migrations (version INT PRIMARY KEY, applied_at VARCHAR(32) NOT NULL)"
+            f" {_T}"
+        )
     applied = {int(row[0]) for row in conn.query("SELECT version FROM schema_migrations").fetchall()}
     for version, statements in pending_migrations(MIGRATIONS, applied):
         for statement in statements:
