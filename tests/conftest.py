@@ -37,6 +37,7 @@ from powercontext.runtime import Runtime
 from powercontext.server.app import create_app
 from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
+from tests import forked
 from tests.scheduling import alone_when_timed, heavy_files_first
 from tests.seekdb_support import require_seekdb
 from tests.support import REQUEST_ID_HEADER, TLS, Api, free_port, stop_process, wait_until
@@ -61,13 +62,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 # -- the server subprocess ---------------------------------------------------------------------
 
+ServerProcess = subprocess.Popen[bytes] | forked.ForkedProcess
+
 
 @dataclass
 class LiveServer:
     base_url: str
     log_path: Path
     db_path: Path
-    process: subprocess.Popen[bytes]
+    process: ServerProcess
 
     def log_text(self) -> str:
         """The server's stderr so far, after a barrier request has been logged.
@@ -84,21 +87,28 @@ class LiveServer:
 
 
 def _start_server(
-    db_path: Path, log_path: Path, settings: dict[str, str] | None = None, store: str | None = None
+    db_path: Path,
+    log_path: Path,
+    settings: dict[str, str] | None = None,
+    store: str | None = None,
+    fresh_interpreter: bool = False,
 ) -> LiveServer:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["POWERCONTEXT_LOG_LEVEL"] = "info"
     env.update(settings or {})
-    log_file = open(log_path, "wb")  # noqa: SIM115 - closed when the process is stopped
-    process = subprocess.Popen(
-        [sys.executable, "-c", SERVE_CODE.format(db=str(db_path), port=port, store=store)],
-        stdout=subprocess.DEVNULL,
-        stderr=log_file,
-        cwd=str(REPO_ROOT),
-        env=env,
-    )
-    log_file.close()
+    process: ServerProcess
+    if fresh_interpreter:
+        with open(log_path, "wb") as log_file:
+            process = subprocess.Popen(
+                [sys.executable, "-c", SERVE_CODE.format(db=str(db_path), port=port, store=store)],
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                cwd=str(REPO_ROOT),
+                env=env,
+            )
+    else:
+        process = forked.start_server(db=str(db_path), port=port, store=store, stderr=log_path, env=env, cwd=REPO_ROOT)
     base_url = f"http://127.0.0.1:{port}"
     probe = httpx.Client(timeout=1, verify=TLS)  # one client for the whole poll
 
@@ -123,12 +133,18 @@ def _stop_server(server: LiveServer) -> None:
 
 @contextmanager
 def live_server(
-    base: Path, settings: dict[str, str] | None = None, log_name: str = "server-stderr.log", store: str | None = None
+    base: Path,
+    settings: dict[str, str] | None = None,
+    log_name: str = "server-stderr.log",
+    store: str | None = None,
+    fresh_interpreter: bool = False,
 ) -> Iterator[LiveServer]:
     """A server subprocess on the database in ``base`` (``POWERCONTEXT_*`` from ``settings``), stopped on exit.
 
-    ``store`` (a store URL) puts its data there instead of the SQLite file in ``base``."""
-    live = _start_server(base / "powercontext.db", base / log_name, settings, store)
+    ``store`` (a store URL) puts its data there instead of the SQLite file in ``base``. The process is forked
+    from an interpreter that has imported the Server (``tests/forked.py``); ``fresh_interpreter`` starts a new
+    interpreter instead, for tests of what a Server does at start-up."""
+    live = _start_server(base / "powercontext.db", base / log_name, settings, store, fresh_interpreter)
     try:
         yield live
     finally:

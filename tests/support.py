@@ -17,7 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -32,7 +32,16 @@ TLS = ssl.create_default_context()
 FOUR_KEYS = {"schema", "status", "content", "content_bytes"}
 
 
-def stop_process(process: subprocess.Popen[Any], grace_s: float = 15.0) -> None:
+class ChildProcess(Protocol):
+    """What ``stop_process`` needs: a ``subprocess.Popen`` or a forked process (``tests/forked.py``)."""
+
+    def poll(self) -> int | None: ...
+    def terminate(self) -> None: ...
+    def kill(self) -> None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def stop_process(process: ChildProcess, grace_s: float = 15.0) -> None:
     """Terminate a child process, and kill it if it has not exited after ``grace_s``."""
     if process.poll() is not None:
         return

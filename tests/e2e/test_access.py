@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import forked
 from tests.conftest import REPO_ROOT, LiveServer, live_server
 from tests.support import parse_fragments, strict_json
 
@@ -111,7 +112,7 @@ def test_tokens_never_reach_the_log(guarded: LiveServer) -> None:
 def test_the_cli_sends_the_token(guarded: LiveServer) -> None:
     def cli(token: str) -> subprocess.CompletedProcess[str]:
         env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": guarded.base_url, "POWERCONTEXT_TOKEN": token}
-        return subprocess.run(
+        return forked.run(
             [sys.executable, "-m", "powercontext", "scope", "list"],
             capture_output=True,
             text=True,
@@ -133,7 +134,7 @@ def test_a_bad_access_file_stops_the_server_with_one_line(tmp_path: Path, conten
     path = tmp_path / "access.json"
     path.write_text(content, encoding="utf-8")
     env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_ACCESS_FILE": str(path)}
-    result = subprocess.run(
+    result = forked.run(
         [sys.executable, "-m", "powercontext", "server", "run", "--db", str(tmp_path / "x.db")],
         capture_output=True,
         text=True,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.conftest import LiveServer
 
 CLI = [sys.executable, "-m", "powercontext"]
@@ -22,7 +23,7 @@ def run_cli(*args: str, url: str | None = None, timeout: float = 60) -> subproce
     if url is not None:
         env["POWERCONTEXT_URL"] = url
     env["COLUMNS"] = "200"  # keep Rich tables from folding ids in the assertions below
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    return forked.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
 
 @pytest.fixture
@@ -181,7 +182,7 @@ def test_prepare_with_explicit_sections(server: LiveServer, scope: str) -> None:
 def test_a_bad_setting_stops_the_server_with_one_line(tmp_path: Path, setting: str, value: str, named: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env[setting] = value
-    result = subprocess.run(
+    result = forked.run(
         [*CLI, "server", "run", "--db", str(tmp_path / "x.db")], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode == 2

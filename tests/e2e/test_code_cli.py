@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
+from tests import forked
 from tests.code_support import FIRST_RUN, lines_of, make_git_repo
 from tests.conftest import LiveServer
 from tests.e2e.test_cli import CLI, run_cli
@@ -19,7 +19,7 @@ def test_index_query_and_snippet_through_the_server(server: LiveServer, api: Api
     repo = make_git_repo(tmp_path / "repo")
     # A relative path is the caller's, resolved by the CLI before it reaches the Server.
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
-    indexed = subprocess.run(
+    indexed = forked.run(
         [*CLI, "code", "index", "repo", "-s", scope, "--json", "--url", url],
         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path, check=False,
     )  # fmt: skip

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import forked
 from tests.code_support import git, make_git_repo, write
 from tests.conftest import REPO_ROOT, LiveServer, live_server
 from tests.support import error_code
@@ -190,7 +191,7 @@ def test_without_roots_http_indexing_is_refused_but_the_cli_indexes_in_process(t
 
     def cli(path: str) -> subprocess.CompletedProcess[str]:
         args = [*CLI, "code", "index", path, "-s", "open", "--db", str(live.db_path), "--json"]
-        return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120, check=False)
+        return forked.run(args, capture_output=True, text=True, env=env, timeout=120, check=False)
 
     done = cli(str(repo))
     assert done.returncode == 0, done.stderr
@@ -317,7 +318,7 @@ def test_indexing_never_runs_what_a_repository_configures(confined: Confined, vi
     store.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["PATH"] = f"{confined.helper_bin}{os.pathsep}{env.get('PATH', '')}"
-    done = subprocess.run(
+    done = forked.run(
         [*CLI, "code", "index", str(repo), "-s", "direct", "--db", str(db), "--json"],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )  # fmt: skip
@@ -374,7 +375,7 @@ def test_the_cli_points_at_the_setting_when_the_server_refuses(confined: Confine
     scope_id = new_scope(confined, "cli")
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env.update(POWERCONTEXT_URL=confined.live.base_url, POWERCONTEXT_TOKEN=INDEXER)
-    r = subprocess.run(
+    r = forked.run(
         [*CLI, "code", "index", "/etc", "-s", scope_id],
         capture_output=True, text=True, env=env, timeout=60, cwd=REPO_ROOT, check=False,
     )  # fmt: skip

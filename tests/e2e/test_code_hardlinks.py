@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import forked
 from tests.code_support import write
 from tests.conftest import LiveServer, live_server
 from tests.support import error_code
@@ -158,7 +158,7 @@ def test_the_cli_indexing_in_process_follows_the_same_setting(refusing: Rooted) 
     args = [*CLI, "code", "index", str(tree), "-s", scope_id, "--db", str(refusing.live.db_path), "--json"]
 
     def cli(**extra: str) -> dict[str, Any]:
-        done = subprocess.run(args, capture_output=True, text=True, env={**env, **extra}, timeout=120, check=False)
+        done = forked.run(args, capture_output=True, text=True, env={**env, **extra}, timeout=120, check=False)
         assert done.returncode == 0, done.stderr
         result: dict[str, Any] = json.loads(done.stdout)
         return result

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests import forked
 from tests.conftest import LiveServer
 
 CLI = [sys.executable, "-m", "powercontext"]
@@ -82,7 +83,7 @@ def write_suite(directory: Path) -> Path:
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["COLUMNS"] = "200"
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    return forked.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
 
 def run_eval(suite: Path, out: Path, *extra: str) -> dict[str, Any]:
@@ -265,7 +266,7 @@ def test_a_broken_suite_is_one_line_naming_file_and_line(tmp_path: Path) -> None
 def test_a_bad_server_setting_is_one_line(suite: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["POWERCONTEXT_HYBRID_FUSION"] = "borda"
-    result = subprocess.run(
+    result = forked.run(
         [*CLI, "eval", "run", str(suite), "--out", str(tmp_path / "out")],
         capture_output=True,
         text=True,
@@ -287,7 +288,7 @@ def test_hybrid_mode_without_a_provider_is_refused(suite: Path, tmp_path: Path) 
 def test_hybrid_with_the_local_model_rereads_the_same_pool(suite: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["POWERCONTEXT_EMBEDDINGS"] = "local"
-    result = subprocess.run(
+    result = forked.run(
         [*CLI, "eval", "run", str(suite), "--out", str(tmp_path), "--mode", "hybrid"],
         capture_output=True,
         text=True,

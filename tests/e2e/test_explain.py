@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import forked
 from tests.conftest import LiveServer, live_server
 from tests.embedding_fixture import start_embedding_server
 from tests.support import Api, artifact_id, error_code, strict_json
@@ -211,7 +212,6 @@ def test_hybrid_run_reports_both_channels_and_the_fused_score(tmp_path: Path) ->
 
 def test_cli_and_both_clients_explain(crowded: tuple[Api, str, list[str]], server: LiveServer) -> None:
     import asyncio
-    import subprocess
     import sys
 
     from powercontext.client import PowerContextClient
@@ -221,13 +221,13 @@ def test_cli_and_both_clients_explain(crowded: tuple[Api, str, list[str]], serve
     _, sid, ids = crowded
     env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": server.base_url}
     command = [sys.executable, "-m", "powercontext", "context", "explain", "-s", sid, "-q", "release train"]
-    done = subprocess.run(
+    done = forked.run(
         [*command, "--expect", ids[19], "--json"], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert [e["where"] for e in answer["expected"]] == ["below_pool"]
-    table = subprocess.run(command, capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=60)
+    table = forked.run(command, capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=60)
     assert table.returncode == 0, table.stderr
     assert "entry_limit" in table.stdout and "#1 (" in table.stdout and "experience: no candidates" in table.stdout
 

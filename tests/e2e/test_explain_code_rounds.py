@@ -8,7 +8,6 @@ memory with the round that found it and the ``not_retained`` fate, and the Recei
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from powercontext.domain.candidates import Candidate
 from powercontext.recall.expansion import ExpansionFailed
 from powercontext.recall.trace import RecallTrace
 from powercontext.store.sqlite import SqliteStore
+from tests import forked
 from tests.code_support import git, write
 from tests.conftest import StartInProcess, code_roots_for_tests, live_server
 from tests.embedding_fixture import start_embedding_server
@@ -211,7 +211,7 @@ def test_candidates_of_rounds_not_retained_are_listed_with_their_round(
     # The CLI's table names that fate too.
     env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": live.base_url, "COLUMNS": "220"}
     command = [sys.executable, "-m", "powercontext", "context", "explain", "-s", sid, "-q", "ship cadence"]
-    table = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    table = forked.run(command, capture_output=True, text=True, env=env, timeout=60)
     assert table.returncode == 0, table.stderr
     assert "round 1 not retained" in table.stdout and "None" not in table.stdout
 

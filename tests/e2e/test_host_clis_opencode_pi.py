@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests import forked
 from tests.conftest import REPO_ROOT, LiveServer
 from tests.support import Api, free_port, unique
 
@@ -175,7 +176,7 @@ def configure_model(host: str, home: Path, model: FakeModel) -> None:
 
 
 def install(host: str, project: Path, scope_id: str, env: dict[str, str]) -> None:
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "powercontext", "hosts", "install", host, "--scope", scope_id, "--yes"],
         cwd=str(project),
         env=env,

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests import forked
 from tests.conftest import REPO_ROOT, LiveServer, live_server
 from tests.support import REQUEST_ID_HEADER, free_port, stop_process, wait_until
 
@@ -134,7 +135,7 @@ def test_configured_extra_host_names_are_served(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["*", "http://context.example.test"])
 def test_a_bad_allowed_hosts_setting_stops_the_server_with_one_line(tmp_path: Path, value: str) -> None:
     env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_ALLOWED_HOSTS": value}
-    result = subprocess.run(
+    result = forked.run(
         [sys.executable, "-m", "powercontext", "server", "run", "--db", str(tmp_path / "x.db")],
         capture_output=True,
         text=True,

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from powercontext.hosts.codex import trust_hash
+from tests import forked
 from tests.conftest import LiveServer
 from tests.support import Api, free_port
 
@@ -47,9 +48,7 @@ def user_env(home: Path, path: str = VENV_BIN, **extra: str) -> dict[str, str]:
 
 
 def pc(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [os.path.join(VENV_BIN, "powercontext"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    return forked.run([*forked.POWERCONTEXT, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 def run_shell_hook(command: str, payload: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.conftest import LiveServer
 from tests.support import Api
 
@@ -18,7 +19,7 @@ PORTABILITY_LEAKS = (sys.executable, str(Path(sys.executable).parent), "127.0.0.
 
 
 def pc(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PC, *args], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=60)
+    return forked.run([*PC, *args], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import forked
 from tests.conftest import LiveServer, live_server
 from tests.support import count_artifacts, unique, wait_until
 
@@ -42,7 +43,7 @@ def start_import(source: Path, scope_id: str, url: str) -> subprocess.Popen[str]
 
 
 def run_import(source: Path, scope_id: str, url: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forked.run(
         [*CLI, "memory", "import", str(source), "-s", scope_id],
         capture_output=True,
         text=True,
@@ -171,7 +172,7 @@ def test_the_batch_answer_marks_replayed_items(server: LiveServer, replay: bool)
 def test_help_says_a_rerun_is_safe() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["COLUMNS"] = "200"
-    result = subprocess.run(
+    result = forked.run(
         [*CLI, "memory", "import", "--help"], capture_output=True, text=True, env=env, timeout=60, check=False
     )
     assert result.returncode == 0

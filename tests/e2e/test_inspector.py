@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import pytest
 from playwright import sync_api as playwright_sync
 from playwright.sync_api import expect
 
+from tests import forked
 from tests.conftest import LiveServer, live_server
 from tests.support import doc_image, strict_json
 
@@ -100,7 +100,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
         tree = base / "tree"
         tree.mkdir()
         (tree / "deploy.py").write_text("def deploy_payments(stage):\n    return stage\n", encoding="utf-8")
-        indexed = subprocess.run(
+        indexed = forked.run(
             [sys.executable, "-m", "powercontext", "code", "index", str(tree), "-s", WEB, "--db", str(live.db_path)],
             capture_output=True,
             text=True,
@@ -479,7 +479,7 @@ def test_26_item_receipt_renders_within_100_ms(seeded: Seeded, page: Watched) ->
 
 
 def test_cli_inspect_prints_a_prefilled_address() -> None:
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "powercontext", "inspect", "-s", WEB, "-q", "why deploy?", "--no-browser"],
         capture_output=True,
         text=True,
@@ -488,7 +488,7 @@ def test_cli_inspect_prints_a_prefilled_address() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "http://127.0.0.1:9/inspector#scope=proj%3Aweb&q=why%20deploy%3F&max_bytes=8000&run=1"
-    as_json = subprocess.run(
+    as_json = forked.run(
         [sys.executable, "-m", "powercontext", "inspect", "-s", WEB, "-q", "why deploy?", "--no-browser", "--json"],
         capture_output=True,
         text=True,

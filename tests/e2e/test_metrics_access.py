@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import forked
 from tests.conftest import REPO_ROOT, LiveServer, live_server
 from tests.support import REQUEST_ID_HEADER
 
@@ -98,7 +98,7 @@ def test_a_metrics_grant_that_is_not_a_boolean_stops_the_server(tmp_path: Path) 
     principal = {"name": "p", "token_sha256": digest(SCRAPER), "metrics": "yes"}
     path.write_text(json.dumps({"principals": [principal]}), encoding="utf-8")
     env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_ACCESS_FILE": str(path)}
-    result = subprocess.run(
+    result = forked.run(
         [sys.executable, "-m", "powercontext", "server", "run", "--db", str(tmp_path / "x.db")],
         capture_output=True,
         text=True,

@@ -7,7 +7,6 @@ it, each stage gets what is left, a stage with nothing left is not started, and 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests import forked
 from tests.chat_fixture import ChatServer, start_chat_server
 from tests.conftest import LiveServer, live_server
 from tests.embedding_fixture import EmbeddingServer, start_embedding_server
@@ -191,7 +191,7 @@ def test_a_bad_deadline_stops_the_server_with_one_line(tmp_path: Path, value: st
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["POWERCONTEXT_PREPARE_DEADLINE_MS"] = value
     command = [sys.executable, "-m", "powercontext", "server", "run", "--db", str(tmp_path / "x.db")]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    result = forked.run(command, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "error: POWERCONTEXT_PREPARE_DEADLINE_MS must be a whole number of milliseconds from 1 to 600000"

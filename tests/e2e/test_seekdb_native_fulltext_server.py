@@ -4,7 +4,6 @@ prepare."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import httpx
 
 from powercontext.store.base import NewMemory
 from powercontext.store.sqlite import SqliteStore
+from tests import forked
 from tests.conftest import live_server
 from tests.seekdb_support import require_seekdb
 
@@ -34,7 +34,7 @@ def test_a_server_on_a_native_fulltext_database_prepares_from_the_engine_index(t
     )
     source.close()
     target = f"seekdb://{tmp_path / 'engine'}?fulltext=native"
-    copied = subprocess.run(
+    copied = forked.run(
         [
             sys.executable,
             "-m",

@@ -26,7 +26,10 @@ def _process_cpu_s(process: psutil.Process) -> float:
 
 
 def test_first_requests_of_a_fresh_server_cost_what_later_ones_cost(tmp_path: Path) -> None:
-    with live_server(tmp_path) as live, httpx.Client(base_url=live.base_url, timeout=30, verify=TLS) as client:
+    with (
+        live_server(tmp_path, fresh_interpreter=True) as live,
+        httpx.Client(base_url=live.base_url, timeout=30, verify=TLS) as client,
+    ):
         process = psutil.Process(live.process.pid)
         costs: dict[str, float] = {}
         # Two routers far apart in the routing table, each asked for the first time.

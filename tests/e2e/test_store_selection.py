@@ -8,12 +8,13 @@ import sys
 
 import pytest
 
+from tests import forked
 from tests.support import free_port
 
 
 def server_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
-    return subprocess.run(
+    return forked.run(
         [sys.executable, "-m", "powercontext", "server", "run", "--port", str(free_port()), *args],
         capture_output=True,
         text=True,

@@ -3,7 +3,6 @@ memories disagree, and the ``possibly_supersedes`` hint on create."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.conftest import LiveServer, live_server
 from tests.support import Api, artifact_id, error_code, parse_fragments
 
@@ -151,7 +151,7 @@ def test_create_answers_which_older_memories_it_may_replace(api: Api) -> None:
 def test_cli_memory_add_prints_the_retire_command(server: LiveServer, api: Api) -> None:
     scope = api.new_scope()
     old = api.add(scope, OLD, "fact", observed_at="2024-11-02")
-    out = subprocess.run(
+    out = forked.run(
         [
             sys.executable,
             "-m",

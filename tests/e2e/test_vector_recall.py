@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests import forked
 from tests.code_support import make_git_repo
 from tests.conftest import REPO_ROOT, LiveServer, code_roots_for_tests, live_server
 from tests.embedding_fixture import EmbeddingServer, start_embedding_server
@@ -239,7 +240,7 @@ def test_reindex_embeds_old_memories_and_detects_a_model_change(tmp_path: Path, 
 
     def run_reindex(model: str) -> subprocess.CompletedProcess[str]:
         env = {**provider_settings(embeddings.base_url, model), "PATH": "/usr/bin:/bin"}
-        return subprocess.run(
+        return forked.run(
             [sys.executable, "-m", "powercontext", "memory", "reindex", "--db", str(tmp_path / "powercontext.db")],
             capture_output=True,
             text=True,

@@ -8,7 +8,6 @@ that already holds embeddings refuses the option and says how to switch.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from powercontext.store.base import Embedding, NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.store.sqlite import SqliteStore
+from tests import forked
 from tests.seekdb_support import fresh_location, open_seekdb, require_seekdb
 
 if TYPE_CHECKING:  # importing the store needs the oceanbase extra
@@ -100,7 +100,7 @@ def test_store_copy_fills_the_vector_columns(tmp_path: Path) -> None:
     source.close()
     target = f"seekdb://{tmp_path / 'engine'}?vectors=native"
     source_url = f"sqlite://{tmp_path / 'source.db'}"
-    copied = subprocess.run(
+    copied = forked.run(
         [sys.executable, "-m", "powercontext", "store", "copy", "--from", source_url, "--to", target],
         capture_output=True,
         text=True,

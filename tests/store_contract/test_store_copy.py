@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from powercontext.store.code import NewCodeChunk, NewCodeFile
 from powercontext.store.copy import copy_store, count_rows
 from powercontext.store.sqlite import SqliteStore
 from powercontext.text.tokenize import query_terms
+from tests import forked
 from tests.seekdb_support import require_seekdb, seekdb_store
 from tests.support import sha256_of
 
@@ -127,7 +127,7 @@ def test_store_copy_command_reports_matching_counts(tmp_path: Path) -> None:
     # Its own engine directory: the command runs in another process.
     target = f"seekdb://{tmp_path / 'copy-engine'}"
     command = [sys.executable, "-m", "powercontext", "store", "copy", "--from", f"sqlite://{tmp_path / 'source.db'}"]
-    result = subprocess.run([*command, "--to", target], capture_output=True, text=True, timeout=300)
+    result = forked.run([*command, "--to", target], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "every table matches" in lines[-1]
@@ -135,12 +135,12 @@ def test_store_copy_command_reports_matching_counts(tmp_path: Path) -> None:
     assert rows["revisions"][0] == rows["revisions"][1] and int(rows["revisions"][0]) > 30
     assert "MISMATCH" not in result.stdout
     # A second run is a no-op resume: nothing left to copy, counts still match.
-    again = subprocess.run([*command, "--to", target], capture_output=True, text=True, timeout=300)
+    again = forked.run([*command, "--to", target], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "every table matches" in again.stdout, again.stderr
 
 
 def test_copy_refuses_a_bad_url() -> None:
-    result = subprocess.run(
+    result = forked.run(
         [sys.executable, "-m", "powercontext", "store", "copy", "--from", "mysql://x", "--to", "sqlite:///tmp/x.db"],
         capture_output=True,
         text=True,
