@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from powercontext.contract.memory import AtomicMemory, AtomicMemoryBatchItem, AtomicMemoryCreate, AtomicMemoryHit
 from powercontext.contract.scopes import Scope
+from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory
 
 
@@ -23,11 +24,25 @@ def scope_view(record: ScopeRecord) -> Scope:
     )
 
 
+class ArtifactHead(Protocol):
+    """An exact Artifact revision with its Artifact's current head revision and state (any family's record)."""
+
+    @property
+    def key(self) -> ArtifactKey: ...
+    @property
+    def head_revision(self) -> int: ...
+    @property
+    def state(self) -> str: ...
+
+
+def head_fields(record: ArtifactHead) -> dict[str, Any]:
+    """The fields every Artifact view shares: the revision's exact address, the head revision and the state."""
+    return {"artifact_address": record.key.to_address(), "head_revision": record.head_revision, "state": record.state}
+
+
 def _memory_fields(record: MemoryRecord) -> dict[str, Any]:
     return {
-        "artifact_address": record.key.to_address(),
-        "head_revision": record.head_revision,
-        "state": record.state,
+        **head_fields(record),
         "kind": record.kind,
         "text": record.text,
         "tags": list(record.tags),

@@ -27,6 +27,7 @@ from powercontext.prompts.errors import PromptUnavailable
 from powercontext.prompts.resolver import ScopePromptResolver
 from powercontext.runtime import Runtime
 from powercontext.server.body_parsing import OffLoopBodyRoute
+from powercontext.server.mapping import head_fields
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
 from powercontext.store.base import PromptContent, PromptRecord, PromptStore
 from powercontext.store.base import PromptDemonstration as StoredDemonstration
@@ -60,9 +61,7 @@ def require_body_access(principal: Principal, scope_id: str) -> None:
 def prompt_artifact_view(record: PromptRecord) -> PromptArtifact:
     c = record.content
     return PromptArtifact(
-        artifact_address=record.key.to_address(),
-        head_revision=record.head_revision,
-        state=record.state,
+        **head_fields(record),
         schema_version=c.schema_version,
         mode=c.mode,
         instructions=c.instructions,
