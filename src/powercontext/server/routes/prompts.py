@@ -75,14 +75,7 @@ def prompt_artifact_view(record: PromptRecord) -> PromptArtifact:
 def _view(resolved: ResolvedPrompt, head: PromptRecord | None, show_text: bool) -> ResolvedPromptView:
     selected = head if resolved.selection == "artifact" else None
     return ResolvedPromptView(
-        scope_id=resolved.scope_id,
-        key=resolved.key,
-        definition_version=resolved.definition_version,
-        builtin_version=resolved.builtin_version,
-        selection=resolved.selection,
-        selected_version=resolved.selected_version,
-        compiled_digest=resolved.compiled_digest,
-        artifact_address=resolved.artifact_address,
+        **resolved.identity(),
         demonstration_count=0 if selected is None else len(selected.content.demonstrations),
         head_revision=0 if head is None else head.head_revision,
         head_state=None if head is None else head.state,
