@@ -15,13 +15,8 @@ from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, Scored
 
 
 def scope_view(record: ScopeRecord) -> Scope:
-    return Scope(
-        scope_id=record.scope_id,
-        title=record.title,
-        context_references=list(record.context_references),
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
+    """The wire Scope has exactly the record's fields, read by name (the references' tuple becomes a list)."""
+    return Scope.model_validate(record, from_attributes=True)
 
 
 class ArtifactHead(Protocol):
