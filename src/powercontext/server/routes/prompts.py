@@ -13,7 +13,6 @@ from fastapi import APIRouter, Path
 
 from powercontext.contract.prompts import (
     PromptArtifact,
-    PromptDemonstration,
     PromptKeyList,
     PromptKeyStatus,
     PromptLifecycle,
@@ -59,17 +58,7 @@ def require_body_access(principal: Principal, scope_id: str) -> None:
 
 
 def prompt_artifact_view(record: PromptRecord) -> PromptArtifact:
-    c = record.content
-    return PromptArtifact(
-        **head_fields(record),
-        schema_version=c.schema_version,
-        mode=c.mode,
-        instructions=c.instructions,
-        demonstrations=[
-            PromptDemonstration(input=d.input, expected_output=d.expected_output) for d in c.demonstrations
-        ],
-        created_at=record.created_at,
-    )
+    return PromptArtifact(**head_fields(record), **record.content.wire(), created_at=record.created_at)
 
 
 def _view(resolved: ResolvedPrompt, head: PromptRecord | None, show_text: bool) -> ResolvedPromptView:
