@@ -219,27 +219,9 @@ class Runtime:
         others = [h.record for h in hits if h.record.key.artifact_id != record.key.artifact_id]
         return superseded(record.text, record.observed, others, _observed_of, _text_of)
 
-    def revise_memory(
-        self,
-        scope_id: str,
-        artifact_id: str,
-        expected_revision: int,
-        text: str,
-        kind: str | None,
-        tags: list[str] | None,
-    ) -> MemoryRecord:
-        embedding = self._embedding_for(text)
-        return self.store.revise_memory(scope_id, artifact_id, expected_revision, text, kind, tags, embedding)
-
-    def merge_memories(
-        self, scope_id: str, sources: list[tuple[str, int]], text: str, kind: str, tags: list[str]
-    ) -> MemoryRecord:
-        embedding = self._embedding_for(text)
-        return self.store.merge_memories(scope_id, sources, text, kind, tags, embedding)
-
     def create_topic(self, store: FamilyStore, scope_id: str, item: NewTopic) -> TopicRecord:
         self.store.get_scope(scope_id)
-        embedding = self._embedding_for(f"{item.title}\n\n{item.body}")
+        embedding = self.embedding_for(f"{item.title}\n\n{item.body}")
         return store.create_topic(scope_id, replace(item, embedding=embedding))
 
     def revise_topic(
@@ -259,7 +241,7 @@ class Runtime:
             head = store.read_topic_head(scope_id, artifact_id)
             if head.head_revision == expected_revision:
                 text = f"{head.title if title is None else title}\n\n{head.body if body is None else body}"
-                embedding = self._embedding_for(text)
+                embedding = self.embedding_for(text)
         return store.revise_topic(scope_id, artifact_id, expected_revision, title, body, tags, embedding)
 
     def code_indexer(self, store: CodeStore) -> CodeIndexer:
@@ -268,7 +250,9 @@ class Runtime:
         embed = self.embedder.embed_for_write if self.embedder.configured else None
         return CodeIndexer(store, embed=embed, roots=self.code_roots, allow_hardlinks=self.code_allow_hardlinks)
 
-    def _embedding_for(self, text: str) -> Embedding | None:
+    def embedding_for(self, text: str) -> Embedding | None:
+        """The embedding a write of ``text`` stores (a revise or merge passes it to the store): by the configured
+        provider, or None without one."""
         return self.embedder.embed_for_write([text])[0]
 
     def capabilities(self) -> Capabilities:

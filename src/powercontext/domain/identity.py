@@ -64,13 +64,5 @@ class CodeRangeText:
 
 
 def code_evidence_ref(code: CodeRange) -> CodeEvidenceRef:
-    """The wire identity of a code range."""
-    return CodeEvidenceRef(
-        scope_id=code.scope_id,
-        fingerprint=code.fingerprint,
-        path=code.path,
-        file_sha256=code.file_sha256,
-        start_line=code.start_line,
-        end_line=code.end_line,
-        snippet_sha256=code.snippet_sha256,
-    )
+    """The wire identity of a code range: ``CodeRange`` names exactly the wire model's fields, read by name."""
+    return CodeEvidenceRef.model_validate(code, from_attributes=True)

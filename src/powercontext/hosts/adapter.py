@@ -23,6 +23,8 @@ HOOK_TIMEOUT_S = 10
 MCP_COMMAND = "powercontext"
 MCP_ARGS = ["mcp"]
 MCP_ENV_VARS = ["POWERCONTEXT_URL", "POWERCONTEXT_TOKEN"]
+# What fixes a hook whose command does not resolve.
+HOOK_PATH_FIX = "put `powercontext` on PATH (activate its venv, or: pipx install powercontext)"
 # What fixes an MCP server that does not answer: `powercontext mcp` needs nothing beyond the package itself.
 MCP_SERVER_FIX = "pip install 'powercontext[server]'   (into the environment the `powercontext` on PATH runs from)"
 
@@ -105,22 +107,40 @@ def without_hook(settings: dict[str, Any]) -> None:
         del settings["hooks"]
 
 
-def hook_registration(path: Path, host: str) -> tuple[FileChange, int, dict[str, Any]]:
-    """The change that (re)registers PowerContext's hook in the hooks file at ``path``, with the hook's group index
-    and the handler it writes (what Codex's trust hash is computed from)."""
-    before = read_text(path)
-    settings = parse_json_object(path, before)
-    group = with_hook(path, settings, host)
-    handler: dict[str, Any] = settings["hooks"]["UserPromptSubmit"][group]["hooks"][0]
-    return FileChange(path, before, render_json(settings), "hook: UserPromptSubmit"), group, handler
+@dataclass(frozen=True)
+class HooksFile:
+    """One host's hooks file (``.claude/settings.json``, ``.codex/hooks.json``): PowerContext's hook in it."""
 
+    path: Path
 
-def hook_removal(path: Path) -> FileChange:
-    """The change that removes PowerContext's hook from the hooks file at ``path`` (others' entries stay)."""
-    before = read_text(path)
-    settings = parse_json_object(path, before)
-    without_hook(settings)
-    return FileChange(path, before, render_json(settings), "remove the hook")
+    def registration(self, host: str) -> tuple[FileChange, int, dict[str, Any]]:
+        """The change that (re)registers PowerContext's hook, with the hook's group index and the handler it
+        writes (what Codex's trust hash is computed from)."""
+        before = read_text(self.path)
+        settings = parse_json_object(self.path, before)
+        group = with_hook(self.path, settings, host)
+        handler: dict[str, Any] = settings["hooks"]["UserPromptSubmit"][group]["hooks"][0]
+        return FileChange(self.path, before, render_json(settings), "hook: UserPromptSubmit"), group, handler
+
+    def removal(self) -> FileChange:
+        """The change that removes PowerContext's hook (others' entries stay)."""
+        before = read_text(self.path)
+        settings = parse_json_object(self.path, before)
+        without_hook(settings)
+        return FileChange(self.path, before, render_json(settings), "remove the hook")
+
+    def registered(self) -> tuple[int, dict[str, Any]] | None:
+        """(group index, handler) of PowerContext's hook, if registered; ``InstallError`` if the file is not a
+        JSON object."""
+        return our_hook(parse_json_object(self.path, read_text(self.path)))
+
+    def checks(self, host: str, handler: dict[str, Any], env: Mapping[str, str]) -> list[Check]:
+        """``hosts doctor``'s lines for a registered hook: where it is, and whether its command is on PATH."""
+        command = str(handler.get("command", ""))
+        return [
+            Check(f"{host}-hook", "ok", f"registered in {self.path}"),
+            command_check(f"{host}-hook-command", command, env, HOOK_PATH_FIX),
+        ]
 
 
 def our_hook(settings: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:

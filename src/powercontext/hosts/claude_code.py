@@ -22,11 +22,8 @@ from powercontext.hosts.adapter import (
     MCP_ARGS,
     MCP_COMMAND,
     Check,
+    HooksFile,
     HostContext,
-    command_check,
-    hook_registration,
-    hook_removal,
-    our_hook,
 )
 from powercontext.hosts.files import (
     FileChange,
@@ -81,7 +78,7 @@ class ClaudeCode:
 
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
         settings_path, mcp_path, local_path = self.paths(ctx.project)
-        changes = [hook_registration(settings_path, self.name)[0]]
+        changes = [HooksFile(settings_path).registration(self.name)[0]]
         before = read_text(mcp_path)
         mcp = parse_json_object(mcp_path, before)
         servers = mcp.setdefault("mcpServers", {})
@@ -104,7 +101,7 @@ class ClaudeCode:
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         settings_path, mcp_path, local_path = self.paths(ctx.project)
-        changes = [hook_removal(settings_path)]
+        changes = [HooksFile(settings_path).removal()]
         before = read_text(mcp_path)
         mcp = parse_json_object(mcp_path, before)
         if isinstance(mcp.get("mcpServers"), dict):
@@ -127,7 +124,7 @@ class ClaudeCode:
     def _registered(self, ctx: HostContext) -> tuple[Path, dict[str, Any]] | None:
         for path in self._hook_files(ctx):
             try:
-                found = our_hook(parse_json_object(path, read_text(path)))
+                found = HooksFile(path).registered()
             except InstallError:
                 continue
             if found is not None:
@@ -143,10 +140,7 @@ class ClaudeCode:
         if registered is None:
             return [Check("claude-code-hook", "fail", "no PowerContext UserPromptSubmit hook", fix)]
         path, handler = registered
-        checks = [Check("claude-code-hook", "ok", f"registered in {path}")]
-        path_fix = "put `powercontext` on PATH (activate its venv, or: pipx install powercontext)"
-        checks.append(command_check("claude-code-hook-command", str(handler.get("command", "")), ctx.env, path_fix))
-        return checks + self._mcp_checks(ctx, fix)
+        return HooksFile(path).checks(self.name, handler, ctx.env) + self._mcp_checks(ctx, fix)
 
     def _mcp_checks(self, ctx: HostContext, fix: str) -> list[Check]:
         _, mcp_path, local_path = self.paths(ctx.project)

@@ -26,16 +26,12 @@ from powercontext.hosts.adapter import (
     MCP_COMMAND,
     MCP_ENV_VARS,
     Check,
+    HooksFile,
     HostContext,
-    command_check,
-    hook_registration,
-    hook_removal,
-    our_hook,
 )
 from powercontext.hosts.files import (
     FileChange,
     InstallError,
-    parse_json_object,
     parse_toml,
     read_text,
     toml_string,
@@ -85,7 +81,7 @@ class Codex:
 
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
-        hook_change, group, handler = hook_registration(hooks_path, self.name)
+        hook_change, group, handler = HooksFile(hooks_path).registration(self.name)
         changes = [hook_change]
         before = read_text(config_path)
         rest = parse_toml(config_path, without_block(before or "", MCP_BLOCK))
@@ -121,7 +117,7 @@ class Codex:
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
-        changes = [hook_removal(hooks_path)]
+        changes = [HooksFile(hooks_path).removal()]
         before = read_text(config_path)
         after = without_block(before or "", MCP_BLOCK) if before is not None else None
         changes.append(FileChange(config_path, before, after or None, "remove the MCP server"))
@@ -134,24 +130,22 @@ class Codex:
     def installed(self, ctx: HostContext) -> bool:
         hooks_path, _ = self.paths(ctx.project)
         try:
-            return our_hook(parse_json_object(hooks_path, read_text(hooks_path))) is not None
+            return HooksFile(hooks_path).registered() is not None
         except InstallError:
             return False
 
     def checks(self, ctx: HostContext) -> list[Check]:
         fix = f"powercontext hosts install {self.name} --yes"
-        hooks_path, _ = self.paths(ctx.project)
+        hooks = HooksFile(self.paths(ctx.project)[0])
         try:
-            found = our_hook(parse_json_object(hooks_path, read_text(hooks_path)))
+            found = hooks.registered()
             user = parse_toml(self.user_config(ctx), read_text(self.user_config(ctx)))
         except InstallError as exc:
             return [Check("codex-hook", "fail", str(exc), fix)]
         if found is None:
-            return [Check("codex-hook", "fail", f"no PowerContext hook in {hooks_path}", fix)]
+            return [Check("codex-hook", "fail", f"no PowerContext hook in {hooks.path}", fix)]
         group, handler = found
-        checks = [Check("codex-hook", "ok", f"registered in {hooks_path}")]
-        path_fix = "put `powercontext` on PATH (activate its venv, or: pipx install powercontext)"
-        checks.append(command_check("codex-hook-command", str(handler.get("command", "")), ctx.env, path_fix))
+        checks = hooks.checks(self.name, handler, ctx.env)
         checks += self._trust_checks(ctx, user, group, handler, fix)
         return checks + self._mcp_checks(ctx, fix)
 

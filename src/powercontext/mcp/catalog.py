@@ -104,6 +104,30 @@ def _limit(maximum: int) -> dict[str, Any]:
     return {"type": "integer", "minimum": 1, "maximum": maximum, "default": 10, "description": "At most this many."}
 
 
+def _text(description: str) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "description": description}
+
+
+def _create(name: str, title: str, description: str, fields: dict[str, dict[str, Any]], *path: str) -> Tool:
+    """A tool that writes one new item under the Scope: ``fields`` (all required) and optional tags, sent as given."""
+
+    def call(a: dict[str, Any]) -> Call:
+        return ("POST", _scope(a, *path), _pick(a, *fields, "tags"))
+
+    properties = {"scope_id": SCOPE_ID, **fields, "tags": TAGS}
+    return Tool(name, title, description, properties, ("scope_id", *fields), False, False, False, call)
+
+
+def _search(name: str, title: str, description: str, maximum: int, *path: str) -> Tool:
+    """A read-only search of the Scope: a query and at most ``maximum`` hits (10 unless asked)."""
+
+    def call(a: dict[str, Any]) -> Call:
+        return ("POST", _scope(a, *path), {"limit": 10, **_pick(a, "query", "limit")})
+
+    properties = {"scope_id": SCOPE_ID, "query": QUERY, "limit": _limit(maximum)}
+    return Tool(name, title, description, properties, ("scope_id", "query"), True, False, True, call)
+
+
 def _lifecycle(action: str) -> Callable[[dict[str, Any]], Call]:
     return lambda a: ("POST", _scope(a, "atomic-memory", a["artifact_id"], "lifecycle"), {"action": action})
 
@@ -125,17 +149,14 @@ TOOLS: tuple[Tool, ...] = (
         "What this Server supports: families, search modes, limits, context versions.",
         {}, (), True, False, True, lambda a: ("GET", "/v1/capabilities", None),
     ),
-    Tool(
+    _create(
         "memory_add", "Add a memory",
         "Record one Atomic Memory: a short, self-contained statement worth recalling later.",
         {
-            "scope_id": SCOPE_ID,
-            "text": {"type": "string", "minLength": 1, "description": "The statement, in one or two sentences."},
+            "text": _text("The statement, in one or two sentences."),
             "kind": {"type": "string", "enum": list(MEMORY_KINDS), "description": "What sort of statement it is."},
-            "tags": TAGS,
         },
-        ("scope_id", "text", "kind"), False, False, False,
-        lambda a: ("POST", _scope(a, "atomic-memory"), _pick(a, "text", "kind", "tags")),
+        "atomic-memory",
     ),
     Tool(
         "memory_search", "Search memories",
@@ -182,24 +203,15 @@ TOOLS: tuple[Tool, ...] = (
         {"scope_id": SCOPE_ID, "artifact_id": ARTIFACT_ID},
         ("scope_id", "artifact_id"), False, True, True, _lifecycle("retire"),
     ),
-    Tool(
+    _create(
         "topic_create", "Create a topic",
         "Create a Topic Memory: a titled, longer body about one subject.",
-        {
-            "scope_id": SCOPE_ID,
-            "title": {"type": "string", "minLength": 1, "description": "The subject, as a short title."},
-            "body": {"type": "string", "minLength": 1, "description": "What is known about it."},
-            "tags": TAGS,
-        },
-        ("scope_id", "title", "body"), False, False, False,
-        lambda a: ("POST", _scope(a, "topic-memory"), _pick(a, "title", "body", "tags")),
+        {"title": _text("The subject, as a short title."), "body": _text("What is known about it.")},
+        "topic-memory",
     ),
-    Tool(
-        "topic_search", "Search topics",
-        "Search the Scope's active Topic Memories.",
-        {"scope_id": SCOPE_ID, "query": QUERY, "limit": _limit(FAMILY_SEARCH_LIMIT)},
-        ("scope_id", "query"), True, False, True,
-        lambda a: ("POST", _scope(a, "topic-memory", "search"), {"limit": 10, **_pick(a, "query", "limit")}),
+    _search(
+        "topic_search", "Search topics", "Search the Scope's active Topic Memories.",
+        FAMILY_SEARCH_LIMIT, "topic-memory", "search",
     ),
     Tool(
         "topic_get", "Read a topic",
@@ -208,20 +220,15 @@ TOOLS: tuple[Tool, ...] = (
         ("scope_id", "artifact_id"), True, False, True,
         lambda a: ("GET", _artifact(a, "topic-memory", a.get("revision")), None),
     ),
-    Tool(
+    _create(
         "experience_candidate_add", "Propose a lesson",
         "Propose a lesson as a pending Experience Candidate (a person reviews it before it is recalled).",
         {
-            "scope_id": SCOPE_ID,
-            "situation": {"type": "string", "minLength": 1, "description": "When the lesson applies."},
-            "what_worked": {"type": "string", "minLength": 1, "description": "What to do."},
-            "what_to_avoid": {"type": "string", "minLength": 1, "description": "What not to do."},
-            "tags": TAGS,
+            "situation": _text("When the lesson applies."),
+            "what_worked": _text("What to do."),
+            "what_to_avoid": _text("What not to do."),
         },
-        ("scope_id", "situation", "what_worked", "what_to_avoid"), False, False, False,
-        lambda a: (
-            "POST", _scope(a, "experience", "candidates"), _pick(a, "situation", "what_worked", "what_to_avoid", "tags")
-        ),
+        "experience", "candidates",
     ),
     Tool(
         "profile_get", "Read the Profile",
@@ -229,12 +236,9 @@ TOOLS: tuple[Tool, ...] = (
         {"scope_id": SCOPE_ID, "revision": REVISION},
         ("scope_id",), True, False, True, _profile,
     ),
-    Tool(
-        "code_query", "Search code",
-        "Search the Scope's indexed code; hits carry exact, re-readable line ranges.",
-        {"scope_id": SCOPE_ID, "query": QUERY, "limit": _limit(CODE_QUERY_LIMIT)},
-        ("scope_id", "query"), True, False, True,
-        lambda a: ("POST", _scope(a, "code", "query"), {"limit": 10, **_pick(a, "query", "limit")}),
+    _search(
+        "code_query", "Search code", "Search the Scope's indexed code; hits carry exact, re-readable line ranges.",
+        CODE_QUERY_LIMIT, "code", "query",
     ),
 )  # fmt: skip
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}

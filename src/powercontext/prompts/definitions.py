@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass
-from typing import Final, Literal
+from dataclasses import dataclass, fields
+from typing import Any, Final, Literal
 
 import rfc8785
 
@@ -41,6 +41,11 @@ class ResolvedPrompt:
     compiled_digest: str  # "sha256:" + hex over the compiled text's canonical form
     artifact_address: ArtifactAddress | None  # None for built_in
     compiled_text: str
+
+    def identity(self) -> dict[str, Any]:
+        """Every field but ``compiled_text``, in declaration order: a Receipt's ``prompt`` object and the head of
+        the Server's view of a resolved Prompt."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "compiled_text"}
 
 
 MEMORY_RERANK: Final = "memory.rerank"

@@ -26,18 +26,8 @@ def prompt_identity(prompt: ResolvedPrompt | None) -> dict[str, Any] | None:
     """The Receipt's ``prompt`` object: the ResolvedPrompt without its compiled text."""
     if prompt is None:
         return None
-    return {
-        "scope_id": prompt.scope_id,
-        "key": prompt.key,
-        "definition_version": prompt.definition_version,
-        "builtin_version": prompt.builtin_version,
-        "selection": prompt.selection,
-        "selected_version": prompt.selected_version,
-        "compiled_digest": prompt.compiled_digest,
-        "artifact_address": None
-        if prompt.artifact_address is None
-        else prompt.artifact_address.model_dump(mode="json"),
-    }
+    address = prompt.artifact_address
+    return {**prompt.identity(), "artifact_address": None if address is None else address.model_dump(mode="json")}
 
 
 def config_digest(config: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ from powercontext.contract.families import (
     TopicMemoryHit,
 )
 from powercontext.contract.families import ProfileEntry as WireProfileEntry
-from powercontext.server.mapping import request_digest
+from powercontext.server.mapping import head_fields, request_digest
 from powercontext.store.base import (
     CandidateRecord,
     ExperienceContent,
@@ -30,9 +30,7 @@ from powercontext.store.base import (
 
 def topic_view(record: TopicRecord) -> TopicMemory:
     return TopicMemory(
-        artifact_address=record.key.to_address(),
-        head_revision=record.head_revision,
-        state=record.state,
+        **head_fields(record),
         title=record.title,
         body=record.body,
         tags=list(record.tags),
@@ -53,9 +51,7 @@ def new_topic(item: TopicMemoryCreate) -> NewTopic:
 
 def experience_view(record: ExperienceRecord) -> Experience:
     return Experience(
-        artifact_address=record.key.to_address(),
-        head_revision=record.head_revision,
-        state=record.state,
+        **head_fields(record),
         **record.content.fields(),
         tags=list(record.tags),
         created_at=record.created_at,

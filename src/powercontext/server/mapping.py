@@ -4,30 +4,40 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from powercontext.contract.memory import AtomicMemory, AtomicMemoryBatchItem, AtomicMemoryCreate, AtomicMemoryHit
 from powercontext.contract.scopes import Scope
+from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory
 
 
 def scope_view(record: ScopeRecord) -> Scope:
-    return Scope(
-        scope_id=record.scope_id,
-        title=record.title,
-        context_references=list(record.context_references),
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
+    """The wire Scope has exactly the record's fields, read by name (the references' tuple becomes a list)."""
+    return Scope.model_validate(record, from_attributes=True)
+
+
+class ArtifactHead(Protocol):
+    """An exact Artifact revision with its Artifact's current head revision and state (any family's record)."""
+
+    @property
+    def key(self) -> ArtifactKey: ...
+    @property
+    def head_revision(self) -> int: ...
+    @property
+    def state(self) -> str: ...
+
+
+def head_fields(record: ArtifactHead) -> dict[str, Any]:
+    """The fields every Artifact view shares: the revision's exact address, the head revision and the state."""
+    return {"artifact_address": record.key.to_address(), "head_revision": record.head_revision, "state": record.state}
 
 
 def _memory_fields(record: MemoryRecord) -> dict[str, Any]:
     return {
-        "artifact_address": record.key.to_address(),
-        "head_revision": record.head_revision,
-        "state": record.state,
+        **head_fields(record),
         "kind": record.kind,
         "text": record.text,
         "tags": list(record.tags),

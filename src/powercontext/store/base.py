@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -91,10 +91,20 @@ class MemoryRecord:
         return self.observed_at or self.created_at
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredMemory:
-    record: MemoryRecord
+R = TypeVar("R")
+
+
+# Not slotted: on Python 3.11 a slotted frozen generic dataclass cannot be built through an alias such as
+# ``ScoredMemory(...)`` (setting ``__orig_class__`` raises TypeError). The stores build ``Scored(...)`` directly.
+@dataclass(frozen=True)
+class Scored(Generic[R]):
+    """A search hit of any family: the record and its score (higher ranks first)."""
+
+    record: R
     score: float
+
+
+ScoredMemory = Scored[MemoryRecord]
 
 
 class Store(Protocol):
@@ -199,10 +209,7 @@ class TopicRecord:
         return f"{self.title}\n\n{self.body}"
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredTopic:
-    record: TopicRecord
-    score: float
+ScoredTopic = Scored[TopicRecord]
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +244,7 @@ class ExperienceRecord:
         return f"Situation: {c.situation}\nWhat worked: {c.what_worked}\nWhat to avoid: {c.what_to_avoid}"
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredExperience:
-    record: ExperienceRecord
-    score: float
+ScoredExperience = Scored[ExperienceRecord]
 
 
 @dataclass(frozen=True, slots=True)

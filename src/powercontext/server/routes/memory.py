@@ -94,18 +94,18 @@ def search(scope_id: str, body: AtomicMemorySearchRequest, runtime: RuntimeDep) 
 )
 def merge(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> AtomicMemory:
     sources = [(s.artifact_id, s.revision) for s in body.sources]
-    return memory_view(runtime.merge_memories(scope_id, sources, body.text, body.kind, list(body.tags)))
+    embedding = runtime.embedding_for(body.text)
+    return memory_view(
+        runtime.store.merge_memories(scope_id, sources, body.text, body.kind, list(body.tags), embedding)
+    )
 
 
 @router.put("/atomic-memory/{artifact_id}", operation_id="revise_atomic_memory", responses=errors(404, 409))
 def revise(scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep) -> AtomicMemory:
-    record = runtime.revise_memory(
-        scope_id,
-        artifact_id,
-        body.expected_revision,
-        body.text,
-        body.kind,
-        None if body.tags is None else list(body.tags),
+    tags = None if body.tags is None else list(body.tags)
+    embedding = runtime.embedding_for(body.text)
+    record = runtime.store.revise_memory(
+        scope_id, artifact_id, body.expected_revision, body.text, body.kind, tags, embedding
     )
     return memory_view(record)
 

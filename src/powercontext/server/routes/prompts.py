@@ -13,7 +13,6 @@ from fastapi import APIRouter, Path
 
 from powercontext.contract.prompts import (
     PromptArtifact,
-    PromptDemonstration,
     PromptKeyList,
     PromptKeyStatus,
     PromptLifecycle,
@@ -27,6 +26,7 @@ from powercontext.prompts.errors import PromptUnavailable
 from powercontext.prompts.resolver import ScopePromptResolver
 from powercontext.runtime import Runtime
 from powercontext.server.body_parsing import OffLoopBodyRoute
+from powercontext.server.mapping import head_fields
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
 from powercontext.store.base import PromptContent, PromptRecord, PromptStore
 from powercontext.store.base import PromptDemonstration as StoredDemonstration
@@ -58,32 +58,13 @@ def require_body_access(principal: Principal, scope_id: str) -> None:
 
 
 def prompt_artifact_view(record: PromptRecord) -> PromptArtifact:
-    c = record.content
-    return PromptArtifact(
-        artifact_address=record.key.to_address(),
-        head_revision=record.head_revision,
-        state=record.state,
-        schema_version=c.schema_version,
-        mode=c.mode,
-        instructions=c.instructions,
-        demonstrations=[
-            PromptDemonstration(input=d.input, expected_output=d.expected_output) for d in c.demonstrations
-        ],
-        created_at=record.created_at,
-    )
+    return PromptArtifact(**head_fields(record), **record.content.wire(), created_at=record.created_at)
 
 
 def _view(resolved: ResolvedPrompt, head: PromptRecord | None, show_text: bool) -> ResolvedPromptView:
     selected = head if resolved.selection == "artifact" else None
     return ResolvedPromptView(
-        scope_id=resolved.scope_id,
-        key=resolved.key,
-        definition_version=resolved.definition_version,
-        builtin_version=resolved.builtin_version,
-        selection=resolved.selection,
-        selected_version=resolved.selected_version,
-        compiled_digest=resolved.compiled_digest,
-        artifact_address=resolved.artifact_address,
+        **resolved.identity(),
         demonstration_count=0 if selected is None else len(selected.content.demonstrations),
         head_revision=0 if head is None else head.head_revision,
         head_state=None if head is None else head.state,

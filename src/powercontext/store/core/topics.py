@@ -12,7 +12,7 @@ from powercontext.domain.families import (
     TopicAction,
 )
 from powercontext.domain.identity import ArtifactKey
-from powercontext.store.base import Embedding, NewTopic, ScoredTopic, TopicRecord
+from powercontext.store.base import Embedding, NewTopic, Scored, ScoredTopic, TopicRecord
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.family_rows import (
     ArtifactRow,
@@ -128,4 +128,4 @@ class Topics(StoreConnections):
         conn = self._reader()
         hits = self._vector_hits(conn, scope_id, TOPIC_MEMORY, model_id, vector, limit)
         rows = active_heads(conn, [rowid for rowid, _ in hits])
-        return [ScoredTopic(topic_record(rows[rowid]), score) for rowid, score in hits if rowid in rows]
+        return [Scored(topic_record(rows[rowid]), score) for rowid, score in hits if rowid in rows]

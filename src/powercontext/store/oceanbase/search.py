@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from powercontext.contract.common import ArtifactFamily
 from powercontext.domain.families import EXPERIENCE, TOPIC_MEMORY
-from powercontext.store.base import ScoredExperience, ScoredMemory, ScoredTopic
+from powercontext.store.base import Scored, ScoredExperience, ScoredMemory, ScoredTopic
 from powercontext.store.code import ScoredCodeChunk
 from powercontext.store.core.code_index import POSTING_BUDGET, affordable_code_terms, chunk_records, code_scope_tag
 from powercontext.store.core.connections import StoreConnections
@@ -63,7 +63,7 @@ class OceanBaseSearch(StoreConnections):
             [doc_id for _, doc_id in hits] + [scope_id],
         ).fetchall()
         by_id = {row[0]: memory_record(row) for row in rows}
-        return [ScoredMemory(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
+        return [Scored(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
 
     @staticmethod
     def _has_active(conn: Connection, scope_id: str, family: str) -> bool:
@@ -87,11 +87,11 @@ class OceanBaseSearch(StoreConnections):
 
     def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
         found = self._search_family(scope_id, TOPIC_MEMORY, "topic_memory_fts", terms, limit)
-        return [ScoredTopic(topic_record(row), score) for score, row in found]
+        return [Scored(topic_record(row), score) for score, row in found]
 
     def search_experiences(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredExperience]:
         found = self._search_family(scope_id, EXPERIENCE, "experience_fts", terms, limit)
-        return [ScoredExperience(experience_record(row), score) for score, row in found]
+        return [Scored(experience_record(row), score) for score, row in found]
 
     def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
         conn = self._reader()

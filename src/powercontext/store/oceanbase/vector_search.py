@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from powercontext.domain.families import TOPIC_MEMORY
-from powercontext.store.base import ScoredMemory, ScoredTopic
+from powercontext.store.base import Scored, ScoredMemory, ScoredTopic
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.embeddings import ARTIFACT_VECTORS, CODE_VECTORS
 from powercontext.store.core.embeddings import generation as vector_generation
@@ -33,13 +33,13 @@ class OceanBaseVectorSearch(StoreConnections):
         """Active heads of the Scope by cosine similarity to ``vector``, among those embedded by ``model_id``."""
         hits, rows = self._vector_rows(scope_id, FAMILY, model_id, vector, limit, SELECT_MEMORY)
         by_rowid = {row[0]: memory_record(row) for row in rows}
-        return [ScoredMemory(by_rowid[rowid], score) for rowid, score in hits if rowid in by_rowid]
+        return [Scored(by_rowid[rowid], score) for rowid, score in hits if rowid in by_rowid]
 
     def search_topic_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredTopic]:
         """Active Topic Memory heads of one Scope by cosine similarity, among those embedded by ``model_id``."""
         hits, raw = self._vector_rows(scope_id, TOPIC_MEMORY, model_id, vector, limit, SELECT_ROW)
         rows = {row.rowid: row for row in map(artifact_row, raw)}
-        return [ScoredTopic(topic_record(rows[rowid]), score) for rowid, score in hits if rowid in rows]
+        return [Scored(topic_record(rows[rowid]), score) for rowid, score in hits if rowid in rows]
 
     def _vector_rows(
         self, scope_id: str, family: str, model_id: str, vector: Vector, limit: int, select: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from powercontext.store.base import ScoredExperience, ScoredMemory, ScoredTopic
+from powercontext.store.base import Scored, ScoredExperience, ScoredMemory, ScoredTopic
 from powercontext.store.code import CodeChunkRecord, ScoredCodeChunk
 from powercontext.store.core import code_index, scope_fts
 from powercontext.store.core.code_index import POSTING_BUDGET, code_scope_tag
@@ -67,17 +67,17 @@ class SqliteSearch(StoreConnections):
                 return []
             raise
         # bm25() is lower-is-better; the public score is higher-is-better.
-        return [ScoredMemory(memory_record(row[1:]), -row[0]) for row in rows]
+        return [Scored(memory_record(row[1:]), -row[0]) for row in rows]
 
     def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
         """Active Topic Memory heads of one Scope, best BM25 over title and body first."""
         found = search_family(self._reader(), TOPIC_FTS, scope_id, terms, limit)
-        return [ScoredTopic(topic_record(row), score) for score, row in found]
+        return [Scored(topic_record(row), score) for score, row in found]
 
     def search_experiences(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredExperience]:
         """Active Experience heads of one Scope (never Candidates or older revisions), best BM25 first."""
         found = search_family(self._reader(), EXPERIENCE_FTS, scope_id, terms, limit)
-        return [ScoredExperience(experience_record(row), score) for score, row in found]
+        return [Scored(experience_record(row), score) for score, row in found]
 
     def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
         conn = self._reader()

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from powercontext.store.base import ScoredMemory
+from powercontext.store.base import Scored, ScoredMemory
 from powercontext.store.core.driver import sqlite
 from powercontext.store.core.embeddings import ARTIFACT_VECTORS, CODE_VECTORS
 from powercontext.store.core.embeddings import generation as vector_generation
@@ -98,7 +98,7 @@ class SqliteStore(SqliteSearch, SqlStore):
             [rowid for rowid, _ in hits],
         ).fetchall()
         by_rowid = {row[0]: memory_record(row) for row in rows}
-        return [ScoredMemory(by_rowid[rowid], score) for rowid, score in hits if rowid in by_rowid]
+        return [Scored(by_rowid[rowid], score) for rowid, score in hits if rowid in by_rowid]
 
     def _vector_hits(
         self, conn: Any, scope_id: str, family: str, model_id: str, vector: Vector, limit: int
