@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import rfc8785
@@ -43,9 +43,22 @@ class ResolvedPrompt:
     compiled_text: str
 
     def identity(self) -> dict[str, Any]:
-        """Every field but ``compiled_text``, in declaration order: a Receipt's ``prompt`` object and the head of
-        the Server's view of a resolved Prompt."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "compiled_text"}
+        """The content-free fields, in declaration order: a Receipt's ``prompt`` object and the head of the
+        Server's view of a resolved Prompt. Named one by one, so a field added later stays out of Receipts
+        until someone decides it belongs there."""
+        return {name: getattr(self, name) for name in _IDENTITY_FIELDS}
+
+
+_IDENTITY_FIELDS: Final = (
+    "scope_id",
+    "key",
+    "definition_version",
+    "builtin_version",
+    "selection",
+    "selected_version",
+    "compiled_digest",
+    "artifact_address",
+)
 
 
 MEMORY_RERANK: Final = "memory.rerank"
