@@ -301,6 +301,18 @@ def test_a_duplicated_rerank_config_is_caught_as_such(served: Served, omissions:
     assert any("reason=rerank_config_mismatch" in line for line in omissions), omissions
 
 
+def test_reordered_omitted_groups_are_caught(served: Served, omissions: list[str]) -> None:
+    honest = strict_json(served.api.prepare(served.scope_id, QUERY, include_receipt=True).content)["receipt"]
+    groups = len(honest["omitted"])
+    assert groups > 1
+    omissions.clear()
+    where = paths(honest).index(("omitted",))
+    body, path, differs = tampered_prepare(served, Tampering(where, how=2 * groups))  # op 2: reversed
+    assert differs and path == ("omitted",)
+    assert_caught(served, body, path, omissions)
+    assert any("reason=omission_mismatch" in line for line in omissions), omissions
+
+
 @settings(
     max_examples=100,
     deadline=None,

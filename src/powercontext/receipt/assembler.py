@@ -136,8 +136,13 @@ def omission_counts(build: PreparedContextBuild, trace: RecallTrace) -> dict[tup
 def omitted_groups(build: PreparedContextBuild, trace: RecallTrace) -> list[dict[str, object]]:
     """The omission counts as wire groups, in family then reason order."""
     counts = omission_counts(build, trace)
-    ordered = sorted(counts.items(), key=lambda kv: (_FAMILY_ORDER[kv[0][0]], _REASON_ORDER[kv[0][1]]))
+    ordered = sorted(counts.items(), key=lambda kv: omission_order(*kv[0]))
     return [{"family": f, "reason": r, "count": n} for (f, r), n in ordered]
+
+
+def omission_order(family: str, reason: str) -> tuple[int, int]:
+    """Where an omitted group stands: by family, then by reason, each in its enum's order."""
+    return (_FAMILY_ORDER[family], _REASON_ORDER[reason])
 
 
 def stage_timings(trace: RecallTrace) -> list[dict[str, object]]:

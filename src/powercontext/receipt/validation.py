@@ -25,7 +25,7 @@ from powercontext.contract.receipt import (
 )
 from powercontext.inference.generation_config import SAFE_SETTINGS
 from powercontext.recall.trace import RecallTrace
-from powercontext.receipt.assembler import ReceiptEvidence, omission_counts
+from powercontext.receipt.assembler import ReceiptEvidence, omission_counts, omission_order
 from powercontext.receipt.digests import config_digest, wire_config
 from powercontext.text.normalize import query_digest, sha256_digest
 
@@ -205,9 +205,11 @@ def _allowed_setting(name: str, value: Any) -> bool:
 
 
 def _check_omitted(data: Mapping[str, Any], evidence: ReceiptEvidence) -> None:
-    """The omitted groups are exactly the Builder's counters, the pre-Builder exclusions and the flags."""
+    """The omitted groups are exactly the Builder's counters, the pre-Builder exclusions and the flags, in the
+    assembler's one order."""
     stated = [((g["family"], g["reason"]), g["count"]) for g in data["omitted"]]
-    if len({key for key, _ in stated}) != len(stated):
+    keys = [key for key, _ in stated]
+    if len(set(keys)) != len(keys) or keys != sorted(keys, key=lambda key: omission_order(*key)):
         raise ReceiptRejected("omission_mismatch")
     if dict(stated) != omission_counts(evidence.build, evidence.trace):
         raise ReceiptRejected("omission_mismatch")
