@@ -38,7 +38,7 @@ from powercontext.server.app import create_app
 from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
-from tests.scheduling import alone_when_timed, heavy_files_first
+from tests.scheduling import TimedTogetherScheduling, alone_when_timed, order_items, record_timed_ids, share_run_id
 from tests.seekdb_support import require_seekdb
 from tests.support import REQUEST_ID_HEADER, TLS, Api, free_port, stop_process, wait_until
 
@@ -50,13 +50,23 @@ SERVE_CODE = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    heavy_files_first(items)
+def pytest_configure(config: pytest.Config) -> None:
+    share_run_id(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    order_items(items)
+    record_timed_ids(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> TimedTogetherScheduling | None:
+    return TimedTogetherScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
-    with alone_when_timed(item):
+    with alone_when_timed(item, nextitem):
         return (yield)
 
 
