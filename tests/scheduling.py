@@ -26,25 +26,22 @@ import pytest
 from xdist.remote import Producer
 from xdist.scheduler import LoadFileScheduling
 
-# Longest first: the seconds each file's untimed tests took (setup + call + teardown) in a two-worker run of the
-# whole suite on the 2-core machine, quiet, 2026-12-04. The files that start seekdb engines are kept apart, so the
-# two workers rarely write engine files at the same moment (the disk is the slowest part of those tests).
+# Longest first: the seconds each file took (setup + call + teardown, --durations) in a two-worker run of the
+# whole suite on the 2-core machine at load ~4 (other jobs running). The three seekdb-server files are kept apart.
 HEAVY_FILES = (
     "tests/e2e/test_openapi_fuzz.py",  # 66 s: a 60 s time budget
-    "tests/unit/test_inference_local.py",  # 32 s
-    "tests/store_contract/test_seekdb_native_vectors.py",  # 22 s
-    "tests/e2e/test_inspector.py",  # 17 s
-    "tests/e2e/test_seekdb_server.py",  # 21 s: an engine server, two Servers, a kill
-    "tests/e2e/test_concurrency.py",  # 16 s
-    "tests/e2e/test_seekdb_native_fulltext_server.py",  # 20 s
-    "tests/e2e/test_host_clis_opencode_pi.py",  # 15 s
-    "tests/store_contract/test_store_contract.py",  # 19 s
-    "tests/e2e/test_readme_tour.py",  # 14 s
-    "tests/e2e/test_seekdb_two_servers.py",  # 17 s
-    "tests/e2e/test_import_resume.py",  # 13 s
-    "tests/store_contract/test_store_copy.py",  # 11 s
-    "tests/e2e/test_rerank_seams.py",  # 11 s
-    "tests/store_contract/test_seekdb_fulltext.py",  # 10 s
+    "tests/e2e/test_seekdb_native_fulltext_server.py",  # 55 s
+    "tests/e2e/test_families_cli.py",  # 43 s
+    "tests/e2e/test_seekdb_server.py",  # 34 s: an engine server, two Servers, a kill
+    "tests/e2e/test_eval_cli.py",  # 37 s
+    "tests/e2e/test_host_clis_opencode_pi.py",  # 35 s
+    "tests/e2e/test_seekdb_two_servers.py",  # 32 s
+    "tests/e2e/test_cli.py",  # 29 s
+    "tests/e2e/test_vector_recall.py",  # 27 s
+    "tests/unit/test_inference_local.py",  # 47 s before one BLAS thread and one embedding per route; ~20 s
+    "tests/e2e/test_inspector.py",  # 20 s
+    "tests/e2e/test_cli_conventions.py",  # 20 s
+    "tests/e2e/test_import_resume.py",  # 32 s with 10,000 lines; ~16 s with 5,000
 )
 
 
