@@ -43,10 +43,12 @@ def _artifact_id(add_output: str) -> str:
 
 @pytest.mark.timed
 def test_help_is_fast_and_lists_the_commands() -> None:
+    # A fresh interpreter each time, as a user's shell starts one: start-up is what is measured here.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     durations = []
     for _ in range(3):
         start = time.perf_counter()
-        result = run_cli("--help")
+        result = subprocess.run([*CLI, "--help"], capture_output=True, text=True, timeout=60, env=env, check=False)
         durations.append(time.perf_counter() - start)
         assert result.returncode == 0
     for command in ("server", "scope", "memory", "context", "code"):
