@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Annotated, Final
 
-from fastapi import APIRouter, Path
+from fastapi import Path
 
 from powercontext.contract.common import MAX_REVISION, ArtifactFamily
 from powercontext.contract.families import ArtifactView, Experience, Profile, TopicMemory
@@ -15,16 +15,17 @@ from powercontext.domain.families import PROFILE_ARTIFACT_ID
 from powercontext.runtime import Runtime
 from powercontext.server.family_mapping import experience_view, profile_view, topic_view
 from powercontext.server.mapping import memory_view
-from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors, family_store_of
+from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, family_store_of, scope_router
 from powercontext.server.routes.profile import committed_head
 from powercontext.server.routes.prompts import prompt_artifact_view, prompt_store_of, require_body_access
 from powercontext.store.errors import ArtifactNotFound
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["artifacts"])
+router = scope_router("artifacts")
 
 AnyArtifact = AtomicMemory | TopicMemory | Experience | Profile | PromptArtifact
 HeadReader = Callable[[Runtime, str, str], AnyArtifact]
 RevisionReader = Callable[[Runtime, str, str, int], AnyArtifact]
+Revision = Annotated[int, Path(ge=1, le=MAX_REVISION)]
 
 
 def _profile_id(runtime: Runtime, scope_id: str, artifact_id: str) -> None:
@@ -70,13 +71,8 @@ REVISIONS: Final[dict[ArtifactFamily, RevisionReader]] = {
 WRITERS_ONLY: Final[frozenset[ArtifactFamily]] = frozenset({"prompt"})
 
 
-@router.get(
-    "/artifacts/{family}/{artifact_id}",
-    operation_id="get_artifact_head",
-    responses=errors(404),
-    summary="Read the current head of an Artifact of any family",
-)
-def read_head(
+@router.get("/artifacts/{family}/{artifact_id}", summary="Read the current head of an Artifact of any family")
+def get_artifact_head(
     scope_id: str, family: ArtifactFamily, artifact_id: str, runtime: RuntimeDep, principal: PrincipalDep
 ) -> ArtifactView:
     if family in WRITERS_ONLY:
@@ -86,17 +82,15 @@ def read_head(
 
 @router.get(
     "/artifacts/{family}/{artifact_id}/revisions/{revision}",
-    operation_id="get_artifact_revision",
-    responses=errors(404),
     summary="Read one exact, immutable revision (never follows a newer head or a merge target)",
 )
-def read_revision(
+def get_artifact_revision(
     scope_id: str,
     family: ArtifactFamily,
     artifact_id: str,
     runtime: RuntimeDep,
     principal: PrincipalDep,
-    revision: int = Path(ge=1, le=MAX_REVISION),
+    revision: Revision,
 ) -> ArtifactView:
     if family in WRITERS_ONLY:
         require_body_access(principal, scope_id)

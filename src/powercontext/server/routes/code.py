@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from powercontext.code.errors import CodeUnavailable
 from powercontext.code.paths import MAX_PATH_CHARS
@@ -23,11 +23,10 @@ from powercontext.contract.code import (
 from powercontext.contract.common import MAX_REVISION
 from powercontext.domain.identity import code_evidence_ref
 from powercontext.runtime import Runtime
-from powercontext.server.body_parsing import OffLoopBodyRoute
-from powercontext.server.routes.deps import RuntimeDep, errors
+from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
 from powercontext.store.code import CodeStore
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}/code", tags=["code"], route_class=OffLoopBodyRoute)
+router = scope_router("code", "/code")
 log = logging.getLogger("powercontext.code")
 
 Sha256 = Annotated[str, Query(pattern=r"^sha256:[0-9a-f]{64}$")]
@@ -43,11 +42,10 @@ def _code_store(runtime: Runtime) -> CodeStore:
 
 @router.post(
     "/index",
-    operation_id="index_code",
-    responses=errors(404, 503),
+    responses=errors(503),
     summary="Register a work tree on the Server's file system, or re-index it incrementally",
 )
-def index(scope_id: str, body: CodeIndexRequest, runtime: RuntimeDep) -> CodeIndexResult:
+def index_code(scope_id: str, body: CodeIndexRequest, runtime: RuntimeDep) -> CodeIndexResult:
     """Needs the ``index`` grant. The path must lie in one of the directories the operator listed in
     ``POWERCONTEXT_CODE_ROOTS`` once symlinks are resolved (403 ``code-root-forbidden`` otherwise, and always
     when none are listed); a path that is not a readable directory is 422 ``invalid-code-path``."""
@@ -70,11 +68,10 @@ def index(scope_id: str, body: CodeIndexRequest, runtime: RuntimeDep) -> CodeInd
 
 @router.post(
     "/query",
-    operation_id="query_code",
-    responses=errors(404, 503),
+    responses=errors(503),
     summary="Search the indexed code of every work tree of the Scope",
 )
-def query(scope_id: str, body: CodeQueryRequest, runtime: RuntimeDep) -> CodeQueryResult:
+def query_code(scope_id: str, body: CodeQueryRequest, runtime: RuntimeDep) -> CodeQueryResult:
     runtime.store.get_scope(scope_id)
     _code_store(runtime)  # 503 code-unavailable on a backend without code evidence
     assert runtime.code_search is not None
@@ -89,11 +86,10 @@ def query(scope_id: str, body: CodeQueryRequest, runtime: RuntimeDep) -> CodeQue
 
 @router.get(
     "/snippet",
-    operation_id="read_code_snippet",
-    responses=errors(404, 409, 503),
+    responses=errors(409, 503),
     summary="Read exact lines of an indexed file, if the file on disk still has the cited file_sha256",
 )
-def snippet(
+def read_code_snippet(
     scope_id: str,
     runtime: RuntimeDep,
     fingerprint: Annotated[str, Query(min_length=1, max_length=128)],

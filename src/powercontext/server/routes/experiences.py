@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from powercontext.contract.families import (
     ApproveDecision,
     Experience,
@@ -17,41 +15,37 @@ from powercontext.contract.families import (
     RejectDecision,
 )
 from powercontext.search.families import ExperienceSearch
-from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.family_mapping import candidate_view, experience_draft, experience_hit_view, experience_view
-from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors
+from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, scope_router
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["experience"], route_class=OffLoopBodyRoute)
+router = scope_router("experience")
 
 
 @router.post(
     "/experience/candidates",
     status_code=201,
-    operation_id="create_experience_candidate",
-    responses=errors(404, 409),
+    responses=errors(409),
     summary="Propose an Experience: it waits, pending, for review",
 )
-def propose(scope_id: str, body: ExperienceCandidateCreate, store: FamilyStoreDep) -> ExperienceCandidate:
+def create_experience_candidate(
+    scope_id: str, body: ExperienceCandidateCreate, store: FamilyStoreDep
+) -> ExperienceCandidate:
     return candidate_view(store.propose_experience(scope_id, experience_draft(body)))
 
 
-@router.get(
-    "/experience/candidates/{candidate_id}",
-    operation_id="get_experience_candidate",
-    responses=errors(404),
-    summary="Read a Candidate and its review outcome",
-)
-def read_candidate(scope_id: str, candidate_id: str, store: FamilyStoreDep) -> ExperienceCandidate:
+@router.get("/experience/candidates/{candidate_id}", summary="Read a Candidate and its review outcome")
+def get_experience_candidate(scope_id: str, candidate_id: str, store: FamilyStoreDep) -> ExperienceCandidate:
     return candidate_view(store.read_candidate(scope_id, candidate_id))
 
 
 @router.post(
     "/experience/candidates/{candidate_id}/review",
-    operation_id="review_experience_candidate",
-    responses=errors(404, 409),
+    responses=errors(409),
     summary="Approve, reject or revise a pending Candidate",
 )
-def review(scope_id: str, candidate_id: str, body: ExperienceReview, store: FamilyStoreDep) -> ExperienceReviewResult:
+def review_experience_candidate(
+    scope_id: str, candidate_id: str, body: ExperienceReview, store: FamilyStoreDep
+) -> ExperienceReviewResult:
     if isinstance(body, ApproveDecision):
         candidate, experience = store.approve_candidate(scope_id, candidate_id, body.expected_candidate_revision)
         return ExperienceReviewResult(candidate=candidate_view(candidate), experience=experience_view(experience))
@@ -62,13 +56,8 @@ def review(scope_id: str, candidate_id: str, body: ExperienceReview, store: Fami
     return ExperienceReviewResult(candidate=candidate_view(revised), experience=None)
 
 
-@router.post(
-    "/experience/search",
-    operation_id="search_experience",
-    responses=errors(404),
-    summary="Full-text search over active Experience heads",
-)
-def search(
+@router.post("/experience/search", summary="Full-text search over active Experience heads")
+def search_experience(
     scope_id: str, body: ExperienceSearchRequest, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> ExperienceSearchResult:
     runtime.store.get_scope(scope_id)
@@ -78,11 +67,12 @@ def search(
 
 @router.post(
     "/experience/{artifact_id}/lifecycle",
-    operation_id="change_experience_lifecycle",
-    responses=errors(404, 409),
+    responses=errors(409),
     summary="Retire an Experience (its revisions stay readable exactly)",
 )
-def lifecycle(scope_id: str, artifact_id: str, body: ExperienceLifecycle, store: FamilyStoreDep) -> Experience:
+def change_experience_lifecycle(
+    scope_id: str, artifact_id: str, body: ExperienceLifecycle, store: FamilyStoreDep
+) -> Experience:
     return experience_view(
         store.change_experience_lifecycle(scope_id, artifact_id, body.action, body.expected_revision)
     )

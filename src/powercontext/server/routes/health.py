@@ -8,32 +8,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from powercontext.contract.capabilities import Capabilities
 from powercontext.server.body_limits import BodyLimits
 from powercontext.server.readiness import ReadinessProbe
-from powercontext.server.routes.deps import RuntimeDep
+from powercontext.server.routes.deps import RuntimeDep, area_router
 
-router = APIRouter()
+router = area_router("health")
 
 
-@router.get("/health/live", tags=["health"], operation_id="health_live")
-async def live() -> dict[str, str]:
+@router.get("/health/live", summary="Live")
+async def health_live() -> dict[str, str]:
     return {"status": "live"}
 
 
-@router.get("/health/ready", tags=["health"], operation_id="health_ready", responses={503: {}})
-async def ready(request: Request) -> Any:
+@router.get("/health/ready", responses={503: {}}, summary="Ready")
+async def health_ready(request: Request) -> Any:
     probe: ReadinessProbe = request.app.state.readiness
     if await probe.ready():
         return {"status": "ready"}
     return JSONResponse({"status": "not_ready"}, status_code=503)
 
 
-@router.get("/v1/capabilities", tags=["health"], operation_id="get_capabilities")
-def capabilities(request: Request, runtime: RuntimeDep) -> Capabilities:
+@router.get("/v1/capabilities", summary="Capabilities")
+def get_capabilities(request: Request, runtime: RuntimeDep) -> Capabilities:
     published = runtime.capabilities()
     # The body limits belong to the routes, which only the Server knows.
     body_limits: BodyLimits = request.app.state.body_limits

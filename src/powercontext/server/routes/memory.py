@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import Query, Response
 
 from powercontext.contract.memory import (
     AtomicMemory,
@@ -20,20 +20,14 @@ from powercontext.contract.memory import (
     AtomicMemorySearchResult,
     MemoryListState,
 )
-from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
-from powercontext.server.routes.deps import RuntimeDep, errors
+from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["atomic-memory"], route_class=OffLoopBodyRoute)
+router = scope_router("atomic-memory")
 
 
-@router.get(
-    "/atomic-memory",
-    operation_id="list_atomic_memories",
-    responses=errors(404, 422),
-    summary="List Atomic Memory heads, newest first, a page at a time",
-)
-def list_heads(
+@router.get("/atomic-memory", summary="List Atomic Memory heads, newest first, a page at a time")
+def list_atomic_memories(
     scope_id: str,
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
@@ -49,8 +43,8 @@ def list_heads(
     return AtomicMemoryList(items=[memory_view(record) for _, record in page], next_cursor=next_cursor)
 
 
-@router.post("/atomic-memory", status_code=201, operation_id="create_atomic_memory", responses=errors(404, 409))
-def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemoryCreated:
+@router.post("/atomic-memory", status_code=201, responses=errors(409), summary="Create")
+def create_atomic_memory(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemoryCreated:
     """The answer lists ``possibly_supersedes``: earlier active memories on the same subject that this one may
     replace (retire them if so; nothing is changed here)."""
     record = runtime.create_memories(scope_id, [new_memory(body)])[0]
@@ -61,12 +55,11 @@ def create(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> Atom
 @router.post(
     "/atomic-memory/batch",
     status_code=201,
-    operation_id="create_atomic_memories",
     response_model=AtomicMemoryBatch,
-    responses=errors(404, 409),
+    responses=errors(409),
     summary="Create up to 500 Atomic Memories in one transaction",
 )
-def create_batch(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeDep) -> Response:
+def create_atomic_memories(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeDep) -> Response:
     """All items or none. An item whose ``idempotency_key`` was already used with the same body is answered
     with the stored Atomic Memory and ``replayed: true``, so a retried import writes no duplicates."""
     records = runtime.create_memories(scope_id, [new_memory(item) for item in body.items])
@@ -76,8 +69,10 @@ def create_batch(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeD
     return Response(answer.model_dump_json(), status_code=201, media_type="application/json")
 
 
-@router.post("/atomic-memory/search", operation_id="search_atomic_memory", responses=errors(404, 409, 503, 504))
-def search(scope_id: str, body: AtomicMemorySearchRequest, runtime: RuntimeDep) -> AtomicMemorySearchResult:
+@router.post("/atomic-memory/search", responses=errors(409, 503, 504), summary="Search")
+def search_atomic_memory(
+    scope_id: str, body: AtomicMemorySearchRequest, runtime: RuntimeDep
+) -> AtomicMemorySearchResult:
     runtime.store.get_scope(scope_id)
     outcome = runtime.atomic_search.search(scope_id, body.query, body.mode, body.limit)
     return AtomicMemorySearchResult(
@@ -88,11 +83,10 @@ def search(scope_id: str, body: AtomicMemorySearchRequest, runtime: RuntimeDep) 
 @router.post(
     "/atomic-memory/merges",
     status_code=201,
-    operation_id="merge_atomic_memories",
-    responses=errors(404, 409),
+    responses=errors(409),
     summary="Merge exact active revisions into a new Atomic Memory",
 )
-def merge(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> AtomicMemory:
+def merge_atomic_memories(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> AtomicMemory:
     sources = [(s.artifact_id, s.revision) for s in body.sources]
     embedding = runtime.embedding_for(body.text)
     return memory_view(
@@ -100,8 +94,10 @@ def merge(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> Atomic
     )
 
 
-@router.put("/atomic-memory/{artifact_id}", operation_id="revise_atomic_memory", responses=errors(404, 409))
-def revise(scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep) -> AtomicMemory:
+@router.put("/atomic-memory/{artifact_id}", responses=errors(409), summary="Revise")
+def revise_atomic_memory(
+    scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep
+) -> AtomicMemory:
     tags = None if body.tags is None else list(body.tags)
     embedding = runtime.embedding_for(body.text)
     record = runtime.store.revise_memory(
@@ -112,9 +108,10 @@ def revise(scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: R
 
 @router.post(
     "/atomic-memory/{artifact_id}/lifecycle",
-    operation_id="change_atomic_memory_lifecycle",
-    responses=errors(404, 409),
+    responses=errors(409),
     summary="Forget, retire or restore an Atomic Memory",
 )
-def lifecycle(scope_id: str, artifact_id: str, body: AtomicMemoryLifecycle, runtime: RuntimeDep) -> AtomicMemory:
+def change_atomic_memory_lifecycle(
+    scope_id: str, artifact_id: str, body: AtomicMemoryLifecycle, runtime: RuntimeDep
+) -> AtomicMemory:
     return memory_view(runtime.store.change_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))

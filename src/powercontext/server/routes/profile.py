@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from powercontext.contract.families import Profile, ProfileCommit
 from powercontext.runtime import Runtime
-from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.family_mapping import profile_entries, profile_view
-from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors
+from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, scope_router
 from powercontext.store.base import FamilyStore, ProfileRecord
 from powercontext.store.errors import ProfileNotFound
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["profile"], route_class=OffLoopBodyRoute)
+router = scope_router("profile")
 
 
 def committed_head(scope_id: str, runtime: Runtime, store: FamilyStore) -> ProfileRecord:
@@ -26,15 +23,14 @@ def committed_head(scope_id: str, runtime: Runtime, store: FamilyStore) -> Profi
 
 @router.put(
     "/profile",
-    operation_id="commit_profile",
-    responses=errors(404, 409),
+    responses=errors(409),
     summary="Commit the next Profile snapshot (compare-and-swap on expected_revision)",
 )
-def commit(scope_id: str, body: ProfileCommit, store: FamilyStoreDep) -> Profile:
+def commit_profile(scope_id: str, body: ProfileCommit, store: FamilyStoreDep) -> Profile:
     record = store.commit_profile(scope_id, body.expected_revision or 0, profile_entries(body.entries))
     return profile_view(record)
 
 
-@router.get("/profile", operation_id="get_profile", responses=errors(404), summary="The committed Profile head")
-def read(scope_id: str, runtime: RuntimeDep, store: FamilyStoreDep) -> Profile:
+@router.get("/profile", summary="The committed Profile head")
+def get_profile(scope_id: str, runtime: RuntimeDep, store: FamilyStoreDep) -> Profile:
     return profile_view(committed_head(scope_id, runtime, store))

@@ -7,9 +7,10 @@ the Scope. Writes need Scope write (``authorize``).
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path
+from fastapi import Path
 
 from powercontext.contract.prompts import (
     PromptArtifact,
@@ -21,20 +22,24 @@ from powercontext.contract.prompts import (
 )
 from powercontext.domain.access import Principal, ScopeForbidden
 from powercontext.prompts.content import normalize, validate
-from powercontext.prompts.definitions import BUILTIN_DEFINITIONS, ResolvedPrompt
+from powercontext.prompts.definitions import BUILTIN_DEFINITIONS, PromptDefinition, ResolvedPrompt
 from powercontext.prompts.errors import PromptUnavailable
 from powercontext.prompts.resolver import ScopePromptResolver
 from powercontext.runtime import Runtime
-from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.mapping import head_fields
-from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
+from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors, scope_router
 from powercontext.store.base import PromptContent, PromptRecord, PromptStore
 from powercontext.store.base import PromptDemonstration as StoredDemonstration
 from powercontext.store.errors import StoreError
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["prompts"], route_class=OffLoopBodyRoute)
+router = scope_router("prompts")
 
-PromptKeyPath = Path(min_length=1, max_length=128, description="A registered Prompt key, e.g. memory.rerank.")
+PromptKey = Annotated[
+    str, Path(min_length=1, max_length=128, description="A registered Prompt key, e.g. memory.rerank.")
+]
+
+# One write of a key's prompt Artifact, given the store and the key's definition; returns the new head.
+HeadWrite = Callable[[PromptStore, PromptDefinition], PromptRecord]
 
 
 class PromptsUnsupported(StoreError):
@@ -82,10 +87,19 @@ def _resolve(runtime: Runtime, scope_id: str, key: str, principal: Principal) ->
     return _view(resolved, head, principal.can_write(scope_id))
 
 
+def _write(runtime: Runtime, scope_id: str, key: str, write: HeadWrite) -> ResolvedPromptView:
+    """Runs one write of the key's prompt Artifact and shows the new head as the Scope now resolves it. Its
+    caller may write the Scope (``authorize`` required it), so the compiled text is shown."""
+    store = prompt_store_of(runtime)
+    resolver = ScopePromptResolver(store)
+    definition = resolver.definition(key)
+    record = write(store, definition)
+    return _view(resolver.resolve_head(scope_id, definition, record), record, show_text=True)
+
+
 @router.get(
     "/prompts",
-    operation_id="list_prompts",
-    responses=errors(404, 501),
+    responses=errors(501),
     summary="Every registered Prompt key as this Scope resolves it (identity and digest, never text)",
 )
 def list_prompts(scope_id: str, runtime: RuntimeDep) -> PromptKeyList:
@@ -119,56 +133,47 @@ def list_prompts(scope_id: str, runtime: RuntimeDep) -> PromptKeyList:
 
 @router.get(
     "/prompts/{prompt_key}",
-    operation_id="get_prompt",
-    responses=errors(403, 404, 501, 503),
+    responses=errors(403, 501, 503),
     summary="The Prompt this Scope resolves for a key now (compiled text only with write access)",
 )
-def show_prompt(
-    scope_id: str, runtime: RuntimeDep, principal: PrincipalDep, prompt_key: str = PromptKeyPath
+def get_prompt(
+    scope_id: str, runtime: RuntimeDep, principal: PrincipalDep, prompt_key: PromptKey
 ) -> ResolvedPromptView:
     return _resolve(runtime, scope_id, prompt_key, principal)
 
 
 @router.put(
     "/prompts/{prompt_key}",
-    operation_id="set_prompt",
-    responses=errors(404, 409, 501),
+    responses=errors(409, 501),
     summary="Write the next revision of this Scope's Prompt for a key: custom, or auto (compare-and-set)",
 )
-def set_prompt(
-    scope_id: str, body: PromptWrite, runtime: RuntimeDep, principal: PrincipalDep, prompt_key: str = PromptKeyPath
-) -> ResolvedPromptView:
-    store = prompt_store_of(runtime)
-    resolver = ScopePromptResolver(store)
-    definition = resolver.definition(prompt_key)
-    content = normalize(
-        PromptContent(
-            mode=body.mode,
-            instructions=body.instructions,
-            demonstrations=tuple(StoredDemonstration(d.input, d.expected_output) for d in body.demonstrations),
-            schema_version=body.schema_version,
+def set_prompt(scope_id: str, body: PromptWrite, runtime: RuntimeDep, prompt_key: PromptKey) -> ResolvedPromptView:
+    def commit(store: PromptStore, definition: PromptDefinition) -> PromptRecord:
+        content = normalize(
+            PromptContent(
+                mode=body.mode,
+                instructions=body.instructions,
+                demonstrations=tuple(StoredDemonstration(d.input, d.expected_output) for d in body.demonstrations),
+                schema_version=body.schema_version,
+            )
         )
-    )
-    validate(definition, content)
-    record = store.commit_prompt(scope_id, prompt_key, body.expected_revision, content)
-    return _view(resolver.resolve_head(scope_id, definition, record), record, principal.can_write(scope_id))
+        validate(definition, content)
+        return store.commit_prompt(scope_id, prompt_key, body.expected_revision, content)
+
+    return _write(runtime, scope_id, prompt_key, commit)
 
 
 @router.post(
     "/prompts/{prompt_key}/lifecycle",
-    operation_id="change_prompt_lifecycle",
-    responses=errors(404, 409, 501),
+    responses=errors(409, 501),
     summary="Retire this Scope's Prompt for a key: it uses the built-in again; every revision stays readable",
 )
-def change_lifecycle(
-    scope_id: str,
-    body: PromptLifecycle,
-    runtime: RuntimeDep,
-    principal: PrincipalDep,
-    prompt_key: str = PromptKeyPath,
+def change_prompt_lifecycle(
+    scope_id: str, body: PromptLifecycle, runtime: RuntimeDep, prompt_key: PromptKey
 ) -> ResolvedPromptView:
-    store = prompt_store_of(runtime)
-    resolver = ScopePromptResolver(store)
-    definition = resolver.definition(prompt_key)
-    record = store.change_prompt_lifecycle(scope_id, prompt_key, body.action, body.expected_revision)
-    return _view(resolver.resolve_head(scope_id, definition, record), record, principal.can_write(scope_id))
+    return _write(
+        runtime,
+        scope_id,
+        prompt_key,
+        lambda store, _: store.change_prompt_lifecycle(scope_id, prompt_key, body.action, body.expected_revision),
+    )

@@ -7,17 +7,14 @@ reads leave such references out, and an update keeps them (the caller cannot see
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from powercontext.contract.scopes import Scope, ScopeCreate, ScopeList, ScopeUpdate
 from powercontext.domain.access import Principal, ScopeForbidden
-from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.mapping import scope_view
-from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors
+from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, area_router, errors
 from powercontext.store.base import ScopeRecord
 from powercontext.store.errors import ReferencedScopeNotFound
 
-router = APIRouter(prefix="/v1/scopes", tags=["scopes"], route_class=OffLoopBodyRoute)
+router = area_router("scopes", "/v1/scopes")
 
 
 def _require_readable(principal: Principal, references: list[str]) -> None:
@@ -32,7 +29,7 @@ def _visible(record: ScopeRecord, principal: Principal) -> Scope:
     return view.model_copy(update={"context_references": readable})
 
 
-@router.post("", status_code=201, operation_id="create_scope", responses=errors(404, 409))
+@router.post("", status_code=201, responses=errors(404, 409))
 def create_scope(body: ScopeCreate, runtime: RuntimeDep, principal: PrincipalDep) -> Scope:
     """Create a Scope. ``referenced-scope-not-found`` (404) when a reference is missing or unreadable."""
     if not principal.can_write(body.scope_id):
@@ -42,7 +39,7 @@ def create_scope(body: ScopeCreate, runtime: RuntimeDep, principal: PrincipalDep
     return _visible(record, principal)
 
 
-@router.get("", operation_id="list_scopes")
+@router.get("")
 def list_scopes(runtime: RuntimeDep, principal: PrincipalDep) -> ScopeList:
     """The Scopes this caller may read."""
     return ScopeList(
@@ -50,13 +47,13 @@ def list_scopes(runtime: RuntimeDep, principal: PrincipalDep) -> ScopeList:
     )
 
 
-@router.get("/{scope_id}", operation_id="get_scope", responses=errors(404))
+@router.get("/{scope_id}", responses=errors(404))
 def get_scope(scope_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> Scope:
     """One Scope; references the caller may not read are left out."""
     return _visible(runtime.store.get_scope(scope_id), principal)
 
 
-@router.put("/{scope_id}", operation_id="update_scope", responses=errors(404))
+@router.put("/{scope_id}", responses=errors(404))
 def update_scope(scope_id: str, body: ScopeUpdate, runtime: RuntimeDep, principal: PrincipalDep) -> Scope:
     """Replace title and references. ``scope-not-found`` names this Scope; ``referenced-scope-not-found``
     a reference that is missing or unreadable. References the caller may not read are kept, after the new ones."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from powercontext.contract.families import (
     TopicMemory,
     TopicMemoryCreate,
@@ -12,31 +10,25 @@ from powercontext.contract.families import (
     TopicMemorySearchRequest,
     TopicMemorySearchResult,
 )
-from powercontext.server.body_parsing import OffLoopBodyRoute
 from powercontext.server.family_mapping import new_topic, topic_hit_view, topic_view
-from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors
+from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, scope_router
 
-router = APIRouter(prefix="/v1/scopes/{scope_id}", tags=["topic-memory"], route_class=OffLoopBodyRoute)
+router = scope_router("topic-memory")
 
 
-@router.post(
-    "/topic-memory",
-    status_code=201,
-    operation_id="create_topic_memory",
-    responses=errors(404, 409),
-    summary="Create a Topic Memory (revision 1)",
-)
-def create(scope_id: str, body: TopicMemoryCreate, runtime: RuntimeDep, store: FamilyStoreDep) -> TopicMemory:
+@router.post("/topic-memory", status_code=201, responses=errors(409), summary="Create a Topic Memory (revision 1)")
+def create_topic_memory(
+    scope_id: str, body: TopicMemoryCreate, runtime: RuntimeDep, store: FamilyStoreDep
+) -> TopicMemory:
     return topic_view(runtime.create_topic(store, scope_id, new_topic(body)))
 
 
 @router.post(
     "/topic-memory/search",
-    operation_id="search_topic_memory",
-    responses=errors(404, 409, 503, 504),
+    responses=errors(409, 503, 504),
     summary="Search active Topic Memory heads (title and body): fts, vector or hybrid",
 )
-def search(
+def search_topic_memory(
     scope_id: str, body: TopicMemorySearchRequest, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> TopicMemorySearchResult:
     runtime.store.get_scope(scope_id)
@@ -50,11 +42,10 @@ def search(
 
 @router.put(
     "/topic-memory/{artifact_id}",
-    operation_id="revise_topic_memory",
-    responses=errors(404, 409),
+    responses=errors(409),
     summary="Write the next revision (compare-and-swap on expected_revision)",
 )
-def revise(
+def revise_topic_memory(
     scope_id: str, artifact_id: str, body: TopicMemoryRevise, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> TopicMemory:
     tags = None if body.tags is None else list(body.tags)
@@ -62,11 +53,8 @@ def revise(
     return topic_view(record)
 
 
-@router.post(
-    "/topic-memory/{artifact_id}/lifecycle",
-    operation_id="change_topic_memory_lifecycle",
-    responses=errors(404, 409),
-    summary="Retire or restore a Topic Memory",
-)
-def lifecycle(scope_id: str, artifact_id: str, body: TopicMemoryLifecycle, store: FamilyStoreDep) -> TopicMemory:
+@router.post("/topic-memory/{artifact_id}/lifecycle", responses=errors(409), summary="Retire or restore a Topic Memory")
+def change_topic_memory_lifecycle(
+    scope_id: str, artifact_id: str, body: TopicMemoryLifecycle, store: FamilyStoreDep
+) -> TopicMemory:
     return topic_view(store.change_topic_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))
