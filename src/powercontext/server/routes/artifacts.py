@@ -20,7 +20,7 @@ from powercontext.server.routes.profile import committed_head
 from powercontext.server.routes.prompts import prompt_artifact_view, prompt_store_of, require_body_access
 from powercontext.store.errors import ArtifactNotFound
 
-router = scope_router("artifacts")
+router = scope_router("artifacts", "/artifacts")
 
 AnyArtifact = AtomicMemory | TopicMemory | Experience | Profile | PromptArtifact
 HeadReader = Callable[[Runtime, str, str], AnyArtifact]
@@ -71,7 +71,7 @@ REVISIONS: Final[dict[ArtifactFamily, RevisionReader]] = {
 WRITERS_ONLY: Final[frozenset[ArtifactFamily]] = frozenset({"prompt"})
 
 
-@router.get("/artifacts/{family}/{artifact_id}", summary="Read the current head of an Artifact of any family")
+@router.get("/{family}/{artifact_id}", summary="Read the current head of an Artifact of any family")
 def get_artifact_head(
     scope_id: str, family: ArtifactFamily, artifact_id: str, runtime: RuntimeDep, principal: PrincipalDep
 ) -> ArtifactView:
@@ -81,7 +81,7 @@ def get_artifact_head(
 
 
 @router.get(
-    "/artifacts/{family}/{artifact_id}/revisions/{revision}",
+    "/{family}/{artifact_id}/revisions/{revision}",
     summary="Read one exact, immutable revision (never follows a newer head or a merge target)",
 )
 def get_artifact_revision(

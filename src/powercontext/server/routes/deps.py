@@ -12,6 +12,7 @@ from powercontext.domain.access import Principal
 from powercontext.runtime import Runtime
 from powercontext.server.auth import current_principal
 from powercontext.server.body_parsing import OffLoopBodyRoute
+from powercontext.server.errors import request_id_of
 from powercontext.store.base import FamilyStore
 from powercontext.store.errors import FamilyUnsupported
 
@@ -25,6 +26,7 @@ def _runtime(request: Request) -> Runtime:
 
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
 PrincipalDep = Annotated[Principal, Depends(current_principal)]
+RequestIdDep = Annotated[str, Depends(request_id_of)]
 
 
 def family_store_of(runtime: Runtime) -> FamilyStore:
@@ -66,6 +68,6 @@ def area_router(tag: str, prefix: str = "", *, responses: dict[int | str, dict[s
     )
 
 
-def scope_router(tag: str, below: str = "") -> APIRouter:
+def scope_router(tag: str, below: str) -> APIRouter:
     """The router of an area under ``/v1/scopes/{scope_id}``, where every route answers 404 for an unknown Scope."""
     return area_router(tag, SCOPE_PREFIX + below, responses=errors(404))

@@ -18,11 +18,11 @@ from powercontext.search.families import ExperienceSearch
 from powercontext.server.family_mapping import candidate_view, experience_draft, experience_hit_view, experience_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, scope_router
 
-router = scope_router("experience")
+router = scope_router("experience", "/experience")
 
 
 @router.post(
-    "/experience/candidates",
+    "/candidates",
     status_code=201,
     responses=errors(409),
     summary="Propose an Experience: it waits, pending, for review",
@@ -33,15 +33,13 @@ def create_experience_candidate(
     return candidate_view(store.propose_experience(scope_id, experience_draft(body)))
 
 
-@router.get("/experience/candidates/{candidate_id}", summary="Read a Candidate and its review outcome")
+@router.get("/candidates/{candidate_id}", summary="Read a Candidate and its review outcome")
 def get_experience_candidate(scope_id: str, candidate_id: str, store: FamilyStoreDep) -> ExperienceCandidate:
     return candidate_view(store.read_candidate(scope_id, candidate_id))
 
 
 @router.post(
-    "/experience/candidates/{candidate_id}/review",
-    responses=errors(409),
-    summary="Approve, reject or revise a pending Candidate",
+    "/candidates/{candidate_id}/review", responses=errors(409), summary="Approve, reject or revise a pending Candidate"
 )
 def review_experience_candidate(
     scope_id: str, candidate_id: str, body: ExperienceReview, store: FamilyStoreDep
@@ -56,7 +54,7 @@ def review_experience_candidate(
     return ExperienceReviewResult(candidate=candidate_view(revised), experience=None)
 
 
-@router.post("/experience/search", summary="Full-text search over active Experience heads")
+@router.post("/search", summary="Full-text search over active Experience heads")
 def search_experience(
     scope_id: str, body: ExperienceSearchRequest, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> ExperienceSearchResult:
@@ -66,7 +64,7 @@ def search_experience(
 
 
 @router.post(
-    "/experience/{artifact_id}/lifecycle",
+    "/{artifact_id}/lifecycle",
     responses=errors(409),
     summary="Retire an Experience (its revisions stay readable exactly)",
 )

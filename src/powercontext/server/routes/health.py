@@ -19,6 +19,7 @@ from powercontext.server.routes.deps import RuntimeDep, area_router
 router = area_router("health")
 
 
+# The summaries as published (once derived from shorter handler names).
 @router.get("/health/live", summary="Live")
 async def health_live() -> dict[str, str]:
     return {"status": "live"}

@@ -23,10 +23,10 @@ from powercontext.contract.memory import (
 from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
 from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
 
-router = scope_router("atomic-memory")
+router = scope_router("atomic-memory", "/atomic-memory")
 
 
-@router.get("/atomic-memory", summary="List Atomic Memory heads, newest first, a page at a time")
+@router.get("", summary="List Atomic Memory heads, newest first, a page at a time")
 def list_atomic_memories(
     scope_id: str,
     runtime: RuntimeDep,
@@ -43,7 +43,8 @@ def list_atomic_memories(
     return AtomicMemoryList(items=[memory_view(record) for _, record in page], next_cursor=next_cursor)
 
 
-@router.post("/atomic-memory", status_code=201, responses=errors(409), summary="Create")
+# "Create", "Search" and "Revise" are the summaries as published (once derived from shorter handler names).
+@router.post("", status_code=201, responses=errors(409), summary="Create")
 def create_atomic_memory(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemoryCreated:
     """The answer lists ``possibly_supersedes``: earlier active memories on the same subject that this one may
     replace (retire them if so; nothing is changed here)."""
@@ -53,7 +54,7 @@ def create_atomic_memory(scope_id: str, body: AtomicMemoryCreate, runtime: Runti
 
 
 @router.post(
-    "/atomic-memory/batch",
+    "/batch",
     status_code=201,
     response_model=AtomicMemoryBatch,
     responses=errors(409),
@@ -69,7 +70,7 @@ def create_atomic_memories(scope_id: str, body: AtomicMemoryBatchCreate, runtime
     return Response(answer.model_dump_json(), status_code=201, media_type="application/json")
 
 
-@router.post("/atomic-memory/search", responses=errors(409, 503, 504), summary="Search")
+@router.post("/search", responses=errors(409, 503, 504), summary="Search")
 def search_atomic_memory(
     scope_id: str, body: AtomicMemorySearchRequest, runtime: RuntimeDep
 ) -> AtomicMemorySearchResult:
@@ -81,10 +82,7 @@ def search_atomic_memory(
 
 
 @router.post(
-    "/atomic-memory/merges",
-    status_code=201,
-    responses=errors(409),
-    summary="Merge exact active revisions into a new Atomic Memory",
+    "/merges", status_code=201, responses=errors(409), summary="Merge exact active revisions into a new Atomic Memory"
 )
 def merge_atomic_memories(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> AtomicMemory:
     sources = [(s.artifact_id, s.revision) for s in body.sources]
@@ -94,7 +92,7 @@ def merge_atomic_memories(scope_id: str, body: AtomicMemoryMerge, runtime: Runti
     )
 
 
-@router.put("/atomic-memory/{artifact_id}", responses=errors(409), summary="Revise")
+@router.put("/{artifact_id}", responses=errors(409), summary="Revise")
 def revise_atomic_memory(
     scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep
 ) -> AtomicMemory:
@@ -106,11 +104,7 @@ def revise_atomic_memory(
     return memory_view(record)
 
 
-@router.post(
-    "/atomic-memory/{artifact_id}/lifecycle",
-    responses=errors(409),
-    summary="Forget, retire or restore an Atomic Memory",
-)
+@router.post("/{artifact_id}/lifecycle", responses=errors(409), summary="Forget, retire or restore an Atomic Memory")
 def change_atomic_memory_lifecycle(
     scope_id: str, artifact_id: str, body: AtomicMemoryLifecycle, runtime: RuntimeDep
 ) -> AtomicMemory:

@@ -9,7 +9,7 @@ from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, 
 from powercontext.store.base import FamilyStore, ProfileRecord
 from powercontext.store.errors import ProfileNotFound
 
-router = scope_router("profile")
+router = scope_router("profile", "/profile")
 
 
 def committed_head(scope_id: str, runtime: Runtime, store: FamilyStore) -> ProfileRecord:
@@ -22,15 +22,13 @@ def committed_head(scope_id: str, runtime: Runtime, store: FamilyStore) -> Profi
 
 
 @router.put(
-    "/profile",
-    responses=errors(409),
-    summary="Commit the next Profile snapshot (compare-and-swap on expected_revision)",
+    "", responses=errors(409), summary="Commit the next Profile snapshot (compare-and-swap on expected_revision)"
 )
 def commit_profile(scope_id: str, body: ProfileCommit, store: FamilyStoreDep) -> Profile:
     record = store.commit_profile(scope_id, body.expected_revision or 0, profile_entries(body.entries))
     return profile_view(record)
 
 
-@router.get("/profile", summary="The committed Profile head")
+@router.get("", summary="The committed Profile head")
 def get_profile(scope_id: str, runtime: RuntimeDep, store: FamilyStoreDep) -> Profile:
     return profile_view(committed_head(scope_id, runtime, store))

@@ -32,7 +32,7 @@ from powercontext.store.base import PromptContent, PromptRecord, PromptStore
 from powercontext.store.base import PromptDemonstration as StoredDemonstration
 from powercontext.store.errors import StoreError
 
-router = scope_router("prompts")
+router = scope_router("prompts", "/prompts")
 
 PromptKey = Annotated[
     str, Path(min_length=1, max_length=128, description="A registered Prompt key, e.g. memory.rerank.")
@@ -40,6 +40,8 @@ PromptKey = Annotated[
 
 # One write of a key's prompt Artifact, given the store and the key's definition; returns the new head.
 HeadWrite = Callable[[PromptStore, PromptDefinition], PromptRecord]
+# What a write of a key's prompt Artifact may answer besides 404: a stale expected_revision, a store without Prompts.
+WRITE_ERRORS = errors(409, 501)
 
 
 class PromptsUnsupported(StoreError):
@@ -98,7 +100,7 @@ def _write(runtime: Runtime, scope_id: str, key: str, write: HeadWrite) -> Resol
 
 
 @router.get(
-    "/prompts",
+    "",
     responses=errors(501),
     summary="Every registered Prompt key as this Scope resolves it (identity and digest, never text)",
 )
@@ -132,8 +134,8 @@ def list_prompts(scope_id: str, runtime: RuntimeDep) -> PromptKeyList:
 
 
 @router.get(
-    "/prompts/{prompt_key}",
-    responses=errors(403, 501, 503),
+    "/{prompt_key}",
+    responses=errors(501, 503),
     summary="The Prompt this Scope resolves for a key now (compiled text only with write access)",
 )
 def get_prompt(
@@ -143,8 +145,8 @@ def get_prompt(
 
 
 @router.put(
-    "/prompts/{prompt_key}",
-    responses=errors(409, 501),
+    "/{prompt_key}",
+    responses=WRITE_ERRORS,
     summary="Write the next revision of this Scope's Prompt for a key: custom, or auto (compare-and-set)",
 )
 def set_prompt(scope_id: str, body: PromptWrite, runtime: RuntimeDep, prompt_key: PromptKey) -> ResolvedPromptView:
@@ -164,8 +166,8 @@ def set_prompt(scope_id: str, body: PromptWrite, runtime: RuntimeDep, prompt_key
 
 
 @router.post(
-    "/prompts/{prompt_key}/lifecycle",
-    responses=errors(409, 501),
+    "/{prompt_key}/lifecycle",
+    responses=WRITE_ERRORS,
     summary="Retire this Scope's Prompt for a key: it uses the built-in again; every revision stays readable",
 )
 def change_prompt_lifecycle(

@@ -13,10 +13,10 @@ from powercontext.contract.families import (
 from powercontext.server.family_mapping import new_topic, topic_hit_view, topic_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, scope_router
 
-router = scope_router("topic-memory")
+router = scope_router("topic-memory", "/topic-memory")
 
 
-@router.post("/topic-memory", status_code=201, responses=errors(409), summary="Create a Topic Memory (revision 1)")
+@router.post("", status_code=201, responses=errors(409), summary="Create a Topic Memory (revision 1)")
 def create_topic_memory(
     scope_id: str, body: TopicMemoryCreate, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> TopicMemory:
@@ -24,7 +24,7 @@ def create_topic_memory(
 
 
 @router.post(
-    "/topic-memory/search",
+    "/search",
     responses=errors(409, 503, 504),
     summary="Search active Topic Memory heads (title and body): fts, vector or hybrid",
 )
@@ -41,9 +41,7 @@ def search_topic_memory(
 
 
 @router.put(
-    "/topic-memory/{artifact_id}",
-    responses=errors(409),
-    summary="Write the next revision (compare-and-swap on expected_revision)",
+    "/{artifact_id}", responses=errors(409), summary="Write the next revision (compare-and-swap on expected_revision)"
 )
 def revise_topic_memory(
     scope_id: str, artifact_id: str, body: TopicMemoryRevise, runtime: RuntimeDep, store: FamilyStoreDep
@@ -53,7 +51,7 @@ def revise_topic_memory(
     return topic_view(record)
 
 
-@router.post("/topic-memory/{artifact_id}/lifecycle", responses=errors(409), summary="Retire or restore a Topic Memory")
+@router.post("/{artifact_id}/lifecycle", responses=errors(409), summary="Retire or restore a Topic Memory")
 def change_topic_memory_lifecycle(
     scope_id: str, artifact_id: str, body: TopicMemoryLifecycle, store: FamilyStoreDep
 ) -> TopicMemory:
