@@ -18,7 +18,7 @@ from powercontext.cli.server import settings_from_options
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
-    from powercontext.contract.memory import AtomicMemory, AtomicMemoryCreate
+    from powercontext.contract.memory import AtomicMemory, AtomicMemoryCreate, AtomicMemoryList
 
 IMPORT_BATCH = 500
 KINDS = "decision, constraint, fact, state, next-step, outcome, note"
@@ -36,6 +36,16 @@ def _print_memory(memory: AtomicMemory, as_json: bool) -> None:
     if memory.merged_into:
         typer.echo(f"merged into {memory.merged_into}")
     typer.echo(memory.text)
+
+
+def _print_page(page: AtomicMemoryList, as_json: bool) -> None:
+    if printed_as_json(page, as_json):
+        return
+    for memory in page.items:
+        ref = memory.artifact_address.artifact
+        typer.echo(f"{ref.artifact_id}@{ref.revision}  [{memory.kind}]  {memory.state}  {memory.text}")
+    if page.next_cursor is not None:
+        typer.echo(f"more: --cursor {page.next_cursor}", err=True)
 
 
 @memory_app.command("add")
@@ -238,14 +248,7 @@ def memory_list(
     as_json: JsonOption = False,
 ) -> None:
     """List Atomic Memory heads, newest first, one page at a time."""
-    page = _run(url, lambda c: c.list_memories(scope, limit, cursor, state))  # type: ignore[arg-type]
-    if printed_as_json(page, as_json):
-        return
-    for memory in page.items:
-        ref = memory.artifact_address.artifact
-        typer.echo(f"{ref.artifact_id}@{ref.revision}  [{memory.kind}]  {memory.state}  {memory.text}")
-    if page.next_cursor is not None:
-        typer.echo(f"more: --cursor {page.next_cursor}", err=True)
+    _print_page(_run(url, lambda c: c.list_memories(scope, limit, cursor, state)), as_json)  # type: ignore[arg-type]
 
 
 @memory_app.command("get")

@@ -9,15 +9,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from powercontext.client.errors import (
-    Conflict,
-    Forbidden,
-    InvalidRequest,
-    NotFound,
-    PowerContextError,
-    Unavailable,
-    error_for,
-)
+from powercontext.client.errors import PowerContextError, Unavailable, error_for
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
 from powercontext.contract.capabilities import Capabilities
@@ -37,17 +29,9 @@ from powercontext.contract.memory import (
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
 from powercontext.contract.scopes import Scope, ScopeList
 
-__all__ = [
-    "Conflict",
-    "Forbidden",
-    "InvalidRequest",
-    "NotFound",
-    "PowerContextClient",
-    "PowerContextError",
-    "PrepareContextRequest",
-    "PreparedContext",
-    "Unavailable",
-]
+# The package's public names are ``powercontext.__all__``; this module adds only the error family its callers
+# catch, so ``from powercontext.client import PowerContextClient, PowerContextError`` keeps working.
+__all__ = ["PowerContextClient", "PowerContextError"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8765"
 M = TypeVar("M", bound=BaseModel)
