@@ -57,6 +57,7 @@ from powercontext.store.base import (
     ScoredMemory,
     ScoredTopic,
     Store,
+    TopicEdit,
     TopicRecord,
 )
 from powercontext.store.code import CodeStore
@@ -225,24 +226,17 @@ class Runtime:
         return store.create_topic(scope_id, replace(item, embedding=embedding))
 
     def revise_topic(
-        self,
-        store: FamilyStore,
-        scope_id: str,
-        artifact_id: str,
-        expected_revision: int,
-        title: str | None,
-        body: str | None,
-        tags: list[str] | None,
+        self, store: FamilyStore, scope_id: str, artifact_id: str, expected_revision: int, edit: TopicEdit
     ) -> TopicRecord:
-        embedding = None
         if self.embedder.configured:
             # The new revision's text decides its embedding; the store's compare-and-swap still guards
             # against a revision written between this read and the write.
             head = store.read_topic_head(scope_id, artifact_id)
             if head.head_revision == expected_revision:
-                text = f"{head.title if title is None else title}\n\n{head.body if body is None else body}"
-                embedding = self.embedding_for(text)
-        return store.revise_topic(scope_id, artifact_id, expected_revision, title, body, tags, embedding)
+                title = head.title if edit.title is None else edit.title
+                body = head.body if edit.body is None else edit.body
+                edit = replace(edit, embedding=self.embedding_for(f"{title}\n\n{body}"))
+        return store.revise_topic(scope_id, artifact_id, expected_revision, edit)
 
     def code_indexer(self, store: CodeStore) -> CodeIndexer:
         """An indexer confined to ``code_roots`` that stores each new chunk's embedding when a provider is

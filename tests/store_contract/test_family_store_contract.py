@@ -18,6 +18,7 @@ from powercontext.store.base import (
     NewTopic,
     ProfileEntry,
     Store,
+    TopicEdit,
 )
 from powercontext.store.errors import (
     ArtifactNotFound,
@@ -101,17 +102,17 @@ def test_topic_create_read_head_and_revision(fs: Both) -> None:
 def test_topic_revise_is_compare_and_swap_and_keeps_history(fs: Both) -> None:
     sid = scope(fs)
     key = topic(fs, sid, "Release train", "alphaword cadence", "t1")
-    revised = fs.revise_topic(sid, key.artifact_id, 1, None, "betaword cadence", None)
+    revised = fs.revise_topic(sid, key.artifact_id, 1, TopicEdit(body="betaword cadence"))
     assert revised.key == ArtifactKey(sid, "topic-memory", key.artifact_id, 2)
     assert (revised.title, revised.tags, revised.head_revision) == ("Release train", ("t1",), 2)
     with pytest.raises(RevisionConflict):
-        fs.revise_topic(sid, key.artifact_id, 1, "stale", None, None)
+        fs.revise_topic(sid, key.artifact_id, 1, TopicEdit(title="stale"))
     assert fs.read_topic_head(sid, key.artifact_id).body == "betaword cadence"
     old = fs.read_topic_revision(sid, key.artifact_id, 1)
     assert (old.key.revision, old.body, old.head_revision) == (1, "alphaword cadence", 2)
     assert topic_hits(fs, sid, "alphaword") == []
     assert topic_hits(fs, sid, "betaword") == [revised.key]
-    third = fs.revise_topic(sid, key.artifact_id, 2, "Renamed train", None, [])
+    third = fs.revise_topic(sid, key.artifact_id, 2, TopicEdit(title="Renamed train", tags=()))
     assert (third.title, third.body, third.tags) == ("Renamed train", "betaword cadence", ())
     assert topic_hits(fs, sid, "renamed") == [third.key]
     assert topic_hits(fs, sid, "release") == []
@@ -131,7 +132,7 @@ def test_topic_retire_restore_and_exact_reads_after_retire(fs: Both) -> None:
     with pytest.raises(NotActive):
         fs.change_topic_lifecycle(sid, aid, "retire", None)
     with pytest.raises(NotActive):
-        fs.revise_topic(sid, aid, 1, "no", None, None)
+        fs.revise_topic(sid, aid, 1, TopicEdit(title="no"))
     assert fs.change_topic_lifecycle(sid, aid, "restore", None).state == "active"
     assert topic_hits(fs, sid, "lifecycleword") == [key]
     with pytest.raises(NotActive):
@@ -172,7 +173,7 @@ def test_topic_missing_things(fs: Both) -> None:
     with pytest.raises(ScopeNotFound):
         fs.create_topic("missing", NewTopic("t", "b", ()))
     with pytest.raises(ArtifactNotFound):
-        fs.revise_topic(sid, "tm_missing", 1, "t", None, None)
+        fs.revise_topic(sid, "tm_missing", 1, TopicEdit(title="t"))
     with pytest.raises(ArtifactNotFound):  # Scope-qualified: invisible from another Scope
         fs.read_topic_head(scope(fs), key.artifact_id)
     assert fs.search_topics("missing", query_terms("present"), 10) == []
@@ -428,7 +429,7 @@ def _race(n: int, action: Callable[[int], object]) -> tuple[list[object], list[B
 def test_concurrent_writers_get_one_success_and_clear_conflicts(fs: Both) -> None:
     sid = scope(fs)
     key = topic(fs, sid, "Raced", "body")
-    ok, failed = _race(6, lambda i: fs.revise_topic(sid, key.artifact_id, 1, None, f"writer {i}", None))
+    ok, failed = _race(6, lambda i: fs.revise_topic(sid, key.artifact_id, 1, TopicEdit(body=f"writer {i}")))
     assert len(ok) == 1 and len(failed) == 5 and all(isinstance(e, RevisionConflict) for e in failed)
     assert fs.read_topic_head(sid, key.artifact_id).head_revision == 2
 

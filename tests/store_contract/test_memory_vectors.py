@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from powercontext.domain.identity import ArtifactKey
-from powercontext.store.base import Embedding, NewMemory, Store
+from powercontext.store.base import Embedding, MemoryEdit, NewMemory, Store
 
 DIM = 8
 MODEL = "test:model:8"
@@ -50,7 +50,9 @@ def test_each_revision_reads_its_own_vector(store: Store) -> None:
     store.create_scope("s", "S", [])
     old_vector, new_vector = unit(6), unit(7)
     v1 = create(store, "s", "deploys on Fridays", old_vector)
-    head = store.revise_memory("s", v1.artifact_id, 1, "deploys on Tuesdays", None, None, Embedding(MODEL, new_vector))
+    head = store.revise_memory(
+        "s", v1.artifact_id, 1, MemoryEdit("deploys on Tuesdays", embedding=Embedding(MODEL, new_vector))
+    )
 
     found = store.memory_vectors("s", MODEL, [v1, head.key])
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.store.base import NewMemory, Store
+from powercontext.store.base import MemoryEdit, NewMemory, Store
 from powercontext.store.sqlite import SqliteStore
 from powercontext.text.tokenize import query_terms, terms
 from tests.seekdb_support import fresh_location, require_seekdb, seekdb_store
@@ -70,7 +70,7 @@ def workload(store: Store, seed: int) -> dict[str, str]:
         live[record.key.artifact_id] = record.text
     ids = list(live)  # creation order: artifact ids are random, the choice below must not depend on them
     for artifact_id in rng.sample(ids, 20):
-        live[artifact_id] = store.revise_memory("fts", artifact_id, 1, sentence(rng), None, None).text
+        live[artifact_id] = store.revise_memory("fts", artifact_id, 1, MemoryEdit(sentence(rng))).text
     forgotten = rng.sample(ids, 10)
     for artifact_id in forgotten:
         store.change_lifecycle("fts", artifact_id, "forget", None)
@@ -186,7 +186,7 @@ def test_one_row_per_posting_databases_migrate_to_packed_segments(tmp_path: Path
         victim = next(
             h.record for h in migrated.search_text("fts", query_terms(texts[0]), 80) if h.record.text == texts[0]
         )
-        migrated.revise_memory("fts", victim.key.artifact_id, 1, "zzzunique", None, None)
+        migrated.revise_memory("fts", victim.key.artifact_id, 1, MemoryEdit("zzzunique"))
         assert [h.record.text for h in migrated.search_text("fts", query_terms("zzzunique"), 5)] == ["zzzunique"]
     finally:
         migrated.close()
@@ -215,7 +215,7 @@ def test_a_term_with_more_postings_than_a_segment_holds_ranks_like_sqlite(tmp_pa
                 batch = [NewMemory("alpha " + sentence(rng), "note", ()) for _ in range(per_write)]
                 ids += [r.key.artifact_id for r in store.create_memories("fts", batch)]
             for artifact_id in ids[:: max(1, len(ids) // 25)]:  # spread over sealed and open segments
-                store.revise_memory("fts", artifact_id, 1, sentence(rng), None, None)
+                store.revise_memory("fts", artifact_id, 1, MemoryEdit(sentence(rng)))
             store.create_memories("fts", [NewMemory("alpha " + sentence(rng), "note", ()) for _ in range(5)])
         assert writes * per_write > SEGMENT_POSTINGS
         for query in ("alpha", "alpha deploy", "vault"):

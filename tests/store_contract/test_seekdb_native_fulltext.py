@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from powercontext.store.base import NewMemory, NewTopic
+from powercontext.store.base import MemoryEdit, NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.text.tokenize import query_terms
 from tests.seekdb_support import fresh_location, open_seekdb, require_seekdb
@@ -65,7 +65,7 @@ def test_cjk_words_and_stems_are_found_by_the_engine_index(native: OceanBaseStor
 def test_every_write_is_searchable_by_the_next_call_and_changes_stay_exact(native: OceanBaseStore) -> None:
     (memory,) = native.create_memories("p", [NewMemory("the ledger closes at midnight", "fact", ())])
     assert texts(native, "p", "ledger") == ["the ledger closes at midnight"]
-    revised = native.revise_memory("p", memory.key.artifact_id, 1, "the vault rotates keys hourly", None, None)
+    revised = native.revise_memory("p", memory.key.artifact_id, 1, MemoryEdit("the vault rotates keys hourly"))
     assert texts(native, "p", "ledger") == []
     assert texts(native, "p", "vault") == [revised.text]
     native.change_lifecycle("p", memory.key.artifact_id, "forget", None)

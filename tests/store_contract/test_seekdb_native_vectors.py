@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from powercontext.store.base import Embedding, NewMemory, NewTopic
+from powercontext.store.base import Embedding, MemoryEdit, NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
@@ -79,7 +79,9 @@ def test_the_engine_ranks_like_the_exact_matrix(native: OceanBaseStore, tmp_path
 def test_every_write_is_found_or_dropped_by_the_next_search(native: OceanBaseStore) -> None:
     (memory,) = native.create_memories("p", memories(1, offset=5))
     assert [h.record.text for h in native.search_vector("p", MODEL, unit(5), 3)] == ["memory 5"]
-    revised = native.revise_memory("p", memory.key.artifact_id, 1, "moved", None, None, Embedding(MODEL, unit(77)))
+    revised = native.revise_memory(
+        "p", memory.key.artifact_id, 1, MemoryEdit("moved", embedding=Embedding(MODEL, unit(77)))
+    )
     assert native.search_vector("p", MODEL, unit(77), 1)[0].record.text == revised.text
     assert native.search_vector("p", MODEL, unit(77), 1)[0].score == pytest.approx(1.0, abs=1e-6)
     # The old revision's vector is no longer the head's: it answers nothing.

@@ -11,7 +11,7 @@ from pysqlite3 import dbapi2 as sqlite
 
 from powercontext.contract.prepare import PrepareContextRequest
 from powercontext.runtime import Runtime
-from powercontext.store.base import NewMemory
+from powercontext.store.base import MemoryEdit, MemoryMerge, NewMemory
 from powercontext.store.sqlite import SqliteStore
 from powercontext.store.sqlite.migrations import MIGRATIONS
 from tests.support import parse_fragments, strict_json
@@ -207,7 +207,7 @@ def test_term_counts_stay_exact_through_every_kind_of_write(tmp_path: Path) -> N
             pool.extend((r.key.artifact_id, 1) for r in created)
         elif op == "revise":
             i = rng.randrange(len(pool))
-            record = store.revise_memory(scope, pool[i][0], pool[i][1], body(), None, None)
+            record = store.revise_memory(scope, pool[i][0], pool[i][1], MemoryEdit(body()))
             pool[i] = (pool[i][0], record.key.revision)
         elif op == "forget":
             artifact_id, _ = pool.pop(rng.randrange(len(pool)))
@@ -217,7 +217,7 @@ def test_term_counts_stay_exact_through_every_kind_of_write(tmp_path: Path) -> N
                 pool.append((artifact_id, restored.key.revision))
         else:
             first, second = pool.pop(), pool.pop()
-            merged = store.merge_memories(scope, [first, second], body(), "fact", [])
+            merged = store.merge_memories(scope, MemoryMerge((first, second), body(), "fact", ()))
             pool.append((merged.key.artifact_id, 1))
     store.close()
 

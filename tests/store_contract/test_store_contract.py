@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from powercontext.domain.identity import ArtifactKey
-from powercontext.store.base import NewMemory, Store
+from powercontext.store.base import MemoryEdit, MemoryMerge, NewMemory, ScopeEdit, Store
 from powercontext.store.errors import (
     ArtifactNotFound,
     IdempotencyConflict,
@@ -50,7 +50,7 @@ def test_scope_create_get_list_update(store: Store) -> None:
     got = store.get_scope("project:payments")
     assert (got.title, got.context_references) == ("Payments", (ref,))
     assert "project:payments" in [s.scope_id for s in store.list_scopes()]
-    updated = store.update_scope("project:payments", "Payments v2", [])
+    updated = store.update_scope("project:payments", ScopeEdit("Payments v2", ()))
     assert updated.created_at == created.created_at
     assert store.get_scope("project:payments").title == "Payments v2"
     assert store.get_scope("project:payments").context_references == ()
@@ -63,13 +63,13 @@ def test_scope_errors(store: Store) -> None:
     with pytest.raises(ScopeNotFound):
         store.get_scope("missing")
     with pytest.raises(ScopeNotFound):
-        store.update_scope("missing", "t", [])
+        store.update_scope("missing", ScopeEdit("t", ()))
     with pytest.raises(ReferencedScopeNotFound):
         store.create_scope("with-bad-ref", "t", ["missing"])
     with pytest.raises(ScopeNotFound):
         store.get_scope("with-bad-ref")  # nothing was written
     with pytest.raises(InvalidReference):
-        store.update_scope(sid, "self", [sid])
+        store.update_scope(sid, ScopeEdit("self", (sid,)))
     assert store.get_scope(sid).title == "title"
 
 
@@ -162,18 +162,18 @@ def test_idempotency_replay_and_conflict(store: Store) -> None:
 def test_revise_with_expected_revision(store: Store) -> None:
     sid = scope(store)
     key = add(store, sid, "alphaword original", "fact", tags=("t1",))
-    revised = store.revise_memory(sid, key.artifact_id, 1, "betaword revised", None, None)
+    revised = store.revise_memory(sid, key.artifact_id, 1, MemoryEdit("betaword revised"))
     assert revised.key == ArtifactKey(sid, "atomic-memory", key.artifact_id, 2)
     assert (revised.kind, revised.tags, revised.head_revision) == ("fact", ("t1",), 2)
     with pytest.raises(RevisionConflict):
-        store.revise_memory(sid, key.artifact_id, 1, "stale write", None, None)
+        store.revise_memory(sid, key.artifact_id, 1, MemoryEdit("stale write"))
     assert store.read_head(sid, key.artifact_id).text == "betaword revised"
     old = store.read_revision(sid, key.artifact_id, 1)
     assert (old.key.revision, old.text, old.head_revision) == (1, "alphaword original", 2)
     # Only the active head is searchable; the superseded revision is not.
     assert hits(store, sid, "alphaword") == []
     assert hits(store, sid, "betaword") == [revised.key]
-    third = store.revise_memory(sid, key.artifact_id, 2, "gammaword", "decision", ["x", "y"])
+    third = store.revise_memory(sid, key.artifact_id, 2, MemoryEdit("gammaword", "decision", ("x", "y")))
     assert (third.kind, third.tags) == ("decision", ("x", "y"))
 
 
@@ -187,7 +187,7 @@ def test_lifecycle_rules(store: Store) -> None:
     with pytest.raises(NotActive):
         store.change_lifecycle(sid, aid, "forget", None)
     with pytest.raises(NotActive):
-        store.revise_memory(sid, aid, 1, "cannot revise", None, None)
+        store.revise_memory(sid, aid, 1, MemoryEdit("cannot revise"))
     assert store.change_lifecycle(sid, aid, "restore", None).state == "active"
     assert hits(store, sid, "lifecycleword") == [key]
     with pytest.raises(RevisionConflict):
@@ -213,8 +213,10 @@ def test_merge_rules(store: Store) -> None:
     sid = scope(store)
     a = add(store, sid, "mergeword source a")
     b = add(store, sid, "mergeword source b")
-    b2 = store.revise_memory(sid, b.artifact_id, 1, "mergeword source b revised", None, None).key
-    merged = store.merge_memories(sid, [(a.artifact_id, 1), (b.artifact_id, 2)], "merged result", "decision", ["m"])
+    b2 = store.revise_memory(sid, b.artifact_id, 1, MemoryEdit("mergeword source b revised")).key
+    merged = store.merge_memories(
+        sid, MemoryMerge(((a.artifact_id, 1), (b.artifact_id, 2)), "merged result", "decision", ("m",))
+    )
     assert merged.key.scope_id == sid and merged.key.revision == 1
     assert merged.key.artifact_id not in (a.artifact_id, b.artifact_id)
     assert merged.merged_from == (a, b2)
@@ -228,7 +230,7 @@ def test_merge_rules(store: Store) -> None:
     assert hits(store, sid, "mergeword") == []
     assert hits(store, sid, "merged result") == [merged.key]
     with pytest.raises(NotActive):
-        store.merge_memories(sid, [(a.artifact_id, 1), (merged.key.artifact_id, 1)], "again", "note", [])
+        store.merge_memories(sid, MemoryMerge(((a.artifact_id, 1), (merged.key.artifact_id, 1)), "again", "note", ()))
 
 
 def test_merge_refusals_write_nothing(store: Store) -> None:
@@ -236,13 +238,15 @@ def test_merge_refusals_write_nothing(store: Store) -> None:
     a = add(store, sid, "refusalword a")
     b = add(store, sid, "refusalword b")
     with pytest.raises(RevisionConflict):
-        store.merge_memories(sid, [(a.artifact_id, 1), (b.artifact_id, 2)], "nope result", "note", [])
+        store.merge_memories(sid, MemoryMerge(((a.artifact_id, 1), (b.artifact_id, 2)), "nope result", "note", ()))
     with pytest.raises(InvalidMerge):
-        store.merge_memories(sid, [(a.artifact_id, 1), (a.artifact_id, 1)], "nope result", "note", [])
+        store.merge_memories(sid, MemoryMerge(((a.artifact_id, 1), (a.artifact_id, 1)), "nope result", "note", ()))
     with pytest.raises(ArtifactNotFound):
-        store.merge_memories(sid, [(a.artifact_id, 1), ("am_missing", 1)], "nope result", "note", [])
+        store.merge_memories(sid, MemoryMerge(((a.artifact_id, 1), ("am_missing", 1)), "nope result", "note", ()))
     with pytest.raises(ScopeNotFound):
-        store.merge_memories("missing", [(a.artifact_id, 1), (b.artifact_id, 1)], "nope result", "note", [])
+        store.merge_memories(
+            "missing", MemoryMerge(((a.artifact_id, 1), (b.artifact_id, 1)), "nope result", "note", ())
+        )
     assert store.read_head(sid, a.artifact_id).state == "active"
     assert store.read_head(sid, b.artifact_id).state == "active"
     assert hits(store, sid, "nope") == []
@@ -262,8 +266,10 @@ def test_search_only_over_active_heads_in_one_scope(store: Store) -> None:
     add(store, other, "searchword elsewhere")
     store.change_lifecycle(sid, forgotten.artifact_id, "forget", None)
     store.change_lifecycle(sid, retired.artifact_id, "retire", None)
-    new_head = store.revise_memory(sid, revised.artifact_id, 1, "searchword new text", None, None).key
-    merged = store.merge_memories(sid, [(m1.artifact_id, 1), (m2.artifact_id, 1)], "searchword merged", "note", []).key
+    new_head = store.revise_memory(sid, revised.artifact_id, 1, MemoryEdit("searchword new text")).key
+    merged = store.merge_memories(
+        sid, MemoryMerge(((m1.artifact_id, 1), (m2.artifact_id, 1)), "searchword merged", "note", ())
+    ).key
     found = hits(store, sid, "searchword")
     assert sorted(found, key=str) == sorted([active, new_head, merged], key=str)
     scored = store.search_text(sid, query_terms("searchword"), 50)
@@ -280,10 +286,12 @@ def test_removing_one_head_keeps_other_memories_with_the_same_words_searchable(s
         store.change_lifecycle(sid, gone.artifact_id, change, None)  # type: ignore[arg-type]
         expected = [kept]
     elif change == "revise":
-        store.revise_memory(sid, gone.artifact_id, 1, "completely different text", None, None)
+        store.revise_memory(sid, gone.artifact_id, 1, MemoryEdit("completely different text"))
         expected = [kept]
     else:
-        merged = store.merge_memories(sid, [(gone.artifact_id, 1), (third.artifact_id, 1)], "merged body", "note", [])
+        merged = store.merge_memories(
+            sid, MemoryMerge(((gone.artifact_id, 1), (third.artifact_id, 1)), "merged body", "note", ())
+        )
         assert hits(store, sid, "merged") == [merged.key]
         expected = [kept]
     assert hits(store, sid, "sharedterm") == expected
@@ -295,7 +303,7 @@ def test_revising_a_memory_keeps_words_shared_by_old_and_new_text(store: Store) 
     sid = scope(store)
     a = add(store, sid, "keepword alpha")
     b = add(store, sid, "keepword beta")
-    a2 = store.revise_memory(sid, a.artifact_id, 1, "keepword alpha revised", None, None).key
+    a2 = store.revise_memory(sid, a.artifact_id, 1, MemoryEdit("keepword alpha revised")).key
     assert sorted(hits(store, sid, "keepword"), key=str) == sorted([a2, b], key=str)
     store.change_lifecycle(sid, b.artifact_id, "forget", None)
     assert hits(store, sid, "keepword") == [a2]
@@ -387,6 +395,6 @@ def test_observed_at_is_kept_per_revision(store: Store) -> None:
     for record in created:
         head = store.read_head("obs", record.key.artifact_id)
         assert head.observed == record.observed
-    revised = store.revise_memory("obs", created[0].key.artifact_id, 1, "deploy note revised", None, None)
+    revised = store.revise_memory("obs", created[0].key.artifact_id, 1, MemoryEdit("deploy note revised"))
     assert revised.observed == revised.created_at  # a revision states something as of when it is written
     assert store.read_revision("obs", created[0].key.artifact_id, 1).observed == given

@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 
 from powercontext.code.identifiers import identifier_terms, path_terms
-from powercontext.store.base import Embedding, ExperienceContent, ExperienceDraft, NewMemory, NewTopic, ProfileEntry
+from powercontext.store.base import (
+    Embedding,
+    ExperienceContent,
+    ExperienceDraft,
+    MemoryEdit,
+    MemoryMerge,
+    NewMemory,
+    NewTopic,
+    ProfileEntry,
+)
 from powercontext.store.code import NewCodeChunk, NewCodeFile
 from powercontext.store.copy import copy_store, count_rows
 from powercontext.store.sqlite import SqliteStore
@@ -41,10 +50,10 @@ def fill(store: SqliteStore) -> list[str]:
         if i % 5 == 0:  # when it was true, given by the writer (kept by the copy; compared by read_head below)
             m = dataclasses.replace(m, observed_at=f"2024-0{1 + i % 9}-15T08:00:00.000Z")
         ids.append(store.create_memories("app" if i % 2 else "team", [m])[0].key.artifact_id)
-    store.revise_memory("app", ids[1], 1, "revised deploy cache text", None, None, Embedding("m1", unit(99)))
+    store.revise_memory("app", ids[1], 1, MemoryEdit("revised deploy cache text", embedding=Embedding("m1", unit(99))))
     store.change_lifecycle("app", ids[3], "forget", None)
     store.change_lifecycle("team", ids[4], "retire", None)
-    store.merge_memories("app", [(ids[5], 1), (ids[7], 1)], "merged deploy memory", "decision", ["m"])
+    store.merge_memories("app", MemoryMerge(((ids[5], 1), (ids[7], 1)), "merged deploy memory", "decision", ("m",)))
     store.create_topic("app", NewTopic("Deploy", "blue green cache", ("x",)))
     draft = ExperienceDraft(ExperienceContent("Flaky deploy", "retry", "sleep"), ("e",))
     candidate = store.propose_experience("app", draft)

@@ -6,7 +6,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from powercontext.store.base import Embedding, FamilyStore, NewMemory, NewTopic, Store
+from powercontext.store.base import (
+    Embedding,
+    FamilyStore,
+    MemoryEdit,
+    MemoryMerge,
+    NewMemory,
+    NewTopic,
+    Store,
+    TopicEdit,
+)
 from powercontext.store.code import CodeStore, NewCodeChunk, NewCodeFile
 
 DIM = 16
@@ -37,7 +46,7 @@ def test_vector_search_follows_active_heads_through_every_write(open_store: Call
     assert nearest(reader, "s", 0)[0] == "alpha"
     assert nearest(writer, "s", 0)[0] == "alpha"
 
-    writer.revise_memory("s", a, 1, "alpha two", None, None, Embedding(MODEL, basis(2)))
+    writer.revise_memory("s", a, 1, MemoryEdit("alpha two", embedding=Embedding(MODEL, basis(2))))
     for store in (writer, reader):
         assert nearest(store, "s", 2)[0] == "alpha two"
         assert "alpha" not in nearest(store, "s", 0)  # the old revision's vector is not searchable
@@ -62,7 +71,7 @@ def test_a_store_that_searched_before_another_wrote_answers_from_the_new_vectors
     writer.create_memories("s", [NewMemory("leaning", "fact", (), embedding=Embedding(MODEL, leaning))])
     assert nearest(reader, "s", 0, limit=1) == ["alpha"]
 
-    writer.revise_memory("s", a, 1, "alpha moved", None, None, Embedding(MODEL, basis(2)))
+    writer.revise_memory("s", a, 1, MemoryEdit("alpha moved", embedding=Embedding(MODEL, basis(2))))
     add(writer, "s", "newcomer", 3)
     assert nearest(reader, "s", 0, limit=1) == ["leaning"]  # not the memory whose old vector was nearest
     assert nearest(reader, "s", 3, limit=1) == ["newcomer"]  # a vector written after the reader's matrix
@@ -71,7 +80,7 @@ def test_a_store_that_searched_before_another_wrote_answers_from_the_new_vectors
 def test_merge_embeds_the_result_and_hides_the_sources(store: Store) -> None:
     store.create_scope("s", "S", [])
     a, b = add(store, "s", "one", 0), add(store, "s", "two", 1)
-    store.merge_memories("s", [(a, 1), (b, 1)], "one and two", "fact", [], Embedding(MODEL, basis(3)))
+    store.merge_memories("s", MemoryMerge(((a, 1), (b, 1)), "one and two", "fact", (), Embedding(MODEL, basis(3))))
     assert nearest(store, "s", 0) == ["one and two"]
 
 
@@ -93,7 +102,7 @@ def test_backlog_and_write_embeddings(store: Store) -> None:
     backlog = store.embedding_backlog(MODEL, 0, 10)
     assert [t.text for t in backlog] == ["first", "second"]
     # A head revised after the backlog was read keeps its new revision; the stale task is skipped.
-    store.revise_memory("t", revised, 1, "second, revised", None, None)
+    store.revise_memory("t", revised, 1, MemoryEdit("second, revised"))
     written = store.write_embeddings(MODEL, [(t, basis(4 + i)) for i, t in enumerate(backlog)])
     assert written == 1
     assert nearest(store, "s", 4) == ["first", "third"]
@@ -121,7 +130,7 @@ def test_topic_vectors_follow_topic_heads(open_store: Callable[[], Store]) -> No
     # Atomic Memory vectors and Topic Memory vectors never meet.
     assert store.search_vector("s", MODEL, basis(0), 5) == []
     revised = store.revise_topic(
-        "s", topic.key.artifact_id, 1, None, "settles at noon", None, Embedding(MODEL, basis(1))
+        "s", topic.key.artifact_id, 1, TopicEdit(body="settles at noon", embedding=Embedding(MODEL, basis(1)))
     )
     assert [h.record.key for h in store.search_topic_vector("s", MODEL, basis(1), 5)] == [revised.key]
     store.change_topic_lifecycle("s", topic.key.artifact_id, "retire", None)

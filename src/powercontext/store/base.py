@@ -33,6 +33,14 @@ class ScopeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ScopeEdit:
+    """A Scope's new title and references: both replace the current ones."""
+
+    title: str
+    context_references: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Embedding:
     """A unit vector and the model that made it; vectors of different models are never compared."""
 
@@ -50,6 +58,27 @@ class NewMemory:
     request_digest: str = ""
     embedding: Embedding | None = None
     observed_at: str | None = None  # canonical UTC; None: when it is recorded
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEdit:
+    """The next revision of an Atomic Memory: new text; a ``kind`` or ``tags`` of None keeps the head's."""
+
+    text: str
+    kind: str | None = None
+    tags: tuple[str, ...] | None = None
+    embedding: Embedding | None = None  # of the new text; None: the revision has none
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryMerge:
+    """Exact active revisions ``(artifact_id, revision)`` to merge, and the new Atomic Memory that replaces them."""
+
+    sources: tuple[tuple[str, int], ...]
+    text: str
+    kind: str
+    tags: tuple[str, ...]
+    embedding: Embedding | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +140,7 @@ class Store(Protocol):
     """Everything the runtime needs from storage. Writes are transactional; reads never block writes."""
 
     def create_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord: ...
-    def update_scope(
-        self,
-        scope_id: str,
-        title: str,
-        context_references: Sequence[str],
-        keep: Callable[[str], bool] | None = None,
-    ) -> ScopeRecord:
+    def update_scope(self, scope_id: str, edit: ScopeEdit, keep: Callable[[str], bool] | None = None) -> ScopeRecord:
         """Replace title and references; current references for which ``keep`` is true stay, after the new ones
         (the Server keeps those the caller may not read, so an update cannot drop what the caller cannot see)."""
         ...
@@ -127,27 +150,12 @@ class Store(Protocol):
 
     def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]: ...
     def revise_memory(
-        self,
-        scope_id: str,
-        artifact_id: str,
-        expected_revision: int,
-        text: str,
-        kind: str | None,
-        tags: Sequence[str] | None,
-        embedding: Embedding | None = None,
+        self, scope_id: str, artifact_id: str, expected_revision: int, edit: MemoryEdit
     ) -> MemoryRecord: ...
     def change_lifecycle(
         self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None
     ) -> MemoryRecord: ...
-    def merge_memories(
-        self,
-        scope_id: str,
-        sources: Sequence[tuple[str, int]],
-        text: str,
-        kind: str,
-        tags: Sequence[str],
-        embedding: Embedding | None = None,
-    ) -> MemoryRecord: ...
+    def merge_memories(self, scope_id: str, merge: MemoryMerge) -> MemoryRecord: ...
 
     def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord: ...
     def read_revision(self, scope_id: str, artifact_id: str, revision: int) -> MemoryRecord: ...
@@ -190,6 +198,16 @@ class NewTopic:
     # As for NewMemory: same key + same digest replays, else conflicts.
     request_digest: str = ""
     embedding: Embedding | None = None  # of the rendered text, "title\n\nbody"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicEdit:
+    """The next revision of a Topic Memory: a ``title``, ``body`` or ``tags`` of None keeps the head's."""
+
+    title: str | None = None
+    body: str | None = None
+    tags: tuple[str, ...] | None = None
+    embedding: Embedding | None = None  # of the new rendered text; None: the revision has none
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,16 +323,7 @@ class FamilyStore(Protocol):
     """
 
     def create_topic(self, scope_id: str, item: NewTopic) -> TopicRecord: ...
-    def revise_topic(
-        self,
-        scope_id: str,
-        artifact_id: str,
-        expected_revision: int,
-        title: str | None,
-        body: str | None,
-        tags: Sequence[str] | None,
-        embedding: Embedding | None = None,
-    ) -> TopicRecord: ...
+    def revise_topic(self, scope_id: str, artifact_id: str, expected_revision: int, edit: TopicEdit) -> TopicRecord: ...
     def change_topic_lifecycle(
         self, scope_id: str, artifact_id: str, action: TopicAction, expected_revision: int | None
     ) -> TopicRecord: ...

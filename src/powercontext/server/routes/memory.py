@@ -22,6 +22,7 @@ from powercontext.contract.memory import (
 )
 from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
 from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
+from powercontext.store.base import MemoryEdit, MemoryMerge
 
 router = scope_router("atomic-memory", "/atomic-memory")
 
@@ -85,22 +86,18 @@ def search_atomic_memory(
     "/merges", status_code=201, responses=errors(409), summary="Merge exact active revisions into a new Atomic Memory"
 )
 def merge_atomic_memories(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> AtomicMemory:
-    sources = [(s.artifact_id, s.revision) for s in body.sources]
-    embedding = runtime.embedding_for(body.text)
-    return memory_view(
-        runtime.store.merge_memories(scope_id, sources, body.text, body.kind, list(body.tags), embedding)
-    )
+    sources = tuple((s.artifact_id, s.revision) for s in body.sources)
+    merge = MemoryMerge(sources, body.text, body.kind, tuple(body.tags), runtime.embedding_for(body.text))
+    return memory_view(runtime.store.merge_memories(scope_id, merge))
 
 
 @router.put("/{artifact_id}", responses=errors(409), summary="Revise")
 def revise_atomic_memory(
     scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep
 ) -> AtomicMemory:
-    tags = None if body.tags is None else list(body.tags)
-    embedding = runtime.embedding_for(body.text)
-    record = runtime.store.revise_memory(
-        scope_id, artifact_id, body.expected_revision, body.text, body.kind, tags, embedding
-    )
+    tags = None if body.tags is None else tuple(body.tags)
+    edit = MemoryEdit(body.text, body.kind, tags, runtime.embedding_for(body.text))
+    record = runtime.store.revise_memory(scope_id, artifact_id, body.expected_revision, edit)
     return memory_view(record)
 
 

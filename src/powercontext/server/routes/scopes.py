@@ -11,7 +11,7 @@ from powercontext.contract.scopes import Scope, ScopeCreate, ScopeList, ScopeUpd
 from powercontext.domain.access import Principal, ScopeForbidden
 from powercontext.server.mapping import scope_view
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, area_router, errors
-from powercontext.store.base import ScopeRecord
+from powercontext.store.base import ScopeEdit, ScopeRecord
 from powercontext.store.errors import ReferencedScopeNotFound
 
 router = area_router("scopes", "/v1/scopes")
@@ -58,7 +58,6 @@ def update_scope(scope_id: str, body: ScopeUpdate, runtime: RuntimeDep, principa
     """Replace title and references. ``scope-not-found`` names this Scope; ``referenced-scope-not-found``
     a reference that is missing or unreadable. References the caller may not read are kept, after the new ones."""
     _require_readable(principal, body.context_references)
-    record = runtime.store.update_scope(
-        scope_id, body.title, body.context_references, keep=lambda ref: not principal.can_read(ref)
-    )
+    edit = ScopeEdit(body.title, tuple(body.context_references))
+    record = runtime.store.update_scope(scope_id, edit, keep=lambda ref: not principal.can_read(ref))
     return _visible(record, principal)

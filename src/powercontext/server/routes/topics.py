@@ -12,6 +12,7 @@ from powercontext.contract.families import (
 )
 from powercontext.server.family_mapping import new_topic, topic_hit_view, topic_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, scope_router
+from powercontext.store.base import TopicEdit
 
 router = scope_router("topic-memory", "/topic-memory")
 
@@ -46,8 +47,8 @@ def search_topic_memory(
 def revise_topic_memory(
     scope_id: str, artifact_id: str, body: TopicMemoryRevise, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> TopicMemory:
-    tags = None if body.tags is None else list(body.tags)
-    record = runtime.revise_topic(store, scope_id, artifact_id, body.expected_revision, body.title, body.body, tags)
+    edit = TopicEdit(body.title, body.body, None if body.tags is None else tuple(body.tags))
+    record = runtime.revise_topic(store, scope_id, artifact_id, body.expected_revision, edit)
     return topic_view(record)
 
 

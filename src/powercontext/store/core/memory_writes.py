@@ -13,7 +13,7 @@ from typing import Any
 
 from powercontext.domain.identity import ArtifactKey
 from powercontext.domain.lifecycle import LifecycleAction, TransitionRefused, next_state
-from powercontext.store.base import Embedding, MemoryRecord, NewMemory
+from powercontext.store.base import Embedding, MemoryEdit, MemoryMerge, MemoryRecord, NewMemory
 from powercontext.store.core.family_rows import insert_artifact
 from powercontext.store.core.family_rows import now as _now
 from powercontext.store.core.memory_reads import MemoryReads
@@ -76,16 +76,8 @@ class MemoryWrites(MemoryReads):
         found = conn.execute(SELECT_MEMORY + " WHERE a.id = ? AND r.revision = 1", (row[1],)).fetchone()
         return memory_record(found)
 
-    def revise_memory(
-        self,
-        scope_id: str,
-        artifact_id: str,
-        expected_revision: int,
-        text: str,
-        kind: str | None,
-        tags: Sequence[str] | None,
-        embedding: Embedding | None = None,
-    ) -> MemoryRecord:
+    def revise_memory(self, scope_id: str, artifact_id: str, expected_revision: int, edit: MemoryEdit) -> MemoryRecord:
+        text = edit.text
         now = _now()
         with self._write() as conn:
             head = self._head_row(conn, scope_id, artifact_id)
@@ -94,8 +86,8 @@ class MemoryWrites(MemoryReads):
                 raise NotActive(f"only active Atomic Memories can be revised; this one is {state}")
             if expected_revision != head_revision:
                 raise RevisionConflict(expected_revision, head_revision)
-            new_kind = kind if kind is not None else head[6]
-            new_tags = list(tags) if tags is not None else json.loads(head[8])
+            new_kind = edit.kind if edit.kind is not None else head[6]
+            new_tags = list(edit.tags) if edit.tags is not None else json.loads(head[8])
             revision = head_revision + 1
             conn.execute(
                 "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -107,8 +99,8 @@ class MemoryWrites(MemoryReads):
             counts.index(conn, rowid, text)
             counts.flush(conn)
             self._changes.unsearchable(conn, scope_id, FAMILY, rowid)
-            if embedding is not None:
-                self._store_embedding(conn, scope_id, rowid, revision, embedding)
+            if edit.embedding is not None:
+                self._store_embedding(conn, scope_id, rowid, revision, edit.embedding)
         key = ArtifactKey(scope_id, FAMILY, artifact_id, revision)
         return MemoryRecord(key, revision, "active", new_kind, text, tuple(new_tags), now, None, ())
 
@@ -137,15 +129,8 @@ class MemoryWrites(MemoryReads):
             row = conn.execute(SELECT_MEMORY + " WHERE a.id = ? AND r.revision = ?", (rowid, head_revision)).fetchone()
         return memory_record(row)
 
-    def merge_memories(
-        self,
-        scope_id: str,
-        sources: Sequence[tuple[str, int]],
-        text: str,
-        kind: str,
-        tags: Sequence[str],
-        embedding: Embedding | None = None,
-    ) -> MemoryRecord:
+    def merge_memories(self, scope_id: str, merge: MemoryMerge) -> MemoryRecord:
+        sources, text, kind, tags = merge.sources, merge.text, merge.kind, merge.tags
         ids = [artifact_id for artifact_id, _ in sources]
         if len(set(ids)) != len(ids):
             raise InvalidMerge("each source Atomic Memory may appear only once in a merge")
@@ -174,8 +159,8 @@ class MemoryWrites(MemoryReads):
             counts = TermCounts(scope_id)
             counts.index(conn, merged_rowid, text)
             self._changes.touch(conn, scope_id, FAMILY)
-            if embedding is not None:
-                self._store_embedding(conn, scope_id, merged_rowid, 1, embedding)
+            if merge.embedding is not None:
+                self._store_embedding(conn, scope_id, merged_rowid, 1, merge.embedding)
             for head in heads:
                 conn.execute(
                     "UPDATE artifacts SET state = 'merged', merged_into = ?, updated_at = ? WHERE id = ?",

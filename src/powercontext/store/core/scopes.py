@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from powercontext.store.base import ScopeRecord
+from powercontext.store.base import ScopeEdit, ScopeRecord
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.driver import sqlite
 from powercontext.store.core.family_rows import now as _now
@@ -30,13 +30,8 @@ class Scopes(StoreConnections):
                 raise ScopeExists() from exc
         return ScopeRecord(scope_id, title, tuple(context_references), now, now)
 
-    def update_scope(
-        self,
-        scope_id: str,
-        title: str,
-        context_references: Sequence[str],
-        keep: Callable[[str], bool] | None = None,
-    ) -> ScopeRecord:
+    def update_scope(self, scope_id: str, edit: ScopeEdit, keep: Callable[[str], bool] | None = None) -> ScopeRecord:
+        title, context_references = edit.title, edit.context_references
         now = _now()
         with self._write() as conn:
             row = conn.execute(

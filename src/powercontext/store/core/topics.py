@@ -12,7 +12,7 @@ from powercontext.domain.families import (
     TopicAction,
 )
 from powercontext.domain.identity import ArtifactKey
-from powercontext.store.base import Embedding, NewTopic, Scored, ScoredTopic, TopicRecord
+from powercontext.store.base import NewTopic, Scored, ScoredTopic, TopicEdit, TopicRecord
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.family_rows import (
     ArtifactRow,
@@ -73,16 +73,7 @@ class Topics(StoreConnections):
         key = ArtifactKey(scope_id, TOPIC_MEMORY, artifact_id, 1)
         return TopicRecord(key, 1, "active", item.title, item.body, item.tags, at)
 
-    def revise_topic(
-        self,
-        scope_id: str,
-        artifact_id: str,
-        expected_revision: int,
-        title: str | None,
-        body: str | None,
-        tags: Sequence[str] | None,
-        embedding: Embedding | None = None,
-    ) -> TopicRecord:
+    def revise_topic(self, scope_id: str, artifact_id: str, expected_revision: int, edit: TopicEdit) -> TopicRecord:
         at = now()
         with self._write() as conn:
             head = head_row(conn, scope_id, TOPIC_MEMORY, artifact_id)
@@ -90,16 +81,16 @@ class Topics(StoreConnections):
                 raise NotActive(f"only active Topic Memories can be revised; this one is {head.state}")
             if expected_revision != head.head_revision:
                 raise RevisionConflict(expected_revision, head.head_revision)
-            new_title = title if title is not None else head.fields["title"]
-            new_body = body if body is not None else head.fields["body"]
-            new_tags = tuple(tags) if tags is not None else head.tags
+            new_title = edit.title if edit.title is not None else head.fields["title"]
+            new_body = edit.body if edit.body is not None else head.fields["body"]
+            new_tags = tuple(edit.tags) if edit.tags is not None else head.tags
             revision = head.head_revision + 1
             _write_revision(conn, head.rowid, revision, new_title, new_body, new_tags, at)
             TOPIC_FTS.remove(conn, head.rowid, scope_id)
             TOPIC_FTS.add(conn, head.rowid, scope_id, (new_title, new_body))
             self._changes.unsearchable(conn, scope_id, TOPIC_MEMORY, head.rowid)
-            if embedding is not None:
-                e = embedding
+            if edit.embedding is not None:
+                e = edit.embedding
                 self._changes.store(conn, scope_id, TOPIC_MEMORY, head.rowid, revision, e.model_id, e.vector)
         return TopicRecord(head.key_at(revision), revision, "active", new_title, new_body, new_tags, at)
 
