@@ -44,7 +44,7 @@ from _common import (
 from powercontext.domain.candidates import Candidate
 from powercontext.inference.generation import ChatMessage, OpenAICompatibleGeneration
 from powercontext.recall.deterministic import LexicalCoverageReranker
-from powercontext.recall.rerank import RerankSession
+from powercontext.recall.rerank import RerankSession, RerankTask
 from prepare_latency import prepare_once
 
 REPO = BENCH_DIR.parent
@@ -168,7 +168,7 @@ def deterministic_cost(pools: int = 500) -> bool:
         for i in range(pools):
             pool = [Candidate(None, "fact", t) for t in texts[i * 30 : (i + 1) * 30]]
             t0 = time.perf_counter()
-            reranker.rerank(queries[i % len(queries)], pool, 16, None, RerankSession(0))
+            reranker.rerank(RerankTask(queries[i % len(queries)], pool, 16, None), RerankSession(0))
             samples.append((time.perf_counter() - t0) * 1000)
         result[phase] = samples
         print(f"\ndeterministic rerank of 30 candidates, {pools} pools, {phase}")

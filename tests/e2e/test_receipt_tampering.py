@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from powercontext.contract.receipt import PreparedContextReceipt
-from powercontext.domain.candidates import Candidate
 from powercontext.prompts.definitions import ResolvedPrompt
 from powercontext.recall.expansion import WidenExpander
-from powercontext.recall.rerank import RerankConfigRecord, RerankResult, RerankSession
+from powercontext.recall.rerank import RerankConfigRecord, RerankResult, RerankSession, RerankTask
 from powercontext.receipt.assembler import ReceiptEvidence, TraceReceiptAssembler
 from powercontext.runtime import Runtime
 from powercontext.server.app import create_app
@@ -67,10 +66,8 @@ class ModelLikeReranker:
     def evidence(self, prompt: ResolvedPrompt | None) -> RerankConfigRecord | None:
         return RerankConfigRecord("test.keyword.v1", "injected:keyword", {"temperature": 0.0}, 1.0, 4, prompt, True)
 
-    def rerank(
-        self, query: str, candidates: Sequence[Candidate], limit: int, prompt: ResolvedPrompt | None, s: RerankSession
-    ) -> RerankResult:
-        order = tuple(i for i, c in enumerate(candidates) if "zebra" in c.text)
+    def rerank(self, task: RerankTask, s: RerankSession) -> RerankResult:
+        order = tuple(i for i, c in enumerate(task.candidates) if "zebra" in c.text)
         return RerankResult(order, "selected", "none") if order else RerankResult(None, "fallback", "empty_selection")
 
 

@@ -4,18 +4,16 @@ uvicorn (no monkeypatching): evidence that is missing is never invented, and eve
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from powercontext.contract.common import ArtifactAddress, ArtifactRef
 from powercontext.contract.receipt import PreparedContextReceipt
-from powercontext.domain.candidates import Candidate
 from powercontext.prompts.definitions import ResolvedPrompt, compiled_digest, resolve_builtin
 from powercontext.prompts.errors import PromptUnavailable
 from powercontext.recall.deterministic import LexicalCoverageReranker
-from powercontext.recall.rerank import RerankConfigRecord, RerankResult, RerankSession
+from powercontext.recall.rerank import RerankConfigRecord, RerankResult, RerankSession, RerankTask
 from powercontext.receipt.assembler import ReceiptEvidence, TraceReceiptAssembler
 from powercontext.store.sqlite import SqliteStore
 from tests.conftest import StartInProcess
@@ -41,12 +39,10 @@ class KeywordReranker:
     def evidence(self, prompt: ResolvedPrompt | None) -> RerankConfigRecord | None:
         return RerankConfigRecord("test.keyword.v1", "injected:keyword", {"temperature": 0.0}, 1.0, 4, prompt, True)
 
-    def rerank(
-        self, query: str, candidates: Sequence[Candidate], limit: int, prompt: ResolvedPrompt | None, s: RerankSession
-    ) -> RerankResult:
+    def rerank(self, task: RerankTask, s: RerankSession) -> RerankResult:
         self.calls += 1
-        self.prompts.append(prompt)
-        order = tuple(i for i, c in enumerate(candidates) if "zebra" in c.text)
+        self.prompts.append(task.prompt)
+        order = tuple(i for i, c in enumerate(task.candidates) if "zebra" in c.text)
         return RerankResult(order, "selected", "none") if order else RerankResult(None, "fallback", "empty_selection")
 
 
@@ -375,10 +371,8 @@ def test_the_published_receipt_bound_is_the_one_enforced(
 
 
 class Raising(KeywordReranker):
-    def rerank(
-        self, query: str, candidates: Sequence[Candidate], limit: int, prompt: ResolvedPrompt | None, s: RerankSession
-    ) -> RerankResult:
-        raise RuntimeError(f"reranker bug on {query!r}")
+    def rerank(self, task: RerankTask, s: RerankSession) -> RerankResult:
+        raise RuntimeError(f"reranker bug on {task.query!r}")
 
 
 def test_a_reranker_that_raises_keeps_the_coarse_order(

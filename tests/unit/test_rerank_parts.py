@@ -9,7 +9,7 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.inference.generation import InvalidOutput
 from powercontext.recall.deterministic import LexicalCoverageReranker
 from powercontext.recall.expansion import WidenExpander, parse_queries
-from powercontext.recall.rerank import RerankSession, parse_ranks
+from powercontext.recall.rerank import RerankSession, RerankTask, parse_ranks
 from powercontext.recall.trace import RecallTrace
 from powercontext.text.tokenize import term_set, terms
 
@@ -61,15 +61,12 @@ def test_term_set_is_the_set_of_terms() -> None:
 def test_deterministic_reranker_is_deterministic_and_prefers_coverage() -> None:
     pool = [candidate(0, "alpha only"), candidate(1, "beta gamma mentions alpha"), candidate(2, "unrelated")]
     reranker = LexicalCoverageReranker(coverage_weight=0.9)
-    first = reranker.rerank("alpha beta gamma", pool, 2, None, RerankSession(0))
-    assert first == reranker.rerank("alpha beta gamma", pool, 2, None, RerankSession(0))
+    first = reranker.rerank(RerankTask("alpha beta gamma", pool, 2, None), RerankSession(0))
+    assert first == reranker.rerank(RerankTask("alpha beta gamma", pool, 2, None), RerankSession(0))
     assert first.outcome == "selected" and first.order == (1, 0)
     # Weight 0 is the coarse order.
-    assert LexicalCoverageReranker(coverage_weight=0.0).rerank("alpha", pool, 3, None, RerankSession(0)).order == (
-        0,
-        1,
-        2,
-    )
+    coarse = LexicalCoverageReranker(coverage_weight=0.0).rerank(RerankTask("alpha", pool, 3, None), RerankSession(0))
+    assert coarse.order == (0, 1, 2)
     record = reranker.evidence(None)
     assert record is not None and record.is_complete() and record.model is None and not record.model_backed
 

@@ -15,12 +15,10 @@ same pool and query always give the same order.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from functools import lru_cache
 
-from powercontext.domain.candidates import Candidate
 from powercontext.prompts.definitions import ResolvedPrompt
-from powercontext.recall.rerank import RerankConfigRecord, RerankResult, RerankSession
+from powercontext.recall.rerank import RerankConfigRecord, RerankResult, RerankSession, RerankTask
 from powercontext.text.tokenize import query_terms, term_set
 
 LEXICAL_POLICY_ID = "powercontext.memory.rerank.lexical-coverage.v1"
@@ -54,15 +52,8 @@ class LexicalCoverageReranker:
         settings = {"candidate_limit": self.candidate_limit, "coverage_weight": self.coverage_weight}
         return RerankConfigRecord(LEXICAL_POLICY_ID, None, settings, 0.0, 0, None, False)
 
-    def rerank(
-        self,
-        query: str,
-        candidates: Sequence[Candidate],
-        limit: int,
-        prompt: ResolvedPrompt | None,
-        session: RerankSession,
-    ) -> RerankResult:
-        wanted = _query_terms(query)
+    def rerank(self, task: RerankTask, session: RerankSession) -> RerankResult:
+        wanted, candidates = _query_terms(task.query), task.candidates
         if not wanted or not candidates:
             return RerankResult(None, "fallback", "empty_selection")
         term_sets = [_term_set(c.text) for c in candidates]
@@ -74,5 +65,5 @@ class LexicalCoverageReranker:
             (1.0 - w) * (RRF_K + 1) / (RRF_K + rank) + w * sum(idf[t] for t in wanted if t in s) / total
             for rank, s in enumerate(term_sets, start=1)
         ]
-        order = sorted(range(n), key=lambda i: (-scores[i], i))[:limit]
+        order = sorted(range(n), key=lambda i: (-scores[i], i))[: task.limit]
         return RerankResult(tuple(order), "selected", "none")

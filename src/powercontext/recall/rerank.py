@@ -39,6 +39,17 @@ LISTWISE_POLICY_ID = "powercontext.memory.rerank.listwise.v1"
 MAX_CANDIDATE_CHARS = 2000  # per candidate in the rerank message; memories are short, this only bounds outliers
 
 
+@dataclass(frozen=True, slots=True)
+class RerankTask:
+    """One Scope's rerank invocation: the request, its coarse pool, how many to keep, and the Scope's resolved
+    Prompt (None for a reranker that takes none)."""
+
+    query: str
+    candidates: Sequence[Candidate]
+    limit: int
+    prompt: ResolvedPrompt | None
+
+
 @dataclass(frozen=True)
 class RerankResult:
     order: tuple[int, ...] | None  # indexes into the pool, best first; None: keep the coarse order
@@ -89,14 +100,7 @@ class MemoryReranker(Protocol):
 
     def evidence(self, prompt: ResolvedPrompt | None) -> RerankConfigRecord | None: ...
 
-    def rerank(
-        self,
-        query: str,
-        candidates: Sequence[Candidate],
-        limit: int,
-        prompt: ResolvedPrompt | None,
-        session: RerankSession,
-    ) -> RerankResult: ...
+    def rerank(self, task: RerankTask, session: RerankSession) -> RerankResult: ...
 
 
 class ListwiseReranker:
@@ -117,20 +121,14 @@ class ListwiseReranker:
             LISTWISE_POLICY_ID, call.model_id, call.settings, call.timeout_s, call.max_requests, prompt, True
         )
 
-    def rerank(
-        self,
-        query: str,
-        candidates: Sequence[Candidate],
-        limit: int,
-        prompt: ResolvedPrompt | None,
-        session: RerankSession,
-    ) -> RerankResult:
-        if prompt is None:
+    def rerank(self, task: RerankTask, session: RerankSession) -> RerankResult:
+        if task.prompt is None:
             return RerankResult(None, "failed", "inference_unavailable")
-        messages = [ChatMessage("system", prompt.compiled_text), ChatMessage("user", rerank_message(query, candidates))]
+        request = rerank_message(task.query, task.candidates)
+        messages = [ChatMessage("system", task.prompt.compiled_text), ChatMessage("user", request)]
         try:
             answer = self._provider.complete(self._call.model, messages, self._call.settings, self._call.timeout_s)
-            order = parse_ranks(answer, len(candidates), limit)
+            order = parse_ranks(answer, len(task.candidates), task.limit)
         except InferenceError as exc:
             session.failure = exc.reason
             log.warning("event=rerank.failed reason=%s", exc.reason)
@@ -240,7 +238,7 @@ def _rerank_pool(
         session.take()  # refusal() said there is room: this invocation counts against both limits
         trace.non_deterministic = True  # even if it fails: a model was asked
     try:
-        result = reranker.rerank(query, pool, limit, prompt, session)
+        result = reranker.rerank(RerankTask(query, pool, limit, prompt), session)
         record = reranker.evidence(prompt)
     except Exception as exc:  # an injected reranker's bug: the coarse order, and no evidence to state
         log.warning("event=rerank.failed reason=reranker_error error_type=%s", type(exc).__name__)
