@@ -319,6 +319,26 @@ def test_topic_memory_runs_hybrid_and_falls_back_like_atomic_memory(vapi: Api, e
     assert body["status"] == "ready"
 
 
+def test_a_revised_topic_is_found_by_its_new_text_and_a_stale_revise_asks_no_provider(
+    vapi: Api, embeddings: EmbeddingServer
+) -> None:
+    sid = vapi.new_scope()
+    for title, body in [("Settlement", "the payments ledger settles nightly"), ("Releases", "trains leave tuesdays")]:
+        created = vapi.post(f"/v1/scopes/{sid}/topic-memory", {"title": title, "body": body})
+        assert created.status_code == 201
+    aid = created.json()["artifact_address"]["artifact"]["artifact_id"]
+    revised = vapi.put(f"/v1/scopes/{sid}/topic-memory/{aid}", {"expected_revision": 1, "body": "vault rotates keys"})
+    assert revised.status_code == 200 and revised.json()["title"] == "Releases"
+    search = vapi.post(f"/v1/scopes/{sid}/topic-memory/search", {"query": "vault rotates keys", "mode": "vector"})
+    top = search.json()["hits"][0]
+    ref = top["artifact_address"]["artifact"]
+    assert (ref["artifact_id"], ref["revision"], top["title"]) == (aid, 2, "Releases")
+    before = embeddings.stats()["requests"]
+    stale = vapi.put(f"/v1/scopes/{sid}/topic-memory/{aid}", {"expected_revision": 1, "title": "late"})
+    assert stale.status_code == 409
+    assert embeddings.stats()["requests"] == before  # the compare-and-swap would refuse it: nothing to embed
+
+
 def test_code_is_embedded_on_index_and_queried_by_both_channels(
     vapi: Api, embeddings: EmbeddingServer, tmp_path: Path
 ) -> None:
