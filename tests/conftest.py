@@ -39,7 +39,7 @@ from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
 from tests.scheduling import TimedTogetherScheduling, alone_when_timed, order_items, record_timed_ids, share_run_id
-from tests.seekdb_support import require_seekdb
+from tests.seekdb_support import new_engine_dir, require_seekdb
 from tests.support import REQUEST_ID_HEADER, TLS, Api, free_port, stop_process, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -179,7 +179,7 @@ def seekdb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
     """A server subprocess on its own embedded seekdb directory (never the test process's engine)."""
     require_seekdb()
     base = tmp_path_factory.mktemp("seekdb-server")
-    with live_server(base, store=f"seekdb://{base / 'engine'}") as live:
+    with live_server(base, store=f"seekdb://{new_engine_dir(base)}") as live:
         yield live
 
 

@@ -3,6 +3,11 @@
 Opening the engine takes ~2 s and ~300 MB of disk, and creating the schema ~1-3 s, so the session
 opens one instance in a temporary directory and one contract database in it; a test that asks for a
 new store directory gets that database emptied (rows deleted, schema kept) instead of a new one.
+
+A new engine directory costs ~6 s of CPU in its first ten seconds (the engine bootstraps its own system
+tablets in the background); one that was bootstrapped before and closed costs ~2 s to open. So each
+process bootstraps one template directory, and every engine directory a test or a Server needs is a copy
+of it (``new_engine_dir``): the engines are what the suite spends most CPU on (a third, measured).
 If the engine cannot start, ``seekdb_unavailable()`` gives the exact reason; the test run prints it
 as "skipped: <reason>", and under CI (``CI`` set) that is an error: an untested backend is unsupported.
 """
@@ -35,8 +40,33 @@ def engine_dir() -> Path:
     return directory
 
 
+@cache
+def _template() -> Path:
+    """A bootstrapped engine directory that no engine has open: what ``new_engine_dir`` copies."""
+    import pylibseekdb
+
+    directory = engine_dir() / "template"
+    pylibseekdb.open(str(directory)).close()
+    return directory
+
+
+def new_engine_dir(parent: Path, name: str = "engine") -> Path:
+    """``parent / name``: a new engine directory, bootstrapped already (a copy of the process's template).
+
+    The engine opens it as it opens a directory of its own from an earlier start: it holds no database of
+    ours yet, so a Server or ``store copy`` still creates the database and its schema there."""
+    target = parent / name
+    shutil.copytree(_template(), target, symlinks=True)
+    return target
+
+
+@cache
+def _contract_engine() -> Path:
+    return new_engine_dir(engine_dir())
+
+
 def location(database: str = "contract") -> StoreLocation:
-    return StoreLocation("seekdb", path=engine_dir() / "engine", database=database)
+    return StoreLocation("seekdb", path=_contract_engine(), database=database)
 
 
 def fresh_location(database: str, fulltext: str = "exact", vectors: str = "exact") -> StoreLocation:

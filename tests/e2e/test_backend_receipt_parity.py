@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import LiveServer, live_server
-from tests.seekdb_support import require_seekdb
+from tests.seekdb_support import new_engine_dir, require_seekdb
 
 _ID = re.compile(r"\b(?:am|tm|ex|exc)_[0-9a-z]{26}\b")
 _WORDS = [
@@ -173,7 +173,7 @@ def test_one_workload_gives_identical_receipts_on_sqlite_and_seekdb(tmp_path: Pa
     require_seekdb()
     with (
         live_server(tmp_path, log_name="sqlite.log") as server,
-        live_server(tmp_path, store=f"seekdb://{tmp_path / 'engine'}", log_name="seekdb.log") as seekdb_server,
+        live_server(tmp_path, store=f"seekdb://{new_engine_dir(tmp_path)}", log_name="seekdb.log") as seekdb_server,
     ):
         compare(server, seekdb_server)
 

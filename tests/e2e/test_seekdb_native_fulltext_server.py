@@ -13,7 +13,7 @@ from powercontext.store.base import NewMemory
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
 from tests.conftest import live_server
-from tests.seekdb_support import require_seekdb
+from tests.seekdb_support import new_engine_dir, require_seekdb
 
 
 def selected_texts(http: httpx.Client, query: str) -> list[str]:
@@ -33,7 +33,7 @@ def test_a_server_on_a_native_fulltext_database_prepares_from_the_engine_index(t
         [NewMemory("分布式数据库系统支持全文索引", "fact", ()), NewMemory("Deploys freeze on Thursdays", "fact", ())],
     )
     source.close()
-    target = f"seekdb://{tmp_path / 'engine'}?fulltext=native"
+    target = f"seekdb://{new_engine_dir(tmp_path)}?fulltext=native"
     copied = forked.run(
         [
             sys.executable,
@@ -63,7 +63,7 @@ def test_a_server_on_a_native_fulltext_database_prepares_from_the_engine_index(t
 
 def test_hybrid_prepare_on_native_fulltext_and_native_vectors(tmp_path: Path) -> None:
     require_seekdb()
-    store = f"seekdb://{tmp_path / 'engine'}?fulltext=native&vectors=native"
+    store = f"seekdb://{new_engine_dir(tmp_path)}?fulltext=native&vectors=native"
     settings = {"POWERCONTEXT_EMBEDDINGS": "local"}
     with (
         live_server(tmp_path, settings, store=store) as server,

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from tests.conftest import LiveServer, live_server
-from tests.seekdb_support import require_seekdb
+from tests.seekdb_support import new_engine_dir, require_seekdb
 
 WRITERS = 16
 WRITES_EACH = 4
@@ -33,7 +33,7 @@ WRITES_EACH = 4
 def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, LiveServer]]:
     require_seekdb()
     base = tmp_path_factory.mktemp("two-servers")
-    url = f"seekdb://{base / 'engine'}"
+    url = f"seekdb://{new_engine_dir(base)}"
     with (
         live_server(base, store=url, log_name="a.log") as first,
         live_server(base, store=url, log_name="b.log") as second,
@@ -206,7 +206,7 @@ def embedded_engine_socket(owner: LiveServer) -> dict[str, Any]:
 
 def test_a_server_killed_during_a_batch_leaves_no_partial_batch(tmp_path: Path) -> None:
     require_seekdb()
-    url = f"seekdb://{tmp_path / 'engine'}"
+    url = f"seekdb://{new_engine_dir(tmp_path)}"
     with live_server(tmp_path, store=url, log_name="owner.log") as owner:
         held = writer_lock_probe(embedded_engine_socket(owner))
         with live_server(tmp_path, store=url, log_name="victim.log") as victim:

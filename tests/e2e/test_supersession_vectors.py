@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import LiveServer, live_server
 from tests.embedding_fixture import start_embedding_server
-from tests.seekdb_support import require_seekdb
+from tests.seekdb_support import new_engine_dir, require_seekdb
 from tests.support import Api, Fragment, artifact_id, parse_fragments
 
 DIM = 128
@@ -107,7 +107,7 @@ def test_sqlite_and_seekdb_decide_alike_under_hybrid_recall(
     # cosines to the query are exactly equal, come in the same (insertion) order on both.
     require_seekdb()
     base = tmp_path_factory.mktemp("supersession-vectors-seekdb")
-    with live_server(base, embedding_settings, store=f"seekdb://{base / 'engine'}") as seekdb:
+    with live_server(base, embedding_settings, store=f"seekdb://{new_engine_dir(base)}") as seekdb:
         answers = []
         for live in (hybrid_server, seekdb):
             with closing(Api(live.base_url)) as api:

@@ -20,7 +20,7 @@ from powercontext.store.base import Embedding, MemoryEdit, NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
-from tests.seekdb_support import fresh_location, open_seekdb, require_seekdb
+from tests.seekdb_support import fresh_location, new_engine_dir, open_seekdb, require_seekdb
 
 if TYPE_CHECKING:  # importing the store needs the oceanbase extra
     from powercontext.store.oceanbase.store import OceanBaseStore
@@ -100,7 +100,7 @@ def test_store_copy_fills_the_vector_columns(tmp_path: Path) -> None:
     source.create_scope("p", "p", [])
     source.create_memories("p", memories(25))
     source.close()
-    target = f"seekdb://{tmp_path / 'engine'}?vectors=native"
+    target = f"seekdb://{new_engine_dir(tmp_path)}?vectors=native"
     source_url = f"sqlite://{tmp_path / 'source.db'}"
     copied = forked.run(
         [sys.executable, "-m", "powercontext", "store", "copy", "--from", source_url, "--to", target],

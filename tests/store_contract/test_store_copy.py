@@ -133,7 +133,8 @@ def test_store_copy_command_reports_matching_counts(tmp_path: Path) -> None:
     source = SqliteStore(tmp_path / "source.db")
     fill(source)
     source.close()
-    # Its own engine directory: the command runs in another process.
+    # Its own engine directory, which does not exist yet: the command runs in another process, and this is the
+    # suite's one engine bootstrapped from nothing (the others are copies: tests/seekdb_support.new_engine_dir).
     target = f"seekdb://{tmp_path / 'copy-engine'}"
     command = [sys.executable, "-m", "powercontext", "store", "copy", "--from", f"sqlite://{tmp_path / 'source.db'}"]
     result = forked.run([*command, "--to", target], capture_output=True, text=True, timeout=300)
