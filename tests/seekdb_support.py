@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 _TABLES_KEPT = {"schema_migrations", "store_locks"}
 _current_dir: list[Path] = []
+_created: dict[str, StoreLocation] = {}  # open_emptied's databases, by name
 
 
 @cache
@@ -123,9 +124,25 @@ def seekdb_store(directory: Path) -> OceanBaseStore:
     store = OceanBaseStore(location())
     if not _current_dir or _current_dir[0] != directory:
         _current_dir[:] = [directory]
-        conn = store._writer
-        tables = [row[0] for row in conn.query("SHOW TABLES").fetchall() if row[0] not in _TABLES_KEPT]
-        for table in tables:
-            conn.query(f"DELETE FROM `{table}`")
-        conn.raw.commit()
+        _delete_rows(store)
     return store
+
+
+def open_emptied(database: str, fulltext: str = "exact", vectors: str = "exact") -> OceanBaseStore:
+    """A store on ``database`` with no rows: the process's first call creates it (``fresh_location``), each
+    later one deletes its rows and keeps its schema. Dropping and creating a database with its FULLTEXT or
+    vector indexes costs the engine ~5 s of CPU; a test that is not about creating one needs only it empty."""
+    where = fresh_location(database, fulltext, vectors) if database not in _created else _created[database]
+    store = open_seekdb(where)
+    if database in _created:
+        _delete_rows(store)
+    _created[database] = where
+    return store
+
+
+def _delete_rows(store: OceanBaseStore) -> None:
+    conn = store._writer
+    tables = [row[0] for row in conn.query("SHOW TABLES").fetchall() if row[0] not in _TABLES_KEPT]
+    for table in tables:
+        conn.query(f"DELETE FROM `{table}`")
+    conn.raw.commit()

@@ -16,7 +16,7 @@ import pytest
 from powercontext.store.base import MemoryEdit, NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.text.tokenize import query_terms
-from tests.seekdb_support import fresh_location, open_seekdb, require_seekdb
+from tests.seekdb_support import fresh_location, open_emptied, open_seekdb, require_seekdb
 
 if TYPE_CHECKING:  # importing the store needs the oceanbase extra
     from powercontext.store.oceanbase.store import OceanBaseStore
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # importing the store needs the oceanbase extra
 @pytest.fixture
 def native() -> Iterator[OceanBaseStore]:
     require_seekdb()
-    store = open_seekdb(fresh_location("native_fts", fulltext="native"))
+    store = open_emptied("native_fts", fulltext="native")
     store.create_scope("p", "p", [])
     store.create_scope("other", "o", [])
     yield store

@@ -20,7 +20,7 @@ from powercontext.store.base import Embedding, MemoryEdit, NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
-from tests.seekdb_support import fresh_location, new_engine_dir, open_seekdb, require_seekdb
+from tests.seekdb_support import fresh_location, new_engine_dir, open_emptied, open_seekdb, require_seekdb
 
 if TYPE_CHECKING:  # importing the store needs the oceanbase extra
     from powercontext.store.oceanbase.store import OceanBaseStore
@@ -42,7 +42,7 @@ def stored_vectors(store: OceanBaseStore) -> int:
 @pytest.fixture
 def native() -> Iterator[OceanBaseStore]:
     require_seekdb()
-    store = open_seekdb(fresh_location("native_vec", vectors="native"))
+    store = open_emptied("native_vec", vectors="native")
     store.create_scope("p", "p", [])
     store.create_scope("other", "o", [])
     yield store

@@ -15,7 +15,7 @@ import pytest
 
 from powercontext.store.base import Embedding, NewMemory, NewTopic
 from powercontext.text.tokenize import query_terms
-from tests.seekdb_support import fresh_location, open_seekdb, require_seekdb
+from tests.seekdb_support import open_emptied, require_seekdb
 
 if TYPE_CHECKING:  # importing the store needs the oceanbase extra
     from powercontext.store.oceanbase.store import OceanBaseStore
@@ -32,7 +32,7 @@ AWKWARD = [
 @pytest.fixture
 def store() -> Iterator[OceanBaseStore]:
     require_seekdb()
-    opened = open_seekdb(fresh_location("reader_session"))
+    opened = open_emptied("reader_session")
     yield opened
     opened.close()
 
