@@ -87,3 +87,13 @@ def test_importing_the_package_loads_neither_the_client_nor_the_server() -> None
 
 def test_the_package_is_marked_typed() -> None:
     assert (INIT.parent / "py.typed").is_file()
+
+
+def test_the_client_module_still_exports_the_names_it_exported_before() -> None:
+    """``from powercontext.client import NotFound`` (and the rest of its old ``__all__``) keeps working: the
+    package's list moved to ``powercontext.__all__``, the old import paths did not go away."""
+    import powercontext.client as client
+
+    former = ("Conflict", "Forbidden", "InvalidRequest", "NotFound", "PowerContextClient", "PowerContextError")
+    former += ("PrepareContextRequest", "PreparedContext", "Unavailable")
+    assert {name: getattr(client, name) for name in former} == {name: getattr(powercontext, name) for name in former}

@@ -9,7 +9,12 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from powercontext.client.errors import PowerContextError, Unavailable, error_for
+from powercontext.client.errors import Conflict as Conflict
+from powercontext.client.errors import Forbidden as Forbidden
+from powercontext.client.errors import InvalidRequest as InvalidRequest
+from powercontext.client.errors import NotFound as NotFound
+from powercontext.client.errors import PowerContextError, error_for
+from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
 from powercontext.contract.capabilities import Capabilities
@@ -26,11 +31,12 @@ from powercontext.contract.memory import (
     AtomicMemorySearchResult,
     MemoryListState,
 )
-from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
+from powercontext.contract.prepare import PrepareContextRequest as PrepareContextRequest
+from powercontext.contract.prepare import PreparedContext as PreparedContext
 from powercontext.contract.scopes import Scope, ScopeList
 
-# The package's public names are ``powercontext.__all__``; this module adds only the error family its callers
-# catch, so ``from powercontext.client import PowerContextClient, PowerContextError`` keeps working.
+# The package's public names are ``powercontext.__all__``. The names this module exported before that list
+# moved stay importable from here (the ``X as X`` imports above re-export them).
 __all__ = ["PowerContextClient", "PowerContextError"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8765"
