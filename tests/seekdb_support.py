@@ -8,6 +8,7 @@ A new engine directory costs ~6 s of CPU in its first ten seconds (the engine bo
 tablets in the background); one that was bootstrapped before and closed costs ~2 s to open. So each
 process bootstraps one template directory, and every engine directory a test or a Server needs is a copy
 of it (``new_engine_dir``): the engines are what the suite spends most CPU on (a third, measured).
+
 If the engine cannot start, ``seekdb_unavailable()`` gives the exact reason; the test run prints it
 as "skipped: <reason>", and under CI (``CI`` set) that is an error: an untested backend is unsupported.
 """
@@ -132,11 +133,12 @@ def open_emptied(database: str, fulltext: str = "exact", vectors: str = "exact")
     """A store on ``database`` with no rows: the process's first call creates it (``fresh_location``), each
     later one deletes its rows and keeps its schema. Dropping and creating a database with its FULLTEXT or
     vector indexes costs the engine ~5 s of CPU; a test that is not about creating one needs only it empty."""
-    where = fresh_location(database, fulltext, vectors) if database not in _created else _created[database]
+    where = _created.get(database)
+    if where is None:
+        where = _created[database] = fresh_location(database, fulltext, vectors)
+        return open_seekdb(where)
     store = open_seekdb(where)
-    if database in _created:
-        _delete_rows(store)
-    _created[database] = where
+    _delete_rows(store)
     return store
 
 

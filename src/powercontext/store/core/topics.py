@@ -83,7 +83,7 @@ class Topics(StoreConnections):
                 raise RevisionConflict(expected_revision, head.head_revision)
             new_title = edit.title if edit.title is not None else head.fields["title"]
             new_body = edit.body if edit.body is not None else head.fields["body"]
-            new_tags = tuple(edit.tags) if edit.tags is not None else head.tags
+            new_tags = edit.tags if edit.tags is not None else head.tags
             revision = head.head_revision + 1
             _write_revision(conn, head.rowid, revision, new_title, new_body, new_tags, at)
             TOPIC_FTS.remove(conn, head.rowid, scope_id)
