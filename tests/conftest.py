@@ -39,7 +39,7 @@ from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
 from tests.scheduling import TimedTogetherScheduling, alone_when_timed, order_items, record_timed_ids, share_run_id
-from tests.seekdb_support import new_engine_dir, require_seekdb
+from tests.seekdb_support import may_use_seekdb, new_engine_dir, require_seekdb, warm_up_in_background
 from tests.support import REQUEST_ID_HEADER, TLS, Api, free_port, stop_process, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +57,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     order_items(items)
     record_timed_ids(config, items)
+    if not config.option.collectonly and may_use_seekdb(items):
+        warm_up_in_background()
 
 
 @pytest.hookimpl(optionalhook=True)
