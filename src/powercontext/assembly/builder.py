@@ -58,6 +58,8 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class BuiltItem:
+    """An item that went into the context: its rendered size in bytes, and whether it was cut to fit."""
+
     key: ArtifactKey
     rendered_bytes: int
     truncated: bool

@@ -36,6 +36,8 @@ class LineRange:
 
 @dataclass(frozen=True, slots=True)
 class _Rules:
+    """Where a language's definitions start: the lines a chunk may begin at, first and second choice."""
+
     primary: re.Pattern[str]
     secondary: re.Pattern[str] | None
     attached: tuple[str, ...]  # prefixes of the stripped lines that belong to the definition below

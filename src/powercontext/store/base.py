@@ -296,6 +296,8 @@ class CandidateRecord:
 
 @dataclass(frozen=True, slots=True)
 class ProfileEntry:
+    """One ``key: value`` convention of a Profile."""
+
     key: str
     value: str
 
