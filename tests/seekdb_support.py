@@ -61,10 +61,11 @@ def warm_up_in_background() -> None:
 
 
 def may_use_seekdb(items: list[pytest.Item]) -> bool:
-    """Whether any of ``items`` may open the engine: its id (a ``[seekdb]`` parameter) or its file names it."""
-    if any("seekdb" in item.nodeid for item in items):
+    """Whether any of ``items`` may need this module's engine: a ``seekdb`` parameter, or a file that uses this
+    module (``seekdb_server_cases.py``, run by a nested pytest, starts an engine server of its own)."""
+    if any("seekdb" in getattr(getattr(item, "callspec", None), "id", "") for item in items):
         return True
-    return any("seekdb" in path.read_text(encoding="utf-8") for path in {item.path for item in items})
+    return any("seekdb_support" in path.read_text(encoding="utf-8") for path in {item.path for item in items})
 
 
 def _after_warm_up() -> None:
