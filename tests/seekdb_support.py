@@ -10,8 +10,8 @@ process bootstraps one template directory, and every engine directory a test or 
 of it (``new_engine_dir``): the engines are what the suite spends most CPU on (a third, measured).
 
 The template stays open until the engine has finished its first start (``_settle``): a copy of a directory
-closed in the middle of that work redoes it, ~6 s of the engine's CPU in its first 30 s, where a copy of a
-settled one costs ~1 s. A run that holds any seekdb test makes the template and the contract database on a
+closed in the middle of that work redoes it: ~8 s of the engine's CPU from opening to 30 s later, where a copy
+of a settled one costs ~2.5 s (measured on the 2-core machine). A run that holds any seekdb test makes the template and the contract database on a
 thread while the tests that need no engine run (``warm_up_in_background``), so nobody waits for the settling.
 
 If the engine cannot start, ``seekdb_unavailable()`` gives the exact reason; the test run prints it
