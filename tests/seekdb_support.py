@@ -11,8 +11,9 @@ of it (``new_engine_dir``): the engines are what the suite spends most CPU on (a
 
 The template stays open until the engine has finished its first start (``_settle``): a copy of a directory
 closed in the middle of that work redoes it: ~8 s of the engine's CPU from opening to 30 s later, where a copy
-of a settled one costs ~2.5 s (measured on the 2-core machine). A run that holds any seekdb test makes the template and the contract database on a
-thread while the tests that need no engine run (``warm_up_in_background``), so nobody waits for the settling.
+of a settled one costs ~2.5 s (measured on the 2-core machine). A run that holds any seekdb test makes the
+template and the contract database on a thread while the tests that need no engine run
+(``warm_up_in_background``), so nobody waits for the settling.
 
 If the engine cannot start, ``seekdb_unavailable()`` gives the exact reason; the test run prints it
 as "skipped: <reason>", and under CI (``CI`` set) that is an error: an untested backend is unsupported.
