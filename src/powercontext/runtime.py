@@ -233,8 +233,7 @@ class Runtime:
             # against a revision written between this read and the write.
             head = store.read_topic_head(scope_id, artifact_id)
             if head.head_revision == expected_revision:
-                title = head.title if edit.title is None else edit.title
-                body = head.body if edit.body is None else edit.body
+                title, body = edit.title_and_body(head.title, head.body)
                 edit = replace(edit, embedding=self.embedding_for(f"{title}\n\n{body}"))
         return store.revise_topic(scope_id, artifact_id, expected_revision, edit)
 

@@ -209,6 +209,10 @@ class TopicEdit:
     tags: tuple[str, ...] | None = None
     embedding: Embedding | None = None  # of the new rendered text; None: the revision has none
 
+    def title_and_body(self, head_title: str, head_body: str) -> tuple[str, str]:
+        """The new revision's title and body, given the head's: what is stored, and what its embedding is of."""
+        return (head_title if self.title is None else self.title, head_body if self.body is None else self.body)
+
 
 @dataclass(frozen=True, slots=True)
 class TopicRecord:

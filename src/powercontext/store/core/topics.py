@@ -81,8 +81,7 @@ class Topics(StoreConnections):
                 raise NotActive(f"only active Topic Memories can be revised; this one is {head.state}")
             if expected_revision != head.head_revision:
                 raise RevisionConflict(expected_revision, head.head_revision)
-            new_title = edit.title if edit.title is not None else head.fields["title"]
-            new_body = edit.body if edit.body is not None else head.fields["body"]
+            new_title, new_body = edit.title_and_body(head.fields["title"], head.fields["body"])
             new_tags = edit.tags if edit.tags is not None else head.tags
             revision = head.head_revision + 1
             _write_revision(conn, head.rowid, revision, new_title, new_body, new_tags, at)
