@@ -105,8 +105,7 @@ def _engine_process(directory: Path) -> str | None:
     me, wanted = str(os.getpid()), f"--base-dir={directory}".encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[1] == me and wanted in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if _stat_fields(pid)[1] == me and wanted in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return pid
         except (OSError, IndexError):
             continue
@@ -116,10 +115,15 @@ def _engine_process(directory: Path) -> str | None:
 def _cpu_seconds(pid: str | None) -> float:
     """User and system CPU of ``pid`` (0.0 once it is gone, or when there is no such process)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = _stat_fields(pid) if pid is not None else []
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError):
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: str) -> list[str]:
+    """``/proc/<pid>/stat`` after the command name, which may itself hold spaces and parentheses."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def new_engine_dir(parent: Path, name: str = "engine") -> Path:
