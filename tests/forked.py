@@ -7,7 +7,8 @@ imports every ``powercontext`` module once per test process; each command or Ser
 
 What a test observes is what a user observes: a separate process with its own pid, working directory,
 environment, standard streams and exit status (a signal's number, negated), running ``powercontext``'s
-console-script entry or ``serve``, talking HTTP on loopback. Only the imports are done in advance. Tests of
+console-script entry or ``serve``, talking HTTP on loopback. Only the imports, and the body limits every Server
+works out from the same request models, are done in advance (``tests/forked_preload.py``). Tests of
 start-up itself (which modules a command imports, how long ``--help`` takes, a fresh Server's first request)
 start real interpreters instead, as ``subprocess`` does.
 """
@@ -31,15 +32,16 @@ _CONTEXT: ForkServerContext | None = None
 
 
 def _context() -> ForkServerContext:
-    """The fork server imports this module and every ``powercontext`` module (none starts a thread or an
-    engine at import: pylibseekdb and the local models load when first used)."""
+    """The fork server imports this module, every ``powercontext`` module (none starts a thread or an engine at
+    import: pylibseekdb and the local models load when first used) and ``tests.forked_preload``."""
     global _CONTEXT
     if _CONTEXT is None:
         import powercontext
 
         modules = [m.name for m in pkgutil.walk_packages(powercontext.__path__, "powercontext.")]
         _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload([__name__, *(m for m in modules if not m.endswith("__main__"))])
+        preload = [__name__, *(m for m in modules if not m.endswith("__main__")), "tests.forked_preload"]
+        _CONTEXT.set_forkserver_preload(preload)
     return _CONTEXT
 
 
