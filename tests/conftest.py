@@ -39,7 +39,13 @@ from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
 from tests.scheduling import TimedTogetherScheduling, alone_when_timed, order_items, record_timed_ids, share_run_id
-from tests.seekdb_support import may_use_seekdb, new_engine_dir, require_seekdb, warm_up_in_background
+from tests.seekdb_support import (
+    may_use_seekdb,
+    new_engine_dir,
+    require_seekdb,
+    share_one_template,
+    warm_up_in_background,
+)
 from tests.support import REQUEST_ID_HEADER, TLS, Api, free_port, stop_process, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +58,8 @@ SERVE_CODE = (
 
 def pytest_configure(config: pytest.Config) -> None:
     share_run_id(config)
+    if getattr(config, "workerinput", None) is None:  # the controller, before any worker starts
+        config.add_cleanup(share_one_template())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -5,9 +5,10 @@ opens one instance in a temporary directory and one contract database in it; a t
 new store directory gets that database emptied (rows deleted, schema kept) instead of a new one.
 
 A new engine directory costs ~6 s of CPU in its first ten seconds (the engine bootstraps its own system
-tablets in the background); one that was bootstrapped before and closed costs ~2 s to open. So each
-process bootstraps one template directory, and every engine directory a test or a Server needs is a copy
-of it (``new_engine_dir``): the engines are what the suite spends most CPU on (a third, measured).
+tablets in the background); one that was bootstrapped before and closed costs ~2 s to open. So a run
+bootstraps one template directory, which its xdist workers share (``share_one_template``), and every engine
+directory a test or a Server needs is a copy of it (``new_engine_dir``): the engines are what the suite
+spends most CPU on (a third, measured).
 
 The template stays open until the engine has finished its first start (``_settle``): a copy of a directory
 closed in the middle of that work redoes it: ~8 s of the engine's CPU from opening to 30 s later, where a copy
@@ -22,11 +23,13 @@ as "skipped: <reason>", and under CI (``CI`` set) that is an error: an untested 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from powercontext.store.oceanbase.store import OceanBaseStore
 
 _TABLES_KEPT = {"schema_migrations", "store_locks"}
+_RUN_DIRECTORY = "POWERCONTEXT_TEST_SEEKDB_RUN"  # set by share_one_template
 _current_dir: list[Path] = []
 _created: dict[str, StoreLocation] = {}  # open_emptied's databases, by name
 
@@ -76,14 +80,35 @@ def _after_warm_up() -> None:
 
 @cache
 def _template() -> Path:
-    """A bootstrapped, settled engine directory that no engine has open: what ``new_engine_dir`` copies."""
+    """A bootstrapped, settled engine directory that no engine has open: what ``new_engine_dir`` copies.
+
+    One per run: the first process to need it makes it in the run's directory (``share_one_template``) while
+    the others wait for the lock, then copy it too."""
+    shared = Path(os.environ.get(_RUN_DIRECTORY) or engine_dir())
+    with (shared / "template.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        template = shared / "template"
+        if not template.is_dir():
+            _make_template(shared).rename(template)
+    return template
+
+
+def _make_template(parent: Path) -> Path:
     import pylibseekdb
 
-    directory = Path(tempfile.mkdtemp(prefix="template-", dir=engine_dir()))  # a failed try leaves no half-made one
+    directory = Path(tempfile.mkdtemp(prefix="template-", dir=parent))  # a failed try leaves no half-made one
     instance = pylibseekdb.open(str(directory))
     _settle(directory)
     instance.close()
     return directory
+
+
+def share_one_template() -> Callable[[], None]:
+    """Give the run's processes (the xdist workers inherit the environment) one directory to share the template
+    in; returns what removes it, for the end of the run. A template costs ~8 s of CPU to make and settle."""
+    directory = tempfile.mkdtemp(prefix="pc-seekdb-run-")
+    os.environ[_RUN_DIRECTORY] = directory
+    return lambda: shutil.rmtree(directory, ignore_errors=True)
 
 
 def _settle(directory: Path, least_s: float = 8.0, most_s: float = 20.0) -> None:
