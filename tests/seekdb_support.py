@@ -8,7 +8,7 @@ A new engine directory costs ~6 s of CPU in its first ten seconds (the engine bo
 tablets in the background); one that was bootstrapped before and closed costs ~2 s to open. So a run
 bootstraps one template directory, which its xdist workers share (``share_one_template``), and every engine
 directory a test or a Server needs is a copy of it (``new_engine_dir``): the engines are what the suite
-spends most CPU on (a third, measured).
+spends most CPU on (a quarter to a third, measured).
 
 The template stays open until the engine has finished its first start (``_settle``): a copy of a directory
 closed in the middle of that work redoes it: ~8 s of the engine's CPU from opening to 30 s later, where a copy
