@@ -152,7 +152,7 @@ def _stat_fields(pid: str) -> list[str]:
 
 
 def new_engine_dir(parent: Path, name: str = "engine") -> Path:
-    """``parent / name``: a new engine directory, bootstrapped already (a copy of the process's template).
+    """``parent / name``: a new engine directory, bootstrapped already (a copy of the run's template).
 
     The engine opens it as it opens a directory of its own from an earlier start: it holds no database of
     ours yet, so a Server or ``store copy`` still creates the database and its schema there."""

@@ -75,7 +75,8 @@ def largest_batch_item() -> dict[str, Any]:
 def _bmp_by_escaped_bytes() -> tuple[tuple[int, str], ...]:
     """Every character of the Basic Multilingual Plane but the surrogates, grouped by its escaped size, widest
     first: printable ASCII is itself, ``"``, ``\\`` and five controls take a two-byte escape, and every other
-    character a six-byte ``\\uXXXX`` (``json.dumps`` with ``ensure_ascii``; the unit tests compare the two)."""
+    character a six-byte ``\\uXXXX`` (``json.dumps`` with ``ensure_ascii``; the unit tests check the limits built
+    on it against ``json.dumps``)."""
     short = '"\\\b\f\n\r\t'
     plain = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) not in short)
     six = "".join(chr(c) for c in range(0x10000) if not (0x20 <= c < 0x7F or chr(c) in short or 0xD800 <= c <= 0xDFFF))
