@@ -139,8 +139,10 @@ def _engine_process(directory: Path) -> str | None:
 
 def _cpu_seconds(pid: str | None) -> float:
     """User and system CPU of ``pid`` (0.0 once it is gone, or when there is no such process)."""
+    if pid is None:
+        return 0.0
     try:
-        fields = _stat_fields(pid) if pid is not None else []
+        fields = _stat_fields(pid)
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError):
         return 0.0
