@@ -18,7 +18,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from powercontext.assembly.builder import BuiltCodeItem, BuiltItem, PreparedContextBuild
+from powercontext.assembly.builder import BuiltItem, PreparedContextBuild
 from powercontext.contract.common import ArtifactAddress, ArtifactRef, CodeEvidenceRef, Family
 from powercontext.contract.prepare import PreparedContext
 from powercontext.contract.receipt import MAX_RECEIPT_BYTES
@@ -68,7 +68,7 @@ def custom_prompt(sid: str) -> ResolvedPrompt:
 
 def build_for(shape: Shape) -> tuple[RecallTrace, PreparedContextBuild]:
     scopes = [scope_id(i) for i in range(shape.scopes)]
-    items: list[BuiltItem] = []
+    items: list[BuiltItem[ArtifactKey]] = []
     families: list[tuple[Family, str, int]] = [
         ("atomic-memory", "am_", shape.atomic),
         ("topic-memory", "tm_", shape.topic),
@@ -80,7 +80,7 @@ def build_for(shape: Shape) -> tuple[RecallTrace, PreparedContextBuild]:
             key = ArtifactKey(scopes[i % len(scopes)], family, artifact_id(prefix, i), 1 + i % 12)
             items.append(BuiltItem(key, 900 + i, i == 0))
     code = [
-        BuiltCodeItem(
+        BuiltItem(
             CodeEvidenceRef(
                 scope_id=scopes[0],
                 fingerprint=hashlib.sha256(b"repo").hexdigest(),

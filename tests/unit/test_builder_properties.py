@@ -112,7 +112,7 @@ def test_builder_invariants(pools: dict[Family, list[Candidate]], max_bytes: int
 
     # Limits.
     assert len(result.items) <= limits.entry_limit
-    per_family = Counter(item.key.family for item in result.items)
+    per_family = Counter(item.ref.family for item in result.items)
     for family, n in per_family.items():
         assert n <= limits.family_limits.get(family, limits.entry_limit)
     assert not any(reason == "family_limit" for (_, reason) in result.omissions) or any(
@@ -125,7 +125,7 @@ def test_builder_invariants(pools: dict[Family, list[Candidate]], max_bytes: int
     order = [c for _, c in interleave(admitted)]
     it = iter(order)
     for item in result.items:
-        assert any(c.key == item.key for c in it), "selected items keep candidate order"
+        assert any(c.key == item.ref for c in it), "selected items keep candidate order"
 
     if context.content is None:
         return
@@ -140,7 +140,7 @@ def test_builder_invariants(pools: dict[Family, list[Candidate]], max_bytes: int
         if c.key is not None and c.text.strip():
             first_by_key.setdefault(c.key, c)
     for item, fragment in zip(result.items, fragments, strict=True):
-        source = first_by_key[item.key]
+        source = first_by_key[item.ref]
         body = fragment.item["content"]
         assert fragment.item["kind"] == source.kind
         if item.truncated:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from powercontext.assembly.render import (
     ENVELOPE_BYTES,
@@ -28,6 +28,7 @@ from powercontext.text.utf8 import ELLIPSIS_BYTES, truncate_utf8, truncate_with_
 
 MIN_TRUNCATED_BYTES = 64
 CodeIdentity = tuple[str, str, int]  # fingerprint, path, start line: how code ranges are told apart
+_Ref = TypeVar("_Ref", ArtifactKey, CodeEvidenceRef)
 
 
 def _default_candidate_limits() -> dict[Family, int]:
@@ -57,17 +58,11 @@ class Section:
 
 
 @dataclass(frozen=True, slots=True)
-class BuiltItem:
-    """An item that went into the context: its rendered size in bytes, and whether it was cut to fit."""
+class BuiltItem(Generic[_Ref]):
+    """An item that went into the context: what it cites, its rendered size in bytes, and whether it was cut
+    to fit. A code item cites the lines actually injected: a cut one has its final end_line and hash."""
 
-    key: ArtifactKey
-    rendered_bytes: int
-    truncated: bool
-
-
-@dataclass(frozen=True, slots=True)
-class BuiltCodeItem:
-    ref: CodeEvidenceRef  # the lines actually injected: a truncated item has its final end_line and hash
+    ref: _Ref
     rendered_bytes: int
     truncated: bool
 
@@ -77,14 +72,14 @@ class PreparedContextBuild:
     """The Builder's result: the injection value plus the exact record of how it was made."""
 
     context: PreparedContext
-    items: tuple[BuiltItem, ...]
-    code_items: tuple[BuiltCodeItem, ...]
+    items: tuple[BuiltItem[ArtifactKey], ...]
+    code_items: tuple[BuiltItem[CodeEvidenceRef], ...]
     omissions: Mapping[tuple[Family, OmissionReason], int]
     candidate_counts: Mapping[Family, int]
 
     @property
     def origins(self) -> tuple[ArtifactKey, ...]:
-        return tuple(item.key for item in self.items)
+        return tuple(item.ref for item in self.items)
 
     @property
     def code_origins(self) -> tuple[CodeEvidenceRef, ...]:
@@ -126,7 +121,7 @@ class _Selection:
     omissions: Counter[tuple[Family, OmissionReason]]
     fates: FateRecorder | None
     fragments: list[str] = field(default_factory=list)
-    items: list[BuiltItem] = field(default_factory=list)
+    items: list[BuiltItem[ArtifactKey]] = field(default_factory=list)
 
     def omit(self, family: Family, key: ArtifactKey | None, reason: OmissionReason) -> None:
         self.omissions[(family, reason)] += 1
@@ -258,7 +253,7 @@ class PreparedContextBuilder:
         used: int,
         omissions: Counter[tuple[Family, OmissionReason]],
         fates: FateRecorder | None = None,
-    ) -> tuple[list[str], list[BuiltCodeItem], int]:
+    ) -> tuple[list[str], list[BuiltItem[CodeEvidenceRef]], int]:
         """Code items in rank order within ``budget`` (envelope included), cut only at line boundaries."""
         limits = self.limits
 
@@ -271,7 +266,7 @@ class PreparedContextBuilder:
         for beyond in code[cap:]:
             omit(beyond, "family_limit")
         fragments: list[str] = []
-        items: list[BuiltCodeItem] = []
+        items: list[BuiltItem[CodeEvidenceRef]] = []
         seen: set[tuple[str, str, int]] = set()
         for candidate in code[:cap]:
             if not candidate.text.strip():
@@ -298,7 +293,9 @@ class PreparedContextBuilder:
             used += separator + item.rendered_bytes
         return fragments, items, used
 
-    def _fit_lines(self, candidate: CodeCandidate, available: int) -> tuple[str, BuiltCodeItem] | OmissionReason:
+    def _fit_lines(
+        self, candidate: CodeCandidate, available: int
+    ) -> tuple[str, BuiltItem[CodeEvidenceRef]] | OmissionReason:
         """The most leading whole lines (capped at ``max_entry_bytes``) whose rendering fits."""
         lines = candidate.text.splitlines(keepends=True)
         keep = len(lines)
@@ -310,7 +307,7 @@ class PreparedContextBuilder:
             fragment = render_code_item(ref, snippet, keep < len(lines))
             size = len(fragment.encode("utf-8"))
             if size <= available:
-                return fragment, BuiltCodeItem(ref, size, keep < len(lines))
+                return fragment, BuiltItem(ref, size, keep < len(lines))
             keep -= 1
         if len(candidate.text.encode("utf-8")) < self.limits.min_truncated_bytes:
             return "below_min_bytes"

@@ -65,13 +65,13 @@ class TraceReceiptAssembler:
             },
             "selected": [
                 {
-                    "family": item.key.family,
+                    "family": item.ref.family,
                     "artifact_address": {
-                        "scope_id": item.key.scope_id,
+                        "scope_id": item.ref.scope_id,
                         "artifact": {
-                            "family": item.key.family,
-                            "artifact_id": item.key.artifact_id,
-                            "revision": item.key.revision,
+                            "family": item.ref.family,
+                            "artifact_id": item.ref.artifact_id,
+                            "revision": item.ref.revision,
                         },
                     },
                     "rendered_bytes": item.rendered_bytes,

@@ -97,11 +97,11 @@ def serialize_valid_receipt(data: Mapping[str, Any], evidence: ReceiptEvidence) 
         raise ReceiptRejected("content_digest_mismatch")
     expected: list[tuple[str, str, Any, int, bool]] = [
         (
-            i.key.family,
+            i.ref.family,
             "artifact_address",
             {
-                "scope_id": i.key.scope_id,
-                "artifact": {"family": i.key.family, "artifact_id": i.key.artifact_id, "revision": i.key.revision},
+                "scope_id": i.ref.scope_id,
+                "artifact": {"family": i.ref.family, "artifact_id": i.ref.artifact_id, "revision": i.ref.revision},
             },
             i.rendered_bytes,
             i.truncated,
