@@ -18,7 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
+
+_Line = TypeVar("_Line", str, bytes)
 
 WINDOW_LINES: Final = 60
 MAX_CHUNK_LINES: Final = 120
@@ -32,6 +34,10 @@ class LineRange:
 
     start_line: int
     end_line: int
+
+    def of(self, lines: Sequence[_Line]) -> Sequence[_Line]:
+        """These lines of a file's ``lines``, which are indexed from 0."""
+        return lines[self.start_line - 1 : self.end_line]
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,7 +205,7 @@ def _prepare_file(
     language = detect_language(relative, lines[0] if lines else "")
     chunks = []
     for span in chunk_lines(lines, language):
-        chunk_text = "".join(lines[span.start_line - 1 : span.end_line])
+        chunk_text = "".join(span.of(lines))
         chunks.append(
             NewCodeChunk(
                 start_line=span.start_line,

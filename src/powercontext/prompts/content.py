@@ -117,7 +117,7 @@ def validate(definition: PromptDefinition, content: PromptContent) -> None:
         )
     check = DEMONSTRATION_TYPES.get(definition.key)
     for i, demo in enumerate(content.demonstrations):
-        size = len(_canonical({"input": demo.input, "expected_output": demo.expected_output}))
+        size = len(_canonical(demo.wire()))
         if size > MAX_DEMONSTRATION_BYTES:
             raise PromptContentInvalid(
                 "prompt-demonstration-too-large",

@@ -305,6 +305,10 @@ class ProfileEntry:
     key: str
     value: str
 
+    def render(self) -> str:
+        """The entry as injected: ``key: value``, with the value's further lines indented under it."""
+        return f"{self.key}: " + self.value.replace("\n", "\n  ")
+
 
 @dataclass(frozen=True, slots=True)
 class ProfileRecord:
@@ -316,8 +320,8 @@ class ProfileRecord:
     created_at: str
 
     def render_text(self) -> str:
-        """The text to inject: one ``key: value`` line per entry; a value's further lines are indented."""
-        return "\n".join(f"{e.key}: " + e.value.replace("\n", "\n  ") for e in self.entries)
+        """The text to inject: the entries, one after another, in order."""
+        return "\n".join(e.render() for e in self.entries)
 
 
 @runtime_checkable

@@ -24,6 +24,10 @@ class PromptDemonstration:
     input: JsonValue
     expected_output: JsonValue
 
+    def wire(self) -> dict[str, JsonValue]:
+        """The demonstration as its JSON object: what a revision stores, and what its size limit is measured on."""
+        return {"input": self.input, "expected_output": self.expected_output}
+
 
 @dataclass(frozen=True, slots=True)
 class PromptContent:
@@ -45,7 +49,7 @@ class PromptContent:
             "schema_version": self.schema_version,
             "mode": self.mode,
             "instructions": self.instructions,
-            "demonstrations": [{"input": d.input, "expected_output": d.expected_output} for d in self.demonstrations],
+            "demonstrations": [d.wire() for d in self.demonstrations],
         }
 
 
