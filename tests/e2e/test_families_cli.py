@@ -81,6 +81,19 @@ def test_experience_review_through_the_cli(server: LiveServer, scope: str) -> No
     assert "candidate revision 2 (pending)" in revised.stdout and "What worked: Cache dependencies" in revised.stdout
     assert "Situation: Slow CI builds" in revised.stdout  # kept
 
+    # Options the decision would ignore are refused before any request; the Candidate stays as it was.
+    review = ("experience", "candidate", "review", cid)
+    ignored = run_cli(*review, "approve", "-s", scope, "--worked", "Something else", url=url)
+    assert ignored.returncode == 1 and "only revise takes --situation, --worked" in ignored.stderr
+    stray_reason = run_cli(*review, "approve", "-s", scope, "--reason", "duplicate", url=url)
+    assert stray_reason.returncode == 1 and "only reject takes --reason" in stray_reason.stderr
+    cas = ("--expected-candidate-revision", "2")
+    half_target = run_cli(*review, "revise", "-s", scope, *cas, "--target", "x", url=url)
+    assert half_target.returncode == 1 and "--target and --expected-revision go together" in half_target.stderr
+    unchanged = run_cli("experience", "candidate", "show", cid, "-s", scope, url=url)
+    assert "candidate revision 2 (pending)" in unchanged.stdout
+    assert "revise: what worked." in run_cli(*review, "--help").stdout
+
     approved = run_cli("experience", "candidate", "review", cid, "approve", "-s", scope, "--json", url=url)
     experience = json.loads(approved.stdout)["experience"]
     eid = experience["artifact_address"]["artifact"]["artifact_id"]

@@ -165,16 +165,22 @@ topic_app.command("search")(
 
 # -- experience --------------------------------------------------------------------------------
 
-# The lesson's three fields: required to propose, optional (kept when not given) to revise.
 _SITUATION = typer.Option(help="When the lesson applies.")
 _WORKED = typer.Option("--worked", help="What worked.")
 _AVOID = typer.Option("--avoid", help="What to avoid.")
-SituationOption = Annotated[str | None, _SITUATION]
-WorkedOption = Annotated[str | None, _WORKED]
-AvoidOption = Annotated[str | None, _AVOID]
 TargetOption = Annotated[
     str | None, typer.Option("--target", help="An Experience this revises (needs --expected-revision).")
 ]
+
+
+def _revise_only(flag: str, help_text: str, minimum: int | None = None) -> Any:
+    """An option of ``candidate review`` that only ``revise`` takes; a field it does not give is kept."""
+    return typer.Option(flag, help=f"revise: {help_text}", min=minimum)
+
+
+def _check_target_pair(target: str | None, expected_revision: int | None) -> None:
+    if (target is None) != (expected_revision is None):
+        raise fail("--target and --expected-revision go together")
 
 
 @candidate_app.command("add")
@@ -190,8 +196,7 @@ def candidate_add(
     as_json: JsonOption = False,
 ) -> None:
     """Propose an Experience; it becomes one only when a reviewer approves it."""
-    if (target is None) != (expected_revision is None):
-        raise fail("--target and --expected-revision go together")
+    _check_target_pair(target, expected_revision)
     candidate = run(
         url, lambda c: c.propose_experience(scope, situation, worked, avoid, tag or [], target, expected_revision)
     )
@@ -218,23 +223,25 @@ def candidate_review(
     expected_candidate_revision: Annotated[
         int | None, typer.Option(min=1, help="Refuse unless the Candidate is at this revision (required to revise).")
     ] = None,
-    situation: SituationOption = None,
-    worked: WorkedOption = None,
-    avoid: AvoidOption = None,
-    tag: TagOption = None,
-    target: TargetOption = None,
-    expected_revision: ExpectedOption = None,
+    situation: Annotated[str | None, _revise_only("--situation", "when the lesson applies.")] = None,
+    worked: Annotated[str | None, _revise_only("--worked", "what worked.")] = None,
+    avoid: Annotated[str | None, _revise_only("--avoid", "what to avoid.")] = None,
+    tag: Annotated[list[str] | None, _revise_only("--tag", "the tags, all of them (repeatable).")] = None,
+    target: Annotated[
+        str | None, _revise_only("--target", "an Experience this revises (with --expected-revision).")
+    ] = None,
+    expected_revision: Annotated[
+        int | None, _revise_only("--expected-revision", "the target's head revision.", minimum=1)
+    ] = None,
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:
     """Approve, reject, or revise a pending Candidate (revise keeps fields you do not give)."""
     from powercontext.contract.families import ExperienceReviewResult, ReviseDecision
 
-    if decision not in ("approve", "reject", "revise"):
-        raise fail("the decision is one of: approve, reject, revise")
     cas = expected_candidate_revision
-    if decision == "revise" and cas is None:
-        raise fail("revise needs --expected-candidate-revision")
+    _check_review_options(decision, cas, reason, (situation, worked, avoid, tag, target, expected_revision))
+    _check_target_pair(target, expected_revision)
 
     async def review(client: PowerContextClient) -> ExperienceReviewResult:
         if decision == "approve":
@@ -243,7 +250,7 @@ def candidate_review(
             return await client.reject_candidate(scope, candidate_id, reason, cas)
         assert cas is not None  # checked above, before any request
         current = await client.get_candidate(scope, candidate_id)
-        keep_target = target is None and expected_revision is None
+        keep_target = target is None  # with its expected revision: the two go together
         revised = ReviseDecision(
             decision="revise",
             expected_candidate_revision=cas,
@@ -262,6 +269,20 @@ def candidate_review(
     from powercontext.cli import family_views
 
     family_views.print_candidate(result.candidate)
+
+
+def _check_review_options(
+    decision: str, cas: int | None, reason: str | None, revise_fields: tuple[object, ...]
+) -> None:
+    """Refuse a decision that is not one, and options the decision would silently ignore."""
+    if decision not in ("approve", "reject", "revise"):
+        raise fail("the decision is one of: approve, reject, revise")
+    if decision == "revise" and cas is None:
+        raise fail("revise needs --expected-candidate-revision")
+    if decision != "revise" and any(value is not None for value in revise_fields):
+        raise fail("only revise takes --situation, --worked, --avoid, --tag, --target and --expected-revision")
+    if decision != "reject" and reason is not None:
+        raise fail("only reject takes --reason")
 
 
 experience_app.command("retire")(
