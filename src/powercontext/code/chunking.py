@@ -18,9 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeVar
-
-_Line = TypeVar("_Line", str, bytes)
+from typing import Final
 
 WINDOW_LINES: Final = 60
 MAX_CHUNK_LINES: Final = 120
@@ -35,7 +33,7 @@ class LineRange:
     start_line: int
     end_line: int
 
-    def of(self, lines: Sequence[_Line]) -> Sequence[_Line]:
+    def of(self, lines: Sequence[str]) -> Sequence[str]:
         """These lines of a file's ``lines``, which are indexed from 0."""
         return lines[self.start_line - 1 : self.end_line]
 
