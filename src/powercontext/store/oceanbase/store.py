@@ -6,9 +6,11 @@ revisions, lifecycle, merge, idempotency and compare-and-set the same way, state
 lives here and beside it:
 
 - transactions: a pymysql session per thread for reads (autocommit, read committed) and one writer
-  session per process; every write transaction first locks the ``store_locks`` row, so writers of
-  several Server processes on one database queue like SQLite's single writer (a second writer's
-  compare-and-set sees the first's commit and answers 409, never a lost update);
+  session per process; on a server every write transaction first locks the ``store_locks`` row, so writers
+  of several Server processes on one database queue like SQLite's single writer (a second writer's
+  compare-and-set sees the first's commit and answers 409, never a lost update); on the embedded engine a
+  lock of the operating system takes that row lock's place, since the engine dies with the process and
+  could keep a dead process's row lock (writer_lock.py);
 - batch writes: multi-row statements (batch.py);
 - full text: exact postings and FTS5's BM25 recomputed (fulltext.py, search.py), so rankings and Receipts match;
 - vectors (vector_search.py): the same exact in-memory matrix as SQLite, kept current by the ``vector_generations``
@@ -38,6 +40,12 @@ from powercontext.store.oceanbase.fulltext import FtsWriter
 from powercontext.store.oceanbase.migrations import apply_migrations
 from powercontext.store.oceanbase.search import OceanBaseSearch
 from powercontext.store.oceanbase.vector_search import OceanBaseVectorSearch
+from powercontext.store.oceanbase.writer_lock import (
+    EngineWriterLock,
+    bound_session,
+    held_writer_lock,
+    keep_redo_until_commit,
+)
 
 
 class _Changes(VectorChanges):
@@ -68,17 +76,30 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
         self._open_pool(_Changes())
         self._fts = FtsWriter()
         self._mirror = native_vectors.VectorMirror(self._run_ddl)
+        # Embedded: one engine per process, so writers take an operating-system lock, never a row lock.
+        self._engine_lock = EngineWriterLock(location.path) if location.backend == "seekdb" and location.path else None
         ensure_database(location)
         self._writer = self._connect()
+        if self._engine_lock is not None:
+            keep_redo_until_commit(self._writer.raw)
         apply_migrations(self._writer, now())
         self._fts.native = native_fulltext.prepare(self._writer, location.fulltext == "native", location.display())
         self._mirror.native = native_vectors.prepare(self._writer, location.vectors == "native", location.display())
         self._mirror.know(self._writer)
+        bound_session(self._writer.raw)
+        # A transaction from before a crash that still holds the writer row (see writer_lock.py) is reported by
+        # readiness; only the embedded engine can be checked at start without mistaking a busy peer for it.
+        self.stale_writer_lock = self._engine_lock is not None and held_writer_lock(self._writer.raw)
 
     # -- connections ---------------------------------------------------------------------------
 
     def _connect(self) -> Connection:
         return Connection(connect(self.location, self.location.database), self._fts, self._mirror)
+
+    def _reconnect_writer(self) -> Connection:
+        conn = self._writer = self._connect()
+        bound_session(conn.raw)
+        return conn
 
     def _connect_reader(self) -> Connection:
         raw = connect(self.location, self.location.database)
@@ -104,20 +125,13 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
-        with self._write_turn():
+        with self._write_turn(), self._engine_turn():
             conn: Connection = self._writer
             try:
                 if not conn.raw.open:
-                    conn = self._writer = self._connect()
+                    conn = self._reconnect_writer()
                 conn.raw.begin()
-                # The cross-process writer lock (see migrations): waits, up to the lock timeout, for another writer.
-                locked = {
-                    row[0]
-                    for row in conn.query(
-                        "SELECT name FROM store_locks WHERE name IN ('writer', %s, %s) FOR UPDATE",
-                        (native_fulltext.LOCK_ROW, native_vectors.LOCK_ROW),
-                    ).fetchall()
-                }
+                locked = {row[0] for row in conn.query(self._lock_rows, _MODE_ROWS).fetchall()}
                 # Another process may have made the database native after this one started.
                 self._fts.native = self._fts.native or native_fulltext.LOCK_ROW in locked
                 self._mirror.native = self._mirror.native or native_vectors.LOCK_ROW in locked
@@ -138,6 +152,22 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
                 raise
             self._vectors.apply(self._changes)
 
+    @property
+    def _lock_rows(self) -> str:
+        """The statement that reads the mode rows of ``store_locks``; on a server it also takes the cross-process
+        writer lock (waits, up to the session's lock timeout, for another writer)."""
+        if self._engine_lock is not None:
+            return "SELECT name FROM store_locks WHERE name IN (%s, %s)"
+        return "SELECT name FROM store_locks WHERE name IN ('writer', %s, %s) FOR UPDATE"
+
+    @contextmanager
+    def _engine_turn(self) -> Iterator[None]:
+        if self._engine_lock is None:
+            yield
+            return
+        with self._engine_lock.held():
+            yield
+
     @staticmethod
     def _abandon(conn: Connection) -> None:
         try:
@@ -148,6 +178,8 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
     def _close_writer(self) -> None:
         self._writer.raw.close()
 
+
+_MODE_ROWS = (native_fulltext.LOCK_ROW, native_vectors.LOCK_ROW)
 
 # on the embedded engine they go through its C client (engine.native_reader), which returns every column as
 # text. A statement that selects a BLOB (vectors, packed postings) must never be listed.

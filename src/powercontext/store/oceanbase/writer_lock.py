@@ -1,0 +1,127 @@
+"""Writer serialization on seekdb/OceanBase that a crash cannot leave held.
+
+A server (``oceanbase://``) outlives the Server process that talks to it: when that process dies the engine
+closes its sessions and rolls their transactions back, so writers of several processes can take turns on a row
+lock (``store_locks 'writer'``, ``SELECT … FOR UPDATE``). The embedded engine (``seekdb:///dir``) dies with the
+process. Measured (issue 42): a transaction whose redo the engine had already logged before the kill comes back
+at the next start as a transaction without a session, holding its row locks, and the engine's transaction
+timeout (24 h by default, and not applied to a recovered transaction at all) never ends it; every later write
+waited for the lock and failed. So, on the embedded engine:
+
+- writers take a lock of the operating system instead of a row lock: a lock per engine directory inside the
+  process, and ``flock`` on a file in that directory for any other process attached to the same engine; the
+  kernel drops both with the process, so no lock can outlive it;
+- the engine keeps a transaction's redo in memory until it commits (``_private_buffer_size = 0B``, a setting
+  of the engine stored in its directory), so a transaction cut short by a kill leaves nothing to recover; a
+  transaction that had started committing is finished by the engine at restart, as before.
+
+On every backend each writer session has a bounded transaction and lock-wait time (``bound_session``), and at
+start ``held_writer_lock`` tells whether a transaction (of a dead process, or a stuck one) still holds the
+writer row.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from powercontext.store.errors import StoreUnavailable
+
+# A writer waits this long for its turn (the SQLite store's busy timeout), then answers 503 store-unavailable.
+LOCK_WAIT_S = 10.0
+# The longest a write transaction may stay open (a batch takes well under a second; ``store copy`` batches a few
+# seconds) and the longest it may sit idle between statements: a stuck client cannot hold the writer lock for
+# the engine's default 24 hours.
+TRANSACTION_TIMEOUT_S = 120
+IDLE_TIMEOUT_S = 120
+LOCK_FILE = "powercontext-writer.lock"
+
+_turns: dict[str, threading.Lock] = {}
+_files: dict[str, int] = {}
+_registry = threading.Lock()
+
+
+def bound_session(raw: Any) -> None:
+    """Bound the transaction, idle and lock-wait times of one writer session (pymysql connection)."""
+    with raw.cursor() as cur:
+        cur.execute(
+            f"SET SESSION ob_trx_timeout = {TRANSACTION_TIMEOUT_S * 1_000_000},"
+            f" ob_trx_idle_timeout = {IDLE_TIMEOUT_S * 1_000_000},"
+            f" ob_trx_lock_timeout = {int(LOCK_WAIT_S * 1_000_000)}"
+        )
+
+
+def keep_redo_until_commit(raw: Any) -> None:
+    """Make the embedded engine log a transaction's redo only when it commits (see the module docstring).
+
+    Read first and set only when different: an engine just started is busy with its own system work, and a
+    reopened directory already has the setting."""
+    with raw.cursor() as cur:
+        cur.execute("SELECT value FROM oceanbase.__all_virtual_sys_parameter_stat WHERE name = '_private_buffer_size'")
+        row = cur.fetchone()
+        if row is not None and str(row[0]).strip().upper() in {"0", "0B", "0M"}:
+            return
+        cur.execute("ALTER SYSTEM SET _private_buffer_size = '0B'")
+
+
+class EngineWriterLock:
+    """The writer's turn on one embedded engine directory: a thread lock shared by every store of this process on
+    that directory, then ``flock`` on a file there (other processes attached to the same engine)."""
+
+    def __init__(self, directory: Path) -> None:
+        key = str(directory.resolve())
+        with _registry:
+            self._turn = _turns.setdefault(key, threading.Lock())
+            if key not in _files:
+                _files[key] = os.open(os.path.join(key, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._fd = _files[key]
+
+    @contextmanager
+    def held(self, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+        deadline = time.monotonic() + wait_s
+        if not self._turn.acquire(timeout=wait_s):
+            raise StoreUnavailable()
+        try:
+            while True:
+                try:
+                    fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise StoreUnavailable() from None
+                    time.sleep(0.005)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._turn.release()
+
+
+def held_writer_lock(raw: Any, wait_s: float = 1.0) -> bool:
+    """Whether another transaction holds the ``store_locks 'writer'`` row past ``wait_s``: on the embedded engine,
+    a transaction recovered from before a crash (of a version that still locked that row); on a server, a
+    stuck writer. Leaves the session with no transaction open."""
+    with raw.cursor() as cur:
+        cur.execute("SELECT @@ob_trx_lock_timeout")
+        (before,) = cur.fetchone()
+        cur.execute(f"SET SESSION ob_trx_lock_timeout = {int(wait_s * 1_000_000)}")
+        raw.begin()
+        try:
+            cur.execute("SELECT name FROM store_locks WHERE name = 'writer' FOR UPDATE")
+            cur.fetchall()
+            held = False
+        except Exception as exc:  # pymysql.MySQLError: 1205 lock wait timeout (or the statement's own timeout)
+            if getattr(exc, "args", (None,))[0] not in (1205, 4012, 6003):
+                raise
+            held = True
+        finally:
+            raw.rollback()
+            cur.execute(f"SET SESSION ob_trx_lock_timeout = {int(before)}")
+    return held
