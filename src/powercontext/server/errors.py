@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 from fastapi import FastAPI, Request
@@ -13,7 +14,13 @@ from powercontext.code.errors import CodeError
 from powercontext.contract.common import PATTERN_MESSAGES
 from powercontext.domain.errors import RequestRefused
 from powercontext.server.auth import refusal_before_validation
-from powercontext.store.errors import StoreError
+from powercontext.store.core.driver import sqlite
+from powercontext.store.errors import StorageFault, StoreError, StoreUnavailable
+from powercontext.store.faults import storage_fault
+
+_log = logging.getLogger("powercontext.server")
+# Driver errors that are a bug of ours, not the store's state: they stay 500 internal-error.
+_NOT_STORAGE = (sqlite.IntegrityError, sqlite.ProgrammingError, sqlite.InterfaceError, sqlite.NotSupportedError)
 
 _HTTP_CODES = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type"}
 
@@ -25,6 +32,17 @@ def request_id_of(request: Request) -> str:
 def error_response(request: Request, status: int, code: str, message: str) -> JSONResponse:
     body = {"error": {"code": code, "message": message, "request_id": request_id_of(request)}}
     return JSONResponse(body, status_code=status)
+
+
+def log_storage_fault(request: Request, fault: StorageFault) -> None:
+    """One content-free line naming the fault, so an operator reading the log sees the cause, not a 500."""
+    _log.error(
+        "event=store.fault cause=%s code=%s operation=%s request_id=%s",
+        fault.cause,
+        fault.code,
+        fault.operation,
+        request_id_of(request),
+    )
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -62,7 +80,30 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StoreError)
     async def _store(request: Request, exc: StoreError) -> JSONResponse:
+        if isinstance(exc, StorageFault):
+            log_storage_fault(request, exc)
         return error_response(request, exc.status, exc.code, str(exc))
+
+    @app.exception_handler(sqlite.DatabaseError)
+    async def _driver(request: Request, exc: Exception) -> JSONResponse:
+        # A driver error that escaped the store's write transaction: a read (a damaged page, an I/O error).
+        if isinstance(exc, _NOT_STORAGE):
+            _log.error("event=request.failed error_type=%s request_id=%s", type(exc).__name__, request_id_of(request))
+            return error_response(
+                request,
+                500,
+                "internal-error",
+                "the server failed unexpectedly; retry, and report it with this request_id if it persists",
+            )
+        fault = storage_fault(exc, "read")
+        if fault is None:
+            _log.warning(
+                "event=store.unavailable error_type=%s request_id=%s", type(exc).__name__, request_id_of(request)
+            )
+            unavailable = StoreUnavailable()
+            return error_response(request, unavailable.status, unavailable.code, str(unavailable))
+        log_storage_fault(request, fault)
+        return error_response(request, fault.status, fault.code, str(fault))
 
     @app.exception_handler(CodeError)
     async def _code(request: Request, exc: CodeError) -> JSONResponse:

@@ -141,3 +141,45 @@ class CodeNotFound(StoreError):
 
     def __init__(self, message: str = "no indexed work tree with this fingerprint exists in this Scope") -> None:
         super().__init__(message)
+
+
+class StorageFault(StoreError):
+    """The store's storage failed under an operation: its disk, its file or its mount, not the request.
+
+    A write that meets one is rolled back whole, so nothing it would have written is stored and nothing
+    committed before it is touched; the client may retry once the cause is fixed. ``cause`` names the fault in
+    logs (content-free)."""
+
+    code, status = "store-unavailable", 503
+    cause = "storage"
+    describe = "the store's storage failed"
+    remedy = "retry shortly"
+
+    def __init__(self, operation: str = "write") -> None:
+        outcome = "nothing was written" if operation == "write" else "the read failed"
+        super().__init__(f"{self.describe}: {outcome}; {self.remedy}")
+        self.operation = operation
+
+
+class StoreFull(StorageFault):
+    code, status, cause = "store-full", 507, "disk-full"
+    describe = "the disk that holds the store is full"
+    remedy = "free space on that file system, then retry"
+
+
+class StoreReadOnly(StorageFault):
+    code, status, cause = "store-read-only", 503, "read-only"
+    describe = "the store cannot be written (its file, directory or file system is read-only)"
+    remedy = "make it writable by the Server's user, then retry"
+
+
+class StoreIOError(StorageFault):
+    code, status, cause = "store-io-error", 503, "io-error"
+    describe = "the disk that holds the store reported an I/O error"
+    remedy = "check the disk and the system log, then retry"
+
+
+class StoreCorrupt(StorageFault):
+    code, status, cause = "store-corrupt", 503, "corrupt"
+    describe = "the store file is damaged (a page fails its integrity check)"
+    remedy = "stop the Server and restore a backup (docs/operations.md, Backup)"

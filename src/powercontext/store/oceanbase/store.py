@@ -31,6 +31,7 @@ from powercontext.store.core.memory_rows import SELECT_MEMORY
 from powercontext.store.core.store import SqlStore
 from powercontext.store.core.vectors import VectorChanges
 from powercontext.store.errors import StoreUnavailable
+from powercontext.store.faults import storage_fault
 from powercontext.store.location import StoreLocation
 from powercontext.store.oceanbase import native_fulltext, native_vectors
 from powercontext.store.oceanbase.batch import BatchWrites
@@ -137,7 +138,7 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
                 self._mirror.native = self._mirror.native or native_vectors.LOCK_ROW in locked
             except (pymysql.MySQLError, sqlite.Error) as exc:
                 self._abandon(conn)
-                raise StoreUnavailable() from exc
+                raise storage_fault(exc, "write") or StoreUnavailable() from exc
             self._changes = _Changes()
             self._fts.discard()
             try:
@@ -148,7 +149,7 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
                 self._fts.discard()
                 self._abandon(conn)
                 if isinstance(exc, pymysql.MySQLError | sqlite.OperationalError):
-                    raise StoreUnavailable() from exc
+                    raise storage_fault(exc, "write") or StoreUnavailable() from exc
                 raise
             self._vectors.apply(self._changes)
 

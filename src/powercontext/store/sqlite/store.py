@@ -9,7 +9,7 @@ OceanBase store are ``core.store.SqlStore``'s; FTS5 ranking is ``search.SqliteSe
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_re
 from powercontext.store.core.store import SqlStore
 from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
 from powercontext.store.errors import StoreUnavailable
+from powercontext.store.faults import storage_fault
 from powercontext.store.sqlite.migrations import apply_migrations
 from powercontext.store.sqlite.search import SqliteSearch
 
@@ -69,17 +70,29 @@ class SqliteStore(SqliteSearch, SqlStore):
             conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite.OperationalError as exc:  # another process held the lock past the timeout
-                raise StoreUnavailable() from exc
+            except sqlite.OperationalError as exc:  # a storage fault, or another process held the lock too long
+                raise storage_fault(exc, "write") or StoreUnavailable() from exc
             self._changes = VectorChanges()
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                self._roll_back(conn)
+                fault = storage_fault(exc, "write") if isinstance(exc, sqlite.Error) else None
+                if fault is not None:  # a full disk, a read-only file: a stable code, never a 500
+                    raise fault from exc
                 raise
-            conn.execute("COMMIT")
             # Still under the write lock, so cached matrices see commits in order.
             self._vectors.apply(self._changes)
+
+    @staticmethod
+    def _roll_back(conn: Any) -> None:
+        """Roll back what is still open: SQLite ends the transaction itself on some faults (a full disk, an
+        I/O error), and a failed rollback must not hide the error that caused it."""
+        if not conn.in_transaction:
+            return
+        with suppress(sqlite.Error):  # the connection's next BEGIN starts clean, or fails with the same fault
+            conn.execute("ROLLBACK")
 
     def _close_writer(self) -> None:
         self._writer.close()
