@@ -12,6 +12,9 @@ from powercontext.cli.common import StoreOption
 if TYPE_CHECKING:
     from powercontext.settings import Settings
 
+# ``server run``'s exit code for a store it cannot use (docs/cli.md, Exit codes).
+STORE_REFUSED_EXIT = 6
+
 server_app = typer.Typer(no_args_is_help=True, help="Run the Server.")
 
 
@@ -27,13 +30,20 @@ def server_run(
     """Run the Server on the configured store (SQLite by default) until interrupted."""
     from powercontext.server.auth import AccessFileError
     from powercontext.server.run import serve
+    from powercontext.store.errors import StoreOpenRefused
     from powercontext.store.oceanbase.engine import EngineUnavailable
 
     settings = settings_from_options(db, host, port, store)
     where = settings.store_location().display()
-    typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {where})", err=True)
+
+    def announce() -> None:  # once the store is open: a refused store prints its error alone
+        typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {where})", err=True)
+
     try:
-        serve(settings)
+        serve(settings, announce)
+    except StoreOpenRefused as exc:
+        typer.echo(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        raise typer.Exit(STORE_REFUSED_EXIT) from None
     except AccessFileError as exc:
         typer.echo(f"error: POWERCONTEXT_ACCESS_FILE: {exc}", err=True)
         raise typer.Exit(2) from None

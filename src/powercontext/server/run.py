@@ -6,6 +6,7 @@ import gc
 import logging
 import os
 import sys
+from collections.abc import Callable
 
 # Set before NumPy loads (the settings import below loads it). Request threads each run small
 # matrix products (query embeddings, vector search); with OpenBLAS's default of one thread per core
@@ -25,7 +26,9 @@ def configure_logging(level: str) -> None:
     root.propagate = False
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: Settings, announce: Callable[[], None] | None = None) -> None:
+    """Open the store and serve; ``announce`` runs once the store is open and the app is built (the CLI's
+    start-up banner, so a store that is refused never has one printed before its error)."""
     import uvicorn
 
     from powercontext.runtime import Runtime
@@ -41,6 +44,8 @@ def serve(settings: Settings) -> None:
     runtime = Runtime.from_settings(settings)
     hosts = HostRules(settings.host, settings.allowed_hosts)
     app = create_app(runtime, access=access, inspector=settings.inspector, hosts=hosts)
+    if announce is not None:
+        announce()
     logging.getLogger("powercontext.server").info("event=server.start host=%s port=%s", settings.host, settings.port)
     # What is built by now (modules, models, the app: some 130,000 objects) lives as long as the process.
     # Frozen, it is left out of the collector's full passes, which otherwise walk all of it from whichever

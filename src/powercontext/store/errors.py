@@ -183,3 +183,12 @@ class StoreCorrupt(StorageFault):
     code, status, cause = "store-corrupt", 503, "corrupt"
     describe = "the store file is damaged (a page fails its integrity check)"
     remedy = "stop the Server and restore a backup (docs/operations.md, Backup)"
+
+
+class StoreOpenRefused(RuntimeError):
+    """The store cannot be used, found before anything is written to it: the message says what is wrong and
+    what to do, in one line (``powercontext server run`` prints it and exits with code 6)."""
+
+
+class SchemaTooNew(StoreOpenRefused):
+    """The store was written by a newer PowerContext: this one would misread it."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TypeVar
 
+from powercontext.store.errors import SchemaTooNew
+
 Step = TypeVar("Step")
 
 
@@ -15,5 +17,8 @@ def pending_migrations(migrations: Sequence[tuple[int, Step]], applied: Collecti
     latest = migrations[-1][0]
     newest = max(applied, default=0)
     if newest > latest:
-        raise RuntimeError(f"the database schema is version {newest}, newer than this PowerContext ({latest}); upgrade")
+        raise SchemaTooNew(
+            f"the store was written by a newer PowerContext (schema version {newest}; this one knows up to"
+            f" {latest}); upgrade PowerContext (pip install -U powercontext), or choose another store"
+        )
     return [(version, step) for version, step in migrations if version not in applied]

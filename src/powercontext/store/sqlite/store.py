@@ -23,7 +23,8 @@ from powercontext.store.core.store import SqlStore
 from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
 from powercontext.store.errors import StoreUnavailable
 from powercontext.store.faults import storage_fault
-from powercontext.store.sqlite.migrations import apply_migrations
+from powercontext.store.sqlite.migrations import LATEST_VERSION, apply_migrations
+from powercontext.store.sqlite.preflight import check_file, check_open, refusal
 from powercontext.store.sqlite.search import SqliteSearch
 
 _BUSY_TIMEOUT_MS = 10_000
@@ -36,11 +37,20 @@ class SqliteStore(SqliteSearch, SqlStore):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        check_file(self.path)  # a store that cannot work is refused before anything is written to it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._open_pool(VectorChanges())
         self._writer = self._connect()
-        self._writer.execute("PRAGMA journal_mode = WAL")
-        apply_migrations(self._writer, now())
+        try:
+            check_open(self._writer, self.path, LATEST_VERSION)
+            self._writer.execute("PRAGMA journal_mode = WAL")
+            apply_migrations(self._writer, now())
+        except BaseException as exc:
+            self._writer.close()
+            refused = refusal(exc, self.path)
+            if refused is exc:
+                raise
+            raise refused from exc
 
     # -- connections ---------------------------------------------------------------------------
 
