@@ -21,7 +21,7 @@ from powercontext.server.host_guard import HostOriginGuard, HostRules
 from powercontext.server.inspector import INSPECTOR_PATHS, inspector_router
 from powercontext.server.mcp_route import mount_mcp_if_available
 from powercontext.server.middleware import RequestIdMiddleware
-from powercontext.server.readiness import ReadinessProbe
+from powercontext.server.readiness import UNREADABLE, ReadinessProbe, store_readiness
 from powercontext.server.routes import (
     artifacts,
     code,
@@ -73,7 +73,7 @@ def create_app(
         **_no_native_telemetry(),
     )
     app.state.runtime = runtime
-    app.state.readiness = ReadinessProbe(runtime.store.ready if runtime is not None else lambda: False)
+    app.state.readiness = ReadinessProbe(store_readiness(runtime.store) if runtime is not None else lambda: UNREADABLE)
     app.state.access = access
     install_error_handlers(app)
     _include_routes(app, inspector)

@@ -17,6 +17,7 @@ from powercontext.server.auth import refusal_before_validation
 from powercontext.store.core.driver import sqlite
 from powercontext.store.errors import StorageFault, StoreError, StoreUnavailable
 from powercontext.store.faults import storage_fault
+from powercontext.store.health import StoreHealth
 
 _log = logging.getLogger("powercontext.server")
 # Driver errors that are a bug of ours, not the store's state: they stay 500 internal-error.
@@ -103,6 +104,9 @@ def install_error_handlers(app: FastAPI) -> None:
             unavailable = StoreUnavailable()
             return error_response(request, unavailable.status, unavailable.code, str(unavailable))
         log_storage_fault(request, fault)
+        health = getattr(getattr(getattr(request.app.state, "runtime", None), "store", None), "health", None)
+        if isinstance(health, StoreHealth):  # readiness reports it too
+            health.note_fault(fault)
         return error_response(request, fault.status, fault.code, str(fault))
 
     @app.exception_handler(CodeError)

@@ -5,12 +5,33 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from powercontext.store.health import StoreProblem
 
 READY_TIMEOUT_S = 1.0
+UNANSWERED = StoreProblem(
+    "store-unavailable", "the store did not answer the readiness check within 1 s; it may be busy or stuck"
+)
+UNREADABLE = StoreProblem("store-unavailable", "the store did not answer a read; see the Server's log")
+
+
+def store_readiness(store: Any) -> Callable[[], StoreProblem | None]:
+    """The check for ``store``: it answers a read (``ready``), then whatever its ``readiness_problem`` reports
+    (can it write, is it whole: ``store.health``). A store without that method is judged by its read alone."""
+
+    def check() -> StoreProblem | None:
+        if not store.ready():
+            return UNREADABLE
+        problem_of = getattr(store, "readiness_problem", None)
+        problem = problem_of() if callable(problem_of) else None
+        return problem if isinstance(problem, StoreProblem) else None
+
+    return check
 
 
 class ReadinessProbe:
-    """Runs ``check`` (the store's ``ready``) on one thread of its own and gives up after ``timeout_s``.
+    """Runs ``check`` (``store_readiness``) on one thread of its own and gives up after ``timeout_s``.
 
     Starlette runs sync routes on a shared pool of 40 threads; when every one of them is busy (a stalled
     provider, a slow store) a probe routed there would wait its turn. This probe needs only the event loop
@@ -18,23 +39,27 @@ class ReadinessProbe:
     answer "not ready" after ``timeout_s`` instead of hanging with it.
     """
 
-    def __init__(self, check: Callable[[], bool], timeout_s: float = READY_TIMEOUT_S) -> None:
+    def __init__(self, check: Callable[[], StoreProblem | None], timeout_s: float = READY_TIMEOUT_S) -> None:
         self._check = check
         self._timeout_s = timeout_s
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="powercontext-ready")
 
-    async def ready(self) -> bool:
+    async def problem(self) -> StoreProblem | None:
+        """None when ready; else why not."""
         loop = asyncio.get_running_loop()
         try:
             return await asyncio.wait_for(loop.run_in_executor(self._executor, self._safe_check), self._timeout_s)
         except TimeoutError:
-            return False
+            return UNANSWERED
 
-    def _safe_check(self) -> bool:
+    async def ready(self) -> bool:
+        return await self.problem() is None
+
+    def _safe_check(self) -> StoreProblem | None:
         try:
             return self._check()
         except Exception:  # a probe answers a status, never a 500
-            return False
+            return UNREADABLE
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

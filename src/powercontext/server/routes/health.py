@@ -28,9 +28,11 @@ async def health_live() -> dict[str, str]:
 @router.get("/health/ready", responses={503: {}}, summary="Ready")
 async def health_ready(request: Request) -> Any:
     probe: ReadinessProbe = request.app.state.readiness
-    if await probe.ready():
+    problem = await probe.problem()
+    if problem is None:
         return {"status": "ready"}
-    return JSONResponse({"status": "not_ready"}, status_code=503)
+    # Why not, for an operator: a stable reason (an error code) and what to do; never content.
+    return JSONResponse({"status": "not_ready", "reason": problem.reason, "message": problem.message}, status_code=503)
 
 
 @router.get("/v1/capabilities", summary="Capabilities")

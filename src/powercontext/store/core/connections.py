@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from powercontext.store.core.vectors import VectorCache, VectorChanges
 from powercontext.store.errors import StoreUnavailable
+from powercontext.store.health import StoreHealth, StoreProblem
 
 if TYPE_CHECKING:
     from powercontext.store.core.vectors import Vector
@@ -34,7 +35,8 @@ class ConnectionPool(StoreConnections):
 
     _DRIVER_ERRORS: ClassVar[tuple[type[Exception], ...]]
 
-    def _open_pool(self, changes: VectorChanges) -> None:
+    def _open_pool(self, changes: VectorChanges, health: StoreHealth) -> None:
+        self.health = health
         self._write_lock = threading.Lock()
         self._local = threading.local()
         self._readers: list[Any] = []
@@ -61,6 +63,10 @@ class ConnectionPool(StoreConnections):
         except unavailable:
             return False
         return True
+
+    def readiness_problem(self) -> StoreProblem | None:
+        """Why the store cannot serve writes (or reads) now, beyond answering a read (``health.StoreHealth``)."""
+        return self.health.problem()
 
     def close(self) -> None:
         self._closed = True

@@ -30,8 +30,9 @@ from powercontext.store.core.family_rows import SELECT_ROW, now
 from powercontext.store.core.memory_rows import SELECT_MEMORY
 from powercontext.store.core.store import SqlStore
 from powercontext.store.core.vectors import VectorChanges
-from powercontext.store.errors import StoreUnavailable
+from powercontext.store.errors import StorageFault, StoreUnavailable
 from powercontext.store.faults import storage_fault
+from powercontext.store.health import StoreHealth
 from powercontext.store.location import StoreLocation
 from powercontext.store.oceanbase import native_fulltext, native_vectors
 from powercontext.store.oceanbase.batch import BatchWrites
@@ -74,7 +75,7 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
     def __init__(self, location: StoreLocation) -> None:
         self.location = location
         self.path = location.path or location.display()
-        self._open_pool(_Changes())
+        self._open_pool(_Changes(), StoreHealth(location.path if location.backend == "seekdb" else None))
         self._fts = FtsWriter()
         self._mirror = native_vectors.VectorMirror(self._run_ddl)
         # Embedded: one engine per process, so writers take an operating-system lock, never a row lock.
@@ -90,7 +91,8 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
         bound_session(self._writer.raw)
         # A transaction from before a crash that still holds the writer row (see writer_lock.py) is reported by
         # readiness; only the embedded engine can be checked at start without mistaking a busy peer for it.
-        self.stale_writer_lock = self._engine_lock is not None and held_writer_lock(self._writer.raw)
+        if self._engine_lock is not None and held_writer_lock(self._writer.raw):
+            self.health.note_stale_writer_lock()
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -138,7 +140,7 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
                 self._mirror.native = self._mirror.native or native_vectors.LOCK_ROW in locked
             except (pymysql.MySQLError, sqlite.Error) as exc:
                 self._abandon(conn)
-                raise storage_fault(exc, "write") or StoreUnavailable() from exc
+                raise self._noted(storage_fault(exc, "write")) or StoreUnavailable() from exc
             self._changes = _Changes()
             self._fts.discard()
             try:
@@ -149,8 +151,9 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
                 self._fts.discard()
                 self._abandon(conn)
                 if isinstance(exc, pymysql.MySQLError | sqlite.OperationalError):
-                    raise storage_fault(exc, "write") or StoreUnavailable() from exc
+                    raise self._noted(storage_fault(exc, "write")) or StoreUnavailable() from exc
                 raise
+            self.health.note_write_ok()
             self._vectors.apply(self._changes)
 
     @property
@@ -168,6 +171,11 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
             return
         with self._engine_lock.held():
             yield
+
+    def _noted(self, fault: StorageFault | None) -> StorageFault | None:
+        if fault is not None:
+            self.health.note_fault(fault)
+        return fault
 
     @staticmethod
     def _abandon(conn: Connection) -> None:

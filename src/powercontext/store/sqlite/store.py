@@ -23,8 +23,9 @@ from powercontext.store.core.store import SqlStore
 from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
 from powercontext.store.errors import StoreUnavailable
 from powercontext.store.faults import storage_fault
+from powercontext.store.health import IntegrityCheck, StoreHealth
 from powercontext.store.sqlite.migrations import LATEST_VERSION, apply_migrations
-from powercontext.store.sqlite.preflight import check_file, check_open, refusal
+from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES, check_file, check_open, refusal
 from powercontext.store.sqlite.search import SqliteSearch
 
 _BUSY_TIMEOUT_MS = 10_000
@@ -39,7 +40,7 @@ class SqliteStore(SqliteSearch, SqlStore):
         self.path = Path(path)
         check_file(self.path)  # a store that cannot work is refused before anything is written to it
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._open_pool(VectorChanges())
+        self._open_pool(VectorChanges(), StoreHealth(self.path.parent, self.path))
         self._writer = self._connect()
         try:
             check_open(self._writer, self.path, LATEST_VERSION)
@@ -51,6 +52,10 @@ class SqliteStore(SqliteSearch, SqlStore):
             if refused is exc:
                 raise
             raise refused from exc
+        if self.path.stat().st_size > CHECK_AT_START_MAX_BYTES:  # too large to check before serving
+            self.integrity: IntegrityCheck | None = IntegrityCheck(self._quick_check, self.health)
+        else:
+            self.integrity = None
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -81,7 +86,11 @@ class SqliteStore(SqliteSearch, SqlStore):
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite.OperationalError as exc:  # a storage fault, or another process held the lock too long
-                raise storage_fault(exc, "write") or StoreUnavailable() from exc
+                fault = storage_fault(exc, "write")
+                if fault is None:
+                    raise StoreUnavailable() from exc
+                self.health.note_fault(fault)
+                raise fault from exc
             self._changes = VectorChanges()
             try:
                 yield conn
@@ -90,10 +99,20 @@ class SqliteStore(SqliteSearch, SqlStore):
                 self._roll_back(conn)
                 fault = storage_fault(exc, "write") if isinstance(exc, sqlite.Error) else None
                 if fault is not None:  # a full disk, a read-only file: a stable code, never a 500
+                    self.health.note_fault(fault)
                     raise fault from exc
                 raise
+            self.health.note_write_ok()
             # Still under the write lock, so cached matrices see commits in order.
             self._vectors.apply(self._changes)
+
+    def _quick_check(self) -> str:
+        """SQLite's ``quick_check`` verdict, on a read-only connection of its own (one line)."""
+        conn = sqlite.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            return " ".join(str(conn.execute("PRAGMA quick_check(1)").fetchone()[0]).split())
+        finally:
+            conn.close()
 
     @staticmethod
     def _roll_back(conn: Any) -> None:
