@@ -172,7 +172,7 @@ def test_a_read_only_mount_is_refused(tmp_path: Path) -> None:
     make_store(store)
     before = sha256(store)
     user_ns = () if os.geteuid() == 0 else ("-r",)
-    mount_ro = f"mount --bind {volume} {volume} && mount -o remount,bind,ro {volume} && exec \"$@\""
+    mount_ro = f'mount --bind {volume} {volume} && mount -o remount,bind,ro {volume} && exec "$@"'
     prefix = ("unshare", *user_ns, "-m", "sh", "-c", mount_ro, "sh")
     assert_refused(run_server(f"sqlite://{store}", prefix), "is on a file system mounted read-only")
     assert sha256(store) == before

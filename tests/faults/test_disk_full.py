@@ -51,7 +51,7 @@ def test_a_full_disk_answers_store_full_and_loses_nothing(tmp_path: Path) -> Non
     port = free_port()
     serve = SERVE_CODE.format(db=str(volume / "powercontext.db"), port=port, store=None)
     user_ns = () if os.geteuid() == 0 else ("-r",)
-    mount = f"mount -t tmpfs -o size={VOLUME_MIB}m tmpfs {volume} && exec \"$@\""
+    mount = f'mount -t tmpfs -o size={VOLUME_MIB}m tmpfs {volume} && exec "$@"'
     log = tmp_path / "server.log"
     with log.open("wb") as log_file:
         server = subprocess.Popen(
