@@ -9,6 +9,7 @@ file system through ``/proc/<pid>/root``, which shows the Server's mounts.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import forked
 from tests.conftest import REPO_ROOT, SERVE_CODE
 from tests.faults.support import Ledger, create_scope, item, server_env, stored_keys
 from tests.support import TLS, free_port, stop_process, unique, wait_until
@@ -91,6 +93,15 @@ def test_a_full_disk_answers_store_full_and_loses_nothing(tmp_path: Path) -> Non
             error = refused.json()["error"]
             assert error["code"] == "store-full"
             assert "disk that holds the store is full" in error["message"] and "nothing was written" in error["message"]
+            doctor = forked.run(
+                [*forked.POWERCONTEXT, "hosts", "doctor", "--url", url, "--json"],
+                timeout=60,
+                env=server_env(),
+                cwd=tmp_path,
+            )
+            server_check = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "server")
+            assert server_check["status"] == "fail" and "not ready: store-full" in server_check["detail"], doctor.stdout
+            assert "free space" in server_check["fix"]
             single = http.post(f"/v1/scopes/{scope_id}/atomic-memory", json={"text": "one more", "kind": "fact"})
             assert single.status_code in (201, 507), single.text  # one small row may still fit
             if single.status_code == 201:

@@ -46,7 +46,8 @@ class Forbidden(PowerContextError):
 
 
 class Unavailable(PowerContextError):
-    """No answer (``server-unreachable``), 503 (a store or provider is down) or 501 (not supported here)."""
+    """No answer (``server-unreachable``), 503 (a store or provider is down), 507 (the store's disk is full) or 501
+    (not supported here)."""
 
 
 class InvalidRequest(PowerContextError):
@@ -56,7 +57,7 @@ class InvalidRequest(PowerContextError):
 def error_for(status: int, code: str, message: str, request_id: str | None = None) -> PowerContextError:
     """The exception of the right family for an error answer."""
     family: type[PowerContextError] = PowerContextError
-    if status == 0 or status in (501, 502, 503, 504):
+    if status == 0 or status in (501, 502, 503, 504, 507):  # 507: store-full
         family = Unavailable
     elif status == 404:
         family = NotFound

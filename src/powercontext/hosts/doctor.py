@@ -46,7 +46,7 @@ def _server_checks(settings: HookSettings, scope_id: str | None) -> list[Check]:
     except TransportFailure:
         return [Check("server", "fail", f"no answer from {settings.url}", "powercontext server run")]
     if status != 200:
-        return [Check("server", "fail", f"{settings.url} answered {status}", "powercontext server run")]
+        return [_not_ready(settings, status)]
     checks = [Check("server", "ok", f"{settings.url} answered 200")]
     if scope_id is None:
         return checks
@@ -65,6 +65,18 @@ def _server_checks(settings: HookSettings, scope_id: str | None) -> list[Check]:
         fix = f"powercontext scope create {scope_id} --title '...'"
         checks.append(Check("scope-exists", "fail", f"{code or status}", fix))
     return checks
+
+
+def _not_ready(settings: HookSettings, status: int) -> Check:
+    """The Server answers but is not ready: its readiness body says why (e.g. ``store-full``) and what to do."""
+    import httpx
+
+    try:
+        body = httpx.get(settings.url.rstrip("/") + "/health/ready", timeout=max(settings.timeout_s, 2.0)).json()
+        reason, message = str(body["reason"]), str(body["message"])
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return Check("server", "fail", f"{settings.url} answered {status}", "powercontext server run")
+    return Check("server", "fail", f"{settings.url} is not ready: {reason}", message)
 
 
 def run_checks(cwd: Path, settings: HookSettings, home: Path, hosts: list[str] | None = None) -> list[Check]:
