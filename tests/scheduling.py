@@ -30,6 +30,7 @@ from xdist.scheduler import LoadFileScheduling
 # whole suite on the 2-core machine at load ~4 (other jobs running). The three seekdb-server files are kept apart.
 HEAVY_FILES = (
     "tests/e2e/test_openapi_fuzz.py",  # 66 s: a 60 s time budget
+    "tests/faults/test_kill_during_batches.py",  # ~95 s: ten SIGKILLs and restarts per store (seekdb ~5 s each)
     "tests/e2e/test_families_cli.py",  # 43 s; no engine: the seekdb warm-up runs meanwhile (seekdb_support)
     "tests/e2e/test_seekdb_native_fulltext_server.py",  # 55 s
     "tests/e2e/test_seekdb_server.py",  # 34 s: an engine server, two Servers, a kill

@@ -18,7 +18,7 @@ import pytest
 from tests.faults.support import create_scope, start, store_url, write_one
 from tests.support import TLS, unique
 
-KILLS = 3
+KILLS = 2
 REVISERS = 8
 
 
