@@ -25,12 +25,14 @@ from powercontext.text.tokenize import MAX_QUERY_TERMS
 # Path terms weigh more than body terms: a query naming a module should find that module first.
 _CODE_WEIGHTS: Final = "0.0, 2.0, 1.0"
 
-_MEMORY_HITS: Final = SELECT_MEMORY.replace("FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id").replace(
-    "SELECT a.id", "SELECT hits.rank, a.id"
-)
-_FAMILY_HITS: Final = SELECT_ROW.replace("SELECT a.id", "SELECT hits.rank, a.id").replace(
-    "FROM artifacts a", "FROM hits JOIN artifacts a ON a.id = hits.id"
-)
+# The join starts from the search hits, always: ``CROSS JOIN`` is SQLite's fixed join order. With a plain JOIN the
+# planner may walk the Scope's ``artifacts`` rows first and probe the hits (a Bloom filter on them) — at a million
+# memories one such prepare took 5.8 s instead of 1 ms (issue 39). tests/store_contract/test_query_plans.py holds
+# every statement of the prepare path to this.
+_FROM_HITS: Final = "FROM hits CROSS JOIN artifacts a ON a.id = hits.id CROSS JOIN revisions r ON r.artifact = a.id"
+_JOINED: Final = "FROM artifacts a JOIN revisions r ON r.artifact = a.id"
+_MEMORY_HITS: Final = SELECT_MEMORY.replace(_JOINED, _FROM_HITS).replace("SELECT a.id", "SELECT hits.rank, a.id")
+_FAMILY_HITS: Final = SELECT_ROW.replace(_JOINED, _FROM_HITS).replace("SELECT a.id", "SELECT hits.rank, a.id")
 
 
 def _quoted(terms: Sequence[str]) -> str:
@@ -95,8 +97,8 @@ class SqliteSearch(StoreConnections):
                 f" WHERE {table} MATCH ? {window})"
                 " SELECT hits.rank, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
                 " c.start_line, c.end_line, c.snippet_sha256, c.text"
-                " FROM hits JOIN code_chunks c ON c.id = hits.id JOIN code_files f ON f.id = c.file"
-                " JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
+                " FROM hits CROSS JOIN code_chunks c ON c.id = hits.id CROSS JOIN code_files f ON f.id = c.file"
+                " CROSS JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
                 " ORDER BY hits.rank, f.path, c.start_line LIMIT ?",
                 # The Scope's own table (scope_fts.py) holds only its chunks: no scope_tag filter.
                 (
