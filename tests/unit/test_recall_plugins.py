@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.hosts.project_files import RUNNER_MARKER, asset_text, plugin_text
+from powercontext.hosts.extension import RUNNER_MARKER, asset_text, plugin_text
 
 PLUGINS = {"opencode.js": "opencode", "pi.ts": "pi"}
 
