@@ -38,6 +38,7 @@ HOST_SPECS: tuple[HostSpec, ...] = (
     HostSpec("codex", "Codex", "hook", "codex:Codex", (("recall", "UserPromptSubmit"),)),
     HostSpec("opencode", "OpenCode", "extension", "opencode:OpenCode", (("recall", "chat.message"),)),
     HostSpec("pi", "Pi", "extension", "pi:Pi", (("recall", "before_agent_start"),)),
+    HostSpec("bub", "Bub", "extension", "bub:Bub", (("recall", "before_llm_call"),)),
     HostSpec("workbuddy", "WorkBuddy", "hook", "workbuddy:WorkBuddy", (("recall", "UserPromptSubmit"),)),
 )
 
