@@ -24,6 +24,7 @@ from bub import hookimpl
 
 HOST = "bub"
 OPT_IN = Path(".bub") / "powercontext.json"
+# -- BEGIN recall runner (the same text in every Python plugin: Bub's package, Hermes's plugin) --
 MAX_OUTPUT_BYTES = 1024 * 1024
 START_ALLOWANCE_S = 0.4  # starting the hook's interpreter on a busy machine
 
@@ -84,8 +85,11 @@ def recall(prompt: str, cwd: Path) -> str | None:
             return None
         content = json.loads(done.stdout).get("hookSpecificOutput", {}).get("additionalContext")
         return content if isinstance(content, str) and content else None
-    except Exception:  # noqa: BLE001 - fail open whatever happens
+    except Exception:  # fail open whatever happens
         return None
+
+
+# -- END recall runner --
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -129,5 +133,5 @@ class PowerContextRecall:
             # Beside the prompt it was prepared for, on every model call of the turn (tool rounds included).
             messages.insert(users[-1], {"role": "system", "content": content})
             return dataclasses.replace(request, messages=messages)
-        except Exception:  # noqa: BLE001 - fail open: the request goes on unchanged
+        except Exception:  # fail open: the request goes on unchanged
             return None

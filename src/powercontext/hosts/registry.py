@@ -39,6 +39,7 @@ HOST_SPECS: tuple[HostSpec, ...] = (
     HostSpec("opencode", "OpenCode", "extension", "opencode:OpenCode", (("recall", "chat.message"),)),
     HostSpec("pi", "Pi", "extension", "pi:Pi", (("recall", "before_agent_start"),)),
     HostSpec("bub", "Bub", "extension", "bub:Bub", (("recall", "before_llm_call"),)),
+    HostSpec("hermes", "Hermes Agent", "extension", "hermes:Hermes", (("recall", "pre_llm_call"),)),
     HostSpec("workbuddy", "WorkBuddy", "hook", "workbuddy:WorkBuddy", (("recall", "UserPromptSubmit"),)),
 )
 
