@@ -1,4 +1,4 @@
-"""OpenCode and Pi as their real CLIs (pinned, from npm into ``.ci/node``) against a fake model on loopback.
+"""OpenCode and Pi as their real CLIs (pinned, from npm into the cache `.ci/run` keeps) against a fake model.
 
 For each host, in a throwaway HOME and a fresh git project: ``powercontext hosts install HOST --scope S
 --yes``, then one non-interactive prompt (``opencode run``, ``pi -p``). With the real Server up, the
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -27,9 +26,9 @@ import pytest
 
 from tests import forked
 from tests.conftest import REPO_ROOT, LiveServer
+from tests.hosts_e2e.pinned import pinned_cli
 from tests.support import Api, free_port, unique
 
-NODE_BIN = REPO_ROOT / ".ci" / "node" / "node_modules" / ".bin"
 OPENCODE_VERSION = "1.18.33"
 # Generous so that a loaded CI machine still starts the hook's interpreter in time; the bound scales with it.
 BUDGET_MS = 3000
@@ -38,12 +37,7 @@ HOST_TIMEOUT_S = 240
 
 
 def host_cli(name: str) -> str:
-    found = NODE_BIN / name if (NODE_BIN / name).exists() else shutil.which(name)
-    if found is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{name} is not installed (.ci/run installs it into .ci/node)")
-        pytest.skip(f"{name} is not installed (run the npm line in .ci/run)")
-    return str(found)
+    return str(pinned_cli(name))
 
 
 @dataclass
@@ -134,7 +128,7 @@ def host_env(home: Path, powercontext_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERCONTEXT_", "OPENCODE", "PI_", "XDG_"))}
     env.update(
         HOME=str(home),
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), str(NODE_BIN), env.get("PATH", "")]),
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
         POWERCONTEXT_URL=powercontext_url,
         POWERCONTEXT_HOOK_TIMEOUT_MS=str(BUDGET_MS),
         # Stay on loopback: no update checks, model catalogues, telemetry, LSP downloads or sharing.

@@ -35,6 +35,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     # `powercontext` on PATH is how the extensions find their interpreter.
     clean["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), clean.get("PATH", "")])
     clean["POWERCONTEXT_HOOK_STATE_DIR"] = str(tmp_path / "state")
+    clean["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # this machine's settings: never the real user's
     return clean
 
 
@@ -99,9 +100,18 @@ def test_doctor_checks_what_opencode_and_pi_will_run(
     assert str(Path(sys.executable).parent) in lines["opencode-hook"]
 
     (project / ".pi" / "extensions" / "powercontext.ts").write_text("// edited\n")
+    # Without `powercontext` on PATH the plugin still runs the hook: with the interpreter install recorded
+    # for this machine (the README's install leaves `powercontext` only in .venv/bin).
     no_python = {**env, "PATH": "/usr/bin:/bin"}
-    broken = pc("hosts", "doctor", "--url", server.base_url, cwd=project, env=no_python)
+    recorded = pc("hosts", "doctor", "--url", server.base_url, cwd=project, env=no_python)
+    lines = {line.split()[1]: line for line in recorded.stdout.splitlines() if line.strip()}
+    assert lines["pi-extension"].startswith("!") and "hosts install pi" in lines["pi-extension"]
+    assert lines["pi-hook"].startswith("✔") and sys.executable in lines["pi-hook"], recorded.stdout
+    # Nothing recorded and nothing on PATH: the fix installs this checkout, never the unrelated PyPI name.
+    broken = pc(
+        "hosts", "doctor", "--url", server.base_url, cwd=project, env={**no_python, "XDG_CONFIG_HOME": "/nonexistent"}
+    )
     assert broken.returncode == 1
     lines = {line.split()[1]: line for line in broken.stdout.splitlines() if line.strip()}
-    assert lines["pi-extension"].startswith("!") and "hosts install pi" in lines["pi-extension"]
     assert lines["pi-hook"].startswith("✘") and "POWERCONTEXT_PYTHON" in lines["pi-hook"]
+    assert "pipx install -e " in broken.stdout and "pipx install powercontext" not in broken.stdout

@@ -1,14 +1,14 @@
 """What the real-host end-to-end tests share: the pinned CLIs, a throwaway HOME and project, a hung Server.
 
-The CLIs are the npm packages ``.ci/run`` installs into ``.ci/node`` (pinned versions below). A CLI that
-cannot be found fails the test under ``CI=true`` (untested is unsupported) and skips it elsewhere.
+The CLIs are the pinned npm packages ``.ci/run`` installs into a versioned cache outside the clone
+(``tests/hosts_e2e/pinned.py``). A CLI that cannot be found fails the test under ``CI=true`` (untested is
+unsupported) and skips it elsewhere.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,24 +19,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from tests.hosts_e2e.pinned import install_dir, pinned_cli
 
-from tests.conftest import REPO_ROOT
-
-NODE_BIN = REPO_ROOT / ".ci" / "node" / "node_modules" / ".bin"
-PINNED = {"claude": "2.1.328", "codex": "0.169.0"}
+_CLI_HOST = {"claude": "claude-code", "codex": "codex"}
 HOOK_BUDGET_MS = 1500  # the default budget
 
 
 def host_cli(name: str) -> str:
-    """The pinned CLI's path; fails under CI, skips elsewhere, when it is not installed."""
-    found = shutil.which(name, path=str(NODE_BIN))
-    if found is None:
-        message = f"`{name}` not found in {NODE_BIN}: run .ci/run (npm install --prefix .ci/node ...)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
+    """The pinned CLI's path (``claude`` or ``codex``); fails under CI, skips elsewhere, when it is not installed."""
+    return str(pinned_cli(_CLI_HOST[name]))
+
+
+def _node_bins() -> list[str]:
+    return [str(install_dir(host) / "node_modules" / ".bin") for host in _CLI_HOST.values()]
 
 
 @dataclass(frozen=True)
@@ -78,7 +73,7 @@ def make_sandbox(base: Path, **extra_env: str) -> Sandbox:
     env = {
         "HOME": str(home),
         "PATH": os.pathsep.join(
-            [str(Path(sys.executable).parent), str(NODE_BIN), "/usr/local/bin", "/usr/bin", "/bin"]
+            [str(Path(sys.executable).parent), *_node_bins(), "/usr/local/bin", "/usr/bin", "/bin"]
         ),
         "LANG": "C.UTF-8",
         "POWERCONTEXT_HOOK_TIMEOUT_MS": str(HOOK_BUDGET_MS),

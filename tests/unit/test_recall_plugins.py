@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.hosts.project_files import RUNNER_MARKER, asset_text, plugin_text
+from powercontext.hosts.extension import RUNNER_MARKER, asset_text, plugin_text
 
 PLUGINS = {"opencode.js": "opencode", "pi.ts": "pi"}
 
@@ -38,3 +38,20 @@ def test_the_installed_opencode_plugin_is_a_module_node_parses(tmp_path: Path) -
 def test_an_asset_without_the_marker_is_refused() -> None:
     with pytest.raises(ValueError, match="recall-runner marker"):
         plugin_text("recall_runner.js")
+
+
+def _runner_section(text: str) -> str:
+    start = text.index("# -- BEGIN recall runner")
+    return text[start : text.index("# -- END recall runner --", start)]
+
+
+def test_the_python_plugins_hold_the_same_runner_and_name_their_own_host() -> None:
+    """Hermes's plugin (an asset install copies) and Bub's package (pip-installed) run the hook the same way."""
+    from tests.conftest import REPO_ROOT
+
+    hermes = asset_text("hermes_plugin.py")
+    bub = (REPO_ROOT / "integrations" / "bub" / "powercontext_recall_bub" / "__init__.py").read_text(encoding="utf-8")
+    assert _runner_section(hermes) == _runner_section(bub)
+    assert 'HOST = "hermes"\n' in hermes and 'HOST = "bub"\n' in bub
+    for text in (hermes, bub):
+        compile(text, "<plugin>", "exec")

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from powercontext.cli.common import DEFAULT_URL, JsonOption, print_json
-from powercontext.cli.hosts_report import HostsReport, project_change_action
+from powercontext.cli.hosts_report import HostsReport
+from powercontext.hosts.registry import names_text, titles_text
 
 if TYPE_CHECKING:
     from powercontext.hosts.adapter import HostContext
     from powercontext.hosts.files import FileChange
 
-hosts_app = typer.Typer(no_args_is_help=True, help="Connect Claude Code, Codex, OpenCode and Pi to PowerContext.")
+hosts_app = typer.Typer(no_args_is_help=True, help=f"Connect {titles_text()} to PowerContext.")
 _MARK = {"ok": "✔", "warn": "!", "fail": "✘"}
 
-HostArg = Annotated[str, typer.Argument(help="claude-code, codex, opencode or pi.")]
-EXTENSION_HOSTS = ("opencode", "pi")  # their files are planned by hosts.extension_hosts
+HostArg = Annotated[str, typer.Argument(help=f"{names_text('or')}.")]
 ProjectOption = Annotated[
     Path | None, typer.Option(help="Project directory (default: the git work tree of the current directory).")
 ]
@@ -83,25 +83,30 @@ def hosts_install(
 
     ctx = _context(project, scope)
     report = HostsReport("install", host, ctx.project, dry_run) if as_json else None
-    if host in EXTENSION_HOSTS:
-        _change_extension_host(host, ctx.project, scope, dry_run, install=True, report=report)
-        return
     try:
         changes = plan_install(host, ctx, url=url, token=os.environ.get("POWERCONTEXT_TOKEN", "").strip() or None)
     except InstallError as exc:
         raise _error(report, 2, "install-error", str(exc)) from None
     if dry_run:
         _show(changes, dry_run=True, report=report)
+        # The dry run warns exactly as the real install does.
         if report is not None:
+            report.warnings += _path_warnings(host)
             report.emit("planned")
+        else:
+            for line in _path_warnings(host):
+                typer.echo(line, err=True)
         return
     # --json never prompts: trust is recorded only with --yes.
     trust_ok = yes if report is not None else _consent([c for c in changes if c.trust], yes)
-    applied, skipped = apply_plan(changes, trust_ok)
+    try:
+        applied, skipped = apply_plan(changes, trust_ok)
+    except InstallError as exc:
+        raise _error(report, 2, "install-error", str(exc)) from None
     _show(applied, dry_run=False, report=report)
     if report is not None:
         report.add_file_changes(skipped, "skipped")
-        report.warnings += _path_warnings()
+        report.warnings += _path_warnings(host)
         if skipped:
             fix = f"powercontext hosts install {host} --yes" + (f" --scope {scope}" if scope else "")
             raise report.fail(1, "trust-not-recorded", f"{host} will not use what it was not trusted with; run: {fix}")
@@ -113,19 +118,30 @@ def hosts_install(
         typer.echo(f"NOT recorded: {host} will not use what it was not trusted with (above) until you run:", err=True)
         typer.echo(f"  powercontext hosts install {host} --yes" + (f" --scope {scope}" if scope else ""), err=True)
         raise typer.Exit(1)
-    for line in _path_warnings():
+    for line in _path_warnings(host):
         typer.echo(line, err=True)
     typer.echo(
         f"ready: the next {host} prompt in {ctx.project} gets PowerContext recall (check: powercontext hosts doctor)"
     )
 
 
-def _path_warnings() -> list[str]:
+def _path_warnings(host: str) -> list[str]:
+    """Warnings about what the host will run from PATH (the same for the dry run and the real install)."""
+    from powercontext.hosts.machine import install_this_checkout
+    from powercontext.hosts.registry import spec_for
+
     if shutil.which("powercontext") is not None:
         return []
+    if spec_for(host).kind == "extension":
+        # The plugin runs the hook with the interpreter install records for this machine; only MCP needs PATH.
+        return [
+            "note: `powercontext` is not on PATH; the plugin will run the hook with "
+            f"{sys.executable} (recorded for this machine), but MCP entries run `powercontext` from PATH",
+            f"  fix: {install_this_checkout()}",
+        ]
     return [
         "warning: `powercontext` is not on PATH; the hook and MCP entries run it from PATH",
-        "  fix: activate its venv where you start the host, or: pipx install powercontext",
+        f"  fix: activate its venv where you start the host, or: {install_this_checkout()}",
     ]
 
 
@@ -145,50 +161,17 @@ def hosts_uninstall(
 
     ctx = _context(project)
     report = HostsReport("uninstall", host, ctx.project, dry_run) if as_json else None
-    if host in EXTENSION_HOSTS:
-        _change_extension_host(host, ctx.project, None, dry_run, install=False, report=report)
-        return
     try:
         changes = plan_uninstall(host, ctx)
+        if not dry_run:
+            apply_plan(changes, trust_ok=True)
     except InstallError as exc:
         raise _error(report, 2, "install-error", str(exc)) from None
-    if not dry_run:
-        apply_plan(changes, trust_ok=True)
     _show(changes, dry_run, report=report)
     if report is not None:
         report.emit(("planned" if dry_run else "uninstalled") if changes else "not-installed")
     elif not changes:
-        typer.echo(f"nothing of PowerContext's for {host} in {ctx.project}")
-
-
-def _change_extension_host(
-    host: str, target: Path, scope: str | None, dry_run: bool, *, install: bool, report: HostsReport | None
-) -> None:
-    """Install or uninstall OpenCode's plugin or Pi's extension: every change printed, then applied."""
-    from powercontext.hosts.extension_hosts import plan_install, plan_uninstall
-    from powercontext.hosts.project_files import ProjectFileError, apply
-
-    try:
-        changes = plan_install(host, target, scope) if install else plan_uninstall(host, target)
-    except ProjectFileError as exc:
-        raise _error(report, 2, "install-error", str(exc)) from None
-    if report is not None:
-        for change in changes:
-            action = project_change_action(change)
-            report.add(change.path, action, change.summary, "dry-run" if dry_run else "applied")
-        if not dry_run:
-            apply(changes)
-        done = ("installed" if install else "uninstalled") if changes else "nothing-to-do"
-        report.emit("planned" if dry_run and changes else done)
-        return
-    for change in changes:
-        typer.echo(("would " if dry_run else "") + change.describe())
-    if not changes:
-        typer.echo(f"nothing to do: {host} is not installed in {target}")
-    if not dry_run:
-        apply(changes)
-        if install:
-            typer.echo(f"next: powercontext hosts doctor   (in {target})")
+        typer.echo(f"nothing to do: nothing of PowerContext's for {host} in {ctx.project}")
 
 
 @hosts_app.command("doctor")
@@ -203,25 +186,21 @@ def hosts_doctor(
     """Check the Server, token, Scope, each installed host's hook, trust and MCP server, and the last hook run."""
 
     from powercontext.hosts.doctor import run_checks
-    from powercontext.hosts.extension_hosts import installed_checks
     from powercontext.hosts.hook import settings_for
     from powercontext.hosts.recall import HookSettings
-    from powercontext.hosts.registry import ADAPTERS
-    from powercontext.hosts.scope import find_repo_root
+    from powercontext.hosts.registry import UnknownHost, spec_for
 
     for name in host or []:
-        if name not in ADAPTERS and name not in EXTENSION_HOSTS:
-            choices = ", ".join([*ADAPTERS, *EXTENSION_HOSTS])
-            typer.echo(f"error: unknown host {name!r}; choose one of {choices}", err=True)
-            raise typer.Exit(2)
+        try:
+            spec_for(name)
+        except UnknownHost as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
     where = (cwd or Path.cwd()).resolve()
     settings = settings_for(HookSettings.from_env(), where)
     if url:
         settings = settings._replace(url=url)
-    hook_hosts = [h for h in host or [] if h in ADAPTERS]
-    checks = run_checks(where, settings, Path(os.path.expanduser("~")), hook_hosts or None)
-    if not host or any(h in EXTENSION_HOSTS for h in host):
-        checks += installed_checks(find_repo_root(where) or where, dict(os.environ))
+    checks = run_checks(where, settings, Path(os.path.expanduser("~")), host or None, dict(os.environ))
     if as_json:
         print_json({"checks": [dataclasses.asdict(c) for c in checks]})
     else:

@@ -17,16 +17,6 @@ from powercontext.cli.common import print_json
 
 if TYPE_CHECKING:
     from powercontext.hosts.files import FileChange
-    from powercontext.hosts.project_files import FileChange as ProjectChange
-
-
-def change_action(change: FileChange) -> str:
-    return "remove" if change.after is None else ("create" if change.before is None else "update")
-
-
-def project_change_action(change: ProjectChange) -> str:
-    """Only meaningful before the change is applied (it looks at the file on disk)."""
-    return "remove" if change.content is None else ("update" if change.path.exists() else "create")
 
 
 @dataclass
@@ -55,7 +45,7 @@ class HostsReport:
 
     def add_file_changes(self, changes: list[FileChange], outcome: str) -> None:
         for change in changes:
-            self.add(change.path, change_action(change), change.why, outcome)
+            self.add(change.path, change.action, change.why, outcome)
 
     def document(self, status: str, error: dict[str, str] | None = None) -> dict[str, Any]:
         doc: dict[str, Any] = {

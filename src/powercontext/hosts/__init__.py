@@ -1,4 +1,4 @@
-"""The small library agent-host hooks share (Claude Code, Codex).
+"""The small library agent-host integrations share.
 
 Automatic recall for a host, per RFC 1435 and RFC 0028: resolve the Scope for the working directory
 (``scope``), derive a bounded query from the user's prompt (``query``), send the plain prepare request
@@ -6,13 +6,15 @@ with a total deadline (``transport``, ``recall``), accept the answer only if it 
 PreparedContext keys (``validate``), and print the host's documented hook output or nothing at all
 (``hook``). Every failure fails open: no injection, exit 0, one content-free line on stderr.
 
-The modules here import only the standard library so a hook process starts fast.
+The modules the hook process imports use only the standard library so it starts fast.
 
-Install, uninstall and doctor are per host: one adapter module per host (``claude_code``, ``codex``),
-listed in ``registry.ADAPTERS``; ``install`` plans and applies their file changes. ``HOSTS`` below are the
+Install, uninstall and doctor are per host: one adapter module per host, listed once in
+``registry.HOST_SPECS``; ``install`` plans and applies their file changes (``files``). ``HOSTS`` are the
 names ``powercontext hook NAME`` accepts.
 """
 
 from __future__ import annotations
 
-HOSTS = ("claude-code", "codex", "opencode", "pi")
+from powercontext.hosts.registry import HOSTS
+
+__all__ = ["HOSTS"]

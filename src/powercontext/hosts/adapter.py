@@ -1,9 +1,11 @@
-"""What every agent host adapter provides, and the pieces Claude Code and Codex share.
+"""What every agent host adapter provides, and the pieces the hook-style hosts share.
 
-An adapter (one module per host, listed in ``powercontext.hosts.registry``) answers three questions for
+An adapter (one module per host, listed in ``powercontext.hosts.registry``) answers four questions for
 one project: which file changes install it (``plan_install``), which remove exactly those
-(``plan_uninstall``), and what ``hosts doctor`` should check (``checks``). Adapters only plan; the
-installer applies the plan, asks before recording trust, and prints it for ``--dry-run``.
+(``plan_uninstall``), whether it is installed (``installed``: shared files such as ``.powercontext.toml``
+stay while any host is) and what ``hosts doctor`` should check (``checks``). Adapters only plan; the
+installer applies the plan, asks before recording trust, and prints it for ``--dry-run``. Hook-style and
+extension-style hosts (``registry``) implement the same protocol.
 """
 
 from __future__ import annotations
@@ -23,15 +25,22 @@ HOOK_TIMEOUT_S = 10
 MCP_COMMAND = "powercontext"
 MCP_ARGS = ["mcp"]
 MCP_ENV_VARS = ["POWERCONTEXT_URL", "POWERCONTEXT_TOKEN"]
-# What fixes a hook whose command does not resolve.
-HOOK_PATH_FIX = "put `powercontext` on PATH (activate its venv, or: pipx install powercontext)"
-# What fixes an MCP server that does not answer: `powercontext mcp` needs nothing beyond the package itself.
-MCP_SERVER_FIX = "pip install 'powercontext[server]'   (into the environment the `powercontext` on PATH runs from)"
 
 
-def hook_command(host: str) -> str:
-    """The portable hook command committed files carry: ``powercontext`` from PATH, nothing machine-specific."""
-    return f"powercontext hook {host}"
+def mcp_server_fix() -> str:
+    """What fixes an MCP server that does not answer: reinstall *this* checkout (never the PyPI name, which is
+    an unrelated project) into the environment the ``powercontext`` on PATH runs from."""
+    from powercontext.hosts.machine import this_checkout
+
+    clone = this_checkout()
+    where = clone or "<your powercontext clone>"
+    return f"pip install -e '{where}[server]'   (into the environment the `powercontext` on PATH runs from)"
+
+
+def hook_command(host: str, event: str | None = None) -> str:
+    """The portable hook command committed files carry: ``powercontext`` from PATH, nothing machine-specific.
+    ``event`` (a PowerContext event other than recall) is passed as a second argument."""
+    return f"powercontext hook {host}" + (f" {event}" if event else "")
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,15 @@ class HostContext:
     scope_id: str | None = None
     server_url: str | None = None  # where doctor found (or looked for) the Server, for its fix lines
 
+    def config_dir(self, variable: str, default: str) -> Path:
+        """A host's user config directory: ``$variable`` if set, else ``default`` under the home directory."""
+        value = self.env.get(variable, "").strip()
+        return Path(value) if value else self.home / default
+
 
 class HostAdapter(Protocol):
+    """One host. ``name``/``title`` match its ``registry.HostSpec``."""
+
     name: str
     title: str
 
@@ -112,34 +128,36 @@ class HooksFile:
     """One host's hooks file (``.claude/settings.json``, ``.codex/hooks.json``): PowerContext's hook in it."""
 
     path: Path
+    root: Path  # the project (or the host's config directory) the file must stay inside
 
     def registration(self, host: str) -> tuple[FileChange, int, dict[str, Any]]:
         """The change that (re)registers PowerContext's hook, with the hook's group index and the handler it
         writes (what Codex's trust hash is computed from)."""
-        before = read_text(self.path)
+        before = read_text(self.path, self.root)
         settings = parse_json_object(self.path, before)
         group = with_hook(self.path, settings, host)
         handler: dict[str, Any] = settings["hooks"]["UserPromptSubmit"][group]["hooks"][0]
-        return FileChange(self.path, before, render_json(settings), "hook: UserPromptSubmit"), group, handler
+        change = FileChange(self.path, self.root, before, render_json(settings), "hook: UserPromptSubmit")
+        return change, group, handler
 
     def removal(self) -> FileChange:
         """The change that removes PowerContext's hook (others' entries stay)."""
-        before = read_text(self.path)
+        before = read_text(self.path, self.root)
         settings = parse_json_object(self.path, before)
         without_hook(settings)
-        return FileChange(self.path, before, render_json(settings), "remove the hook")
+        return FileChange(self.path, self.root, before, render_json(settings), "remove the hook")
 
     def registered(self) -> tuple[int, dict[str, Any]] | None:
         """(group index, handler) of PowerContext's hook, if registered; ``InstallError`` if the file is not a
-        JSON object."""
-        return our_hook(parse_json_object(self.path, read_text(self.path)))
+        JSON object (or is a link, or leaves its root)."""
+        return our_hook(parse_json_object(self.path, read_text(self.path, self.root)))
 
     def checks(self, host: str, handler: dict[str, Any], env: Mapping[str, str]) -> list[Check]:
         """``hosts doctor``'s lines for a registered hook: where it is, and whether its command is on PATH."""
         command = str(handler.get("command", ""))
         return [
             Check(f"{host}-hook", "ok", f"registered in {self.path}"),
-            command_check(f"{host}-hook-command", command, env, HOOK_PATH_FIX),
+            command_check(f"{host}-hook-command", command, env, hook_path_fix()),
         ]
 
 
@@ -154,6 +172,13 @@ def our_hook(settings: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
 
 
 # -- checks shared by hosts -------------------------------------------------------------------------
+
+
+def hook_path_fix() -> str:
+    """What fixes a hook whose ``powercontext`` does not resolve: install *this* checkout on PATH."""
+    from powercontext.hosts.machine import install_this_checkout
+
+    return install_this_checkout()
 
 
 def command_check(name: str, command: str, env: Mapping[str, str], fix: str) -> Check:

@@ -40,14 +40,18 @@ TRUST_KEY = "hasTrustDialogAccepted"
 OUR_MARK = "powercontextRecordedTrust"
 
 
-def claude_json(ctx: HostContext) -> Path:
+def claude_config_dir(ctx: HostContext) -> Path:
     base = ctx.env.get("CLAUDE_CONFIG_DIR")
-    return (Path(base) if base else ctx.home) / ".claude.json"
+    return Path(base) if base else ctx.home
+
+
+def claude_json(ctx: HostContext) -> Path:
+    return claude_config_dir(ctx) / ".claude.json"
 
 
 def _workspace_trust(ctx: HostContext, add: bool) -> FileChange:
     path = claude_json(ctx)
-    before = read_text(path)
+    before = read_text(path, claude_config_dir(ctx))
     data = parse_json_object(path, before)
     projects = data.get("projects")
     entry = projects.get(str(ctx.project)) if isinstance(projects, dict) else None
@@ -64,7 +68,12 @@ def _workspace_trust(ctx: HostContext, add: bool) -> FileChange:
     after = json.dumps(data, indent=2, ensure_ascii=False) + "\n" if changed else before
     why = "trust this workspace in Claude Code (it reads local MCP approvals only in trusted workspaces)"
     return FileChange(
-        path, before, after if after != before else before, why if add else "remove that trust", trust=add
+        path,
+        claude_config_dir(ctx),
+        before,
+        after if after != before else before,
+        why if add else "remove that trust",
+        trust=add,
     )
 
 
@@ -78,15 +87,16 @@ class ClaudeCode:
 
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
         settings_path, mcp_path, local_path = self.paths(ctx.project)
-        changes = [HooksFile(settings_path).registration(self.name)[0]]
-        before = read_text(mcp_path)
+        root = ctx.project
+        changes = [HooksFile(settings_path, root).registration(self.name)[0]]
+        before = read_text(mcp_path, root)
         mcp = parse_json_object(mcp_path, before)
         servers = mcp.setdefault("mcpServers", {})
         if not isinstance(servers, dict):
             raise InstallError(f"{mcp_path}: 'mcpServers' must be an object")
         servers[SERVER] = {"command": MCP_COMMAND, "args": list(MCP_ARGS)}
-        changes.append(FileChange(mcp_path, before, render_json(mcp), "MCP server `powercontext mcp`"))
-        before = read_text(local_path)
+        changes.append(FileChange(mcp_path, root, before, render_json(mcp), "MCP server `powercontext mcp`"))
+        before = read_text(local_path, root)
         local = parse_json_object(local_path, before)
         enabled = local.setdefault("enabledMcpjsonServers", [])
         if not isinstance(enabled, list):
@@ -95,40 +105,42 @@ class ClaudeCode:
             enabled.append(SERVER)
         prune_empty(local, "enabledMcpjsonServers")
         why = "approve the project MCP server `powercontext` for this project on this machine"
-        changes.append(FileChange(local_path, before, render_json(local), why, trust=True))
+        changes.append(FileChange(local_path, root, before, render_json(local), why, trust=True))
         changes.append(_workspace_trust(ctx, add=True))
         return changes
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         settings_path, mcp_path, local_path = self.paths(ctx.project)
-        changes = [HooksFile(settings_path).removal()]
-        before = read_text(mcp_path)
+        root = ctx.project
+        changes = [HooksFile(settings_path, root).removal()]
+        before = read_text(mcp_path, root)
         mcp = parse_json_object(mcp_path, before)
         if isinstance(mcp.get("mcpServers"), dict):
             mcp["mcpServers"].pop(SERVER, None)
             prune_empty(mcp, "mcpServers")
-        changes.append(FileChange(mcp_path, before, render_json(mcp), "remove the MCP server"))
-        before = read_text(local_path)
+        changes.append(FileChange(mcp_path, root, before, render_json(mcp), "remove the MCP server"))
+        before = read_text(local_path, root)
         local = parse_json_object(local_path, before)
         if isinstance(local.get("enabledMcpjsonServers"), list):
             local["enabledMcpjsonServers"] = [s for s in local["enabledMcpjsonServers"] if s != SERVER]
             prune_empty(local, "enabledMcpjsonServers")
-        changes.append(FileChange(local_path, before, render_json(local), "remove the MCP approval"))
+        changes.append(FileChange(local_path, root, before, render_json(local), "remove the MCP approval"))
         changes.append(_workspace_trust(ctx, add=False))
         return [c for c in changes if c.changed]
 
-    def _hook_files(self, ctx: HostContext) -> list[Path]:
+    def _hook_files(self, ctx: HostContext) -> list[HooksFile]:
         settings_path, _, local_path = self.paths(ctx.project)
-        return [settings_path, local_path, ctx.home / ".claude" / "settings.json"]
+        user = HooksFile(ctx.home / ".claude" / "settings.json", ctx.home)
+        return [HooksFile(settings_path, ctx.project), HooksFile(local_path, ctx.project), user]
 
-    def _registered(self, ctx: HostContext) -> tuple[Path, dict[str, Any]] | None:
-        for path in self._hook_files(ctx):
+    def _registered(self, ctx: HostContext) -> tuple[HooksFile, dict[str, Any]] | None:
+        for hooks in self._hook_files(ctx):
             try:
-                found = HooksFile(path).registered()
+                found = hooks.registered()
             except InstallError:
                 continue
             if found is not None:
-                return path, found[1]
+                return hooks, found[1]
         return None
 
     def installed(self, ctx: HostContext) -> bool:
@@ -139,15 +151,18 @@ class ClaudeCode:
         registered = self._registered(ctx)
         if registered is None:
             return [Check("claude-code-hook", "fail", "no PowerContext UserPromptSubmit hook", fix)]
-        path, handler = registered
-        return HooksFile(path).checks(self.name, handler, ctx.env) + self._mcp_checks(ctx, fix)
+        hooks, handler = registered
+        return hooks.checks(self.name, handler, ctx.env) + self._mcp_checks(ctx, fix)
 
     def _mcp_checks(self, ctx: HostContext, fix: str) -> list[Check]:
         _, mcp_path, local_path = self.paths(ctx.project)
         try:
-            server = parse_json_object(mcp_path, read_text(mcp_path)).get("mcpServers", {}).get(SERVER)
-            local = parse_json_object(local_path, read_text(local_path))
-        except (InstallError, AttributeError):
+            server = parse_json_object(mcp_path, read_text(mcp_path, ctx.project)).get("mcpServers", {}).get(SERVER)
+            local = parse_json_object(local_path, read_text(local_path, ctx.project))
+            user = parse_json_object(claude_json(ctx), read_text(claude_json(ctx), claude_config_dir(ctx)))
+        except InstallError as exc:
+            return [Check("claude-code-mcp", "fail", str(exc), fix)]
+        except AttributeError:
             return [Check("claude-code-mcp", "fail", f"{mcp_path} or {local_path} is not valid JSON", fix)]
         if not isinstance(server, dict):
             return [Check("claude-code-mcp", "warn", f"no `powercontext` server in {mcp_path} (hook only)", fix)]
@@ -155,7 +170,7 @@ class ClaudeCode:
         approved = (
             SERVER in (local.get("enabledMcpjsonServers") or []) or local.get("enableAllProjectMcpServers") is True
         )
-        projects = parse_json_object(claude_json(ctx), read_text(claude_json(ctx))).get("projects")
+        projects = user.get("projects")
         entry = projects.get(str(ctx.project)) if isinstance(projects, dict) else None
         if not (isinstance(entry, dict) and entry.get(TRUST_KEY) is True):
             detail = f"workspace not trusted in {claude_json(ctx)}: Claude Code ignores the local MCP approval"

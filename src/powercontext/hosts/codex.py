@@ -68,9 +68,12 @@ class Codex:
     title = "Codex"
 
     @staticmethod
-    def user_config(ctx: HostContext) -> Path:
-        home = ctx.env.get("CODEX_HOME")
-        return (Path(home) if home else ctx.home / ".codex") / "config.toml"
+    def user_dir(ctx: HostContext) -> Path:
+        return ctx.config_dir("CODEX_HOME", ".codex")
+
+    @classmethod
+    def user_config(cls, ctx: HostContext) -> Path:
+        return cls.user_dir(ctx) / "config.toml"
 
     @staticmethod
     def paths(project: Path) -> tuple[Path, Path]:
@@ -81,9 +84,9 @@ class Codex:
 
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
-        hook_change, group, handler = HooksFile(hooks_path).registration(self.name)
+        hook_change, group, handler = HooksFile(hooks_path, ctx.project).registration(self.name)
         changes = [hook_change]
-        before = read_text(config_path)
+        before = read_text(config_path, ctx.project)
         rest = parse_toml(config_path, without_block(before or "", MCP_BLOCK))
         if "powercontext" in rest.get("mcp_servers", {}):
             raise InstallError(f"{config_path} already defines [mcp_servers.powercontext]; remove it, then run again")
@@ -94,13 +97,13 @@ class Codex:
             f"env_vars = {json.dumps(MCP_ENV_VARS)}",
         ]
         why = "MCP server `powercontext mcp` (env_vars pass POWERCONTEXT_URL/TOKEN)"
-        changes.append(FileChange(config_path, before, with_block(before, MCP_BLOCK, body), why))
+        changes.append(FileChange(config_path, ctx.project, before, with_block(before, MCP_BLOCK, body), why))
         changes.append(self._trust_change(ctx, hook_state_key(ctx.project, group), trust_hash(handler)))
         return changes
 
     def _trust_change(self, ctx: HostContext, key: str, digest: str) -> FileChange:
         path = self.user_config(ctx)
-        before = read_text(path)
+        before = read_text(path, self.user_dir(ctx))
         block_id = self._trust_block_id(ctx)
         rest = parse_toml(path, without_block(before or "", block_id))
         body: list[str] = []
@@ -113,33 +116,34 @@ class Codex:
             raise InstallError(f"{path} already has [hooks.state.{toml_string(key)}]; remove it, then run again")
         body += [f"[hooks.state.{toml_string(key)}]", f"trusted_hash = {toml_string(digest)}"]
         why = f"trust this project and this hook (hash {digest[:19]}…) in Codex's user config"
-        return FileChange(path, before, with_block(before, block_id, body), why, trust=True)
+        return FileChange(path, self.user_dir(ctx), before, with_block(before, block_id, body), why, trust=True)
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
-        changes = [HooksFile(hooks_path).removal()]
-        before = read_text(config_path)
+        changes = [HooksFile(hooks_path, ctx.project).removal()]
+        before = read_text(config_path, ctx.project)
         after = without_block(before or "", MCP_BLOCK) if before is not None else None
-        changes.append(FileChange(config_path, before, after or None, "remove the MCP server"))
+        changes.append(FileChange(config_path, ctx.project, before, after or None, "remove the MCP server"))
         user = self.user_config(ctx)
-        before = read_text(user)
+        before = read_text(user, self.user_dir(ctx))
         after = without_block(before or "", self._trust_block_id(ctx)) if before is not None else None
-        changes.append(FileChange(user, before, after or None, "remove the trust install recorded"))
+        why = "remove the trust install recorded"
+        changes.append(FileChange(user, self.user_dir(ctx), before, after or None, why))
         return [c for c in changes if c.changed]
 
     def installed(self, ctx: HostContext) -> bool:
         hooks_path, _ = self.paths(ctx.project)
         try:
-            return HooksFile(hooks_path).registered() is not None
+            return HooksFile(hooks_path, ctx.project).registered() is not None
         except InstallError:
             return False
 
     def checks(self, ctx: HostContext) -> list[Check]:
         fix = f"powercontext hosts install {self.name} --yes"
-        hooks = HooksFile(self.paths(ctx.project)[0])
+        hooks = HooksFile(self.paths(ctx.project)[0], ctx.project)
         try:
             found = hooks.registered()
-            user = parse_toml(self.user_config(ctx), read_text(self.user_config(ctx)))
+            user = parse_toml(self.user_config(ctx), read_text(self.user_config(ctx), self.user_dir(ctx)))
         except InstallError as exc:
             return [Check("codex-hook", "fail", str(exc), fix)]
         if found is None:
@@ -173,7 +177,9 @@ class Codex:
     def _mcp_checks(self, ctx: HostContext, fix: str) -> list[Check]:
         _, config_path = self.paths(ctx.project)
         try:
-            server = parse_toml(config_path, read_text(config_path)).get("mcp_servers", {}).get("powercontext")
+            server = (
+                parse_toml(config_path, read_text(config_path, ctx.project)).get("mcp_servers", {}).get("powercontext")
+            )
         except InstallError as exc:
             return [Check("codex-mcp", "fail", str(exc), fix)]
         if not isinstance(server, dict):

@@ -15,7 +15,7 @@ from powercontext.hosts.adapter import Check, HostContext
 from powercontext.hosts.diagnostics import read_state
 from powercontext.hosts.files import InstallError
 from powercontext.hosts.recall import HookSettings
-from powercontext.hosts.registry import ADAPTERS
+from powercontext.hosts.registry import HOSTS, adapter_for
 from powercontext.hosts.scope import ScopeConfigError, find_repo_root, resolve_scope
 from powercontext.hosts.transport import TransportFailure
 
@@ -79,7 +79,10 @@ def _not_ready(settings: HookSettings, status: int) -> Check:
     return Check("server", "fail", f"{settings.url} is not ready: {reason}", message)
 
 
-def run_checks(cwd: Path, settings: HookSettings, home: Path, hosts: list[str] | None = None) -> list[Check]:
+def run_checks(
+    cwd: Path, settings: HookSettings, home: Path, hosts: list[str] | None = None, env: dict[str, str] | None = None
+) -> list[Check]:
+    """The common checks, then those of each host in ``hosts`` (default: every host installed here)."""
     project = find_repo_root(cwd) or cwd
     checks: list[Check] = []
     try:
@@ -92,12 +95,14 @@ def run_checks(cwd: Path, settings: HookSettings, home: Path, hosts: list[str] |
     checks += _server_checks(settings, scope_id)
     checks.append(scope_check)
     ctx = HostContext(project=project, home=home, server_url=settings.url)
-    wanted = hosts or [name for name, adapter in ADAPTERS.items() if adapter.installed(ctx)]
+    if env is not None:
+        ctx = HostContext(project=project, home=home, env=env, server_url=settings.url)
+    wanted = hosts or [name for name in HOSTS if adapter_for(name).installed(ctx)]
     if not wanted:
         checks.append(Check("hosts", "warn", "no host installed here", "powercontext hosts install claude-code"))
     for name in wanted:
         try:
-            checks += ADAPTERS[name].checks(ctx)
+            checks += adapter_for(name).checks(ctx)
         except InstallError as exc:  # a host config file it cannot read
             checks.append(Check(name, "fail", str(exc), f"powercontext hosts install {name} --yes"))
     checks.append(_last_run(settings))

@@ -3,31 +3,74 @@
 Every change is computed first as text before/after, so a dry run prints exactly what a real run writes.
 JSON files are edited as data (other keys kept); TOML files get PowerContext's own marked blocks only,
 so uninstall removes exactly those lines and nothing a user wrote.
+
+Every file is confined to a *root*: the project, or the host's (or PowerContext's own) config directory.
+The repository being installed into is hostile input, so reading and writing never follow a symbolic link
+at or below the root (a planted ``.claude -> ~/elsewhere`` or ``.mcp.json -> ~/.claude.json`` is refused
+with an error naming it), only regular files are read, and the temporary file a write goes through is
+created exclusively (``O_CREAT|O_EXCL|O_NOFOLLOW`` under a random name), so nothing planted in its place
+is written through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
 import re
+import secrets
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 _SECRET = re.compile(r'("token"\s*:\s*)"[^"]*"')
+_MAX_READ_BYTES = 4 * 1024 * 1024
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class InstallError(ValueError):
     """An existing file PowerContext must edit but cannot; the message names the file and the fix."""
 
 
+def confined(path: Path, root: Path) -> Path:
+    """``path`` (made absolute) if it lies inside ``root`` with no symbolic link below ``root`` on the way.
+
+    ``root`` itself may be reached through links (a home directory on another mount); each component under
+    it is checked with ``lstat``. Otherwise ``InstallError`` names the offending path and what to do.
+    """
+    target = Path(os.path.abspath(path))
+    for base in (Path(os.path.abspath(root)), Path(os.path.realpath(root))):
+        if target.is_relative_to(base):
+            relative = target.relative_to(base)
+            break
+    else:
+        raise InstallError(f"{path} is outside {root}; PowerContext writes only inside it")
+    current = Path(os.path.realpath(root))
+    for part in relative.parts:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            break  # nothing below a missing component exists yet, links included
+        except OSError as exc:
+            raise InstallError(f"{current} cannot be inspected ({exc.strerror}); fix it, then run again") from None
+        if stat.S_ISLNK(mode):
+            raise InstallError(
+                f"{current} is a symbolic link; PowerContext never reads or writes through one (it could point "
+                "outside the project). Replace it with a real file or directory, then run again"
+            )
+    return target
+
+
 @dataclass(frozen=True)
 class FileChange:
-    """One file's text before and after (None: the file does not exist / is removed)."""
+    """One file's text before and after (None: the file does not exist / is removed), confined to ``root``."""
 
     path: Path
+    root: Path  # the project or the config directory the file must stay inside
     before: str | None
     after: str | None
     why: str
@@ -37,6 +80,10 @@ class FileChange:
     @property
     def changed(self) -> bool:
         return self.before != self.after
+
+    @property
+    def action(self) -> str:
+        return "remove" if self.after is None else ("create" if self.before is None else "update")
 
     def diff(self) -> str:
         """A unified diff of the change (what ``--dry-run`` prints)."""
@@ -50,28 +97,68 @@ class FileChange:
         return _SECRET.sub(r'\1"<redacted>"', text) if self.private else text
 
 
-def read_text(path: Path) -> str | None:
+def edit(
+    path: Path, root: Path, after: str | None, why: str, *, trust: bool = False, private: bool = False
+) -> FileChange:
+    """The change that makes ``path`` hold ``after``, with its current text (read safely) as ``before``."""
+    return FileChange(path, root, read_text(path, root), after, why, trust=trust, private=private)
+
+
+def read_text(path: Path, root: Path) -> str | None:
+    """The UTF-8 text of ``path`` inside ``root`` (None if absent). A symbolic link, a path outside ``root``,
+    anything but a regular file, or more than 4 MiB is refused with ``InstallError``."""
+    confined(path, root)
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError):
+    except OSError as exc:
+        raise InstallError(f"{path} cannot be read ({exc.strerror}); fix or move it, then run again") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise InstallError(f"{path} is not a regular file; move it, then run again")
+        raw = handle.read(_MAX_READ_BYTES + 1)
+    if len(raw) > _MAX_READ_BYTES:
+        raise InstallError(f"{path} is larger than 4 MiB; PowerContext will not edit it")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
         raise InstallError(f"{path} cannot be read as UTF-8 text; fix or move it, then run again") from None
 
 
+def _make_dirs(directory: Path, root: Path) -> None:
+    """Create ``directory`` under ``root`` one component at a time, refusing links (``confined`` first)."""
+    confined(directory, root)
+    missing: list[Path] = []
+    current = Path(os.path.abspath(directory))
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o755)
+        confined(path, root)  # raced by a link: refuse before writing below it
+
+
 def apply_change(change: FileChange) -> None:
-    """Write (atomically, via a temporary file in the same directory) or remove one file."""
+    """Write (atomically, via an exclusively created temporary file in the same directory) or remove one file."""
     if not change.changed:
         return
+    confined(change.path, change.root)
     if change.after is None:
-        change.path.unlink(missing_ok=True)
+        change.path.unlink(missing_ok=True)  # unlink removes a link itself, never its target
         return
-    change.path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = change.path.with_name(change.path.name + ".powercontext-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if change.private else 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(change.after)
-    tmp.replace(change.path)
+    _make_dirs(change.path.parent, change.root)
+    tmp = change.path.with_name(f".{change.path.name}.powercontext-{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    fd = os.open(tmp, flags, 0o600 if change.private else 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(change.after)
+        os.replace(tmp, change.path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # -- JSON ------------------------------------------------------------------------------------------

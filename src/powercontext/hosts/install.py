@@ -1,66 +1,81 @@
 """``powercontext hosts install|uninstall HOST``: plan every file change, then apply it (or print it).
 
-A plan is the host adapter's changes (``powercontext.hosts.registry``) plus two shared ones:
+A plan is the host adapter's changes (``powercontext.hosts.registry``) plus two shared ones, the same for
+every host:
 
 * ``.powercontext.toml`` (committed) with ``scope_id`` when ``--scope`` is given: the only thing a
   shared file says about this machine's setup is which Scope the project recalls from;
-* this machine's entry for the project in ``$XDG_CONFIG_HOME/powercontext/hosts.json`` (``--url``, and the
-  installer's ``POWERCONTEXT_TOKEN`` if set), read by the hook and ``powercontext mcp``.
+* this machine's entry for the project in ``$XDG_CONFIG_HOME/powercontext/hosts.json``: ``--url``, the
+  installer's ``POWERCONTEXT_TOKEN`` if set, and the interpreter that ran install (what the plugins run the
+  hook with when ``powercontext`` is not on PATH); read by the hook, the plugins and ``powercontext mcp``.
 
 Changes marked ``trust`` record the user's trust in the host's own config; they are applied only with
 consent (``--yes`` or an answered prompt). Uninstall removes exactly what install added: PowerContext's
 entries and marked blocks, files it created that are left empty, and the shared files only when no other
-host in the project still uses them.
+host in the project is still installed.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from powercontext.hosts.adapter import HostContext
+from powercontext.hosts.adapter import HostAdapter, HostContext
 from powercontext.hosts.files import FileChange, InstallError, apply_change, read_text
 from powercontext.hosts.machine import machine_config_path, project_settings, render_with
-from powercontext.hosts.registry import ADAPTERS, adapter_for
+from powercontext.hosts.registry import HOSTS, UnknownHost, adapter_for
 from powercontext.hosts.scope import CONFIG_FILE
 
 __all__ = ["FileChange", "InstallError", "apply_plan", "plan_install", "plan_uninstall"]
 
 
+def _adapter(host: str) -> HostAdapter:
+    try:
+        return adapter_for(host)
+    except UnknownHost as exc:
+        raise InstallError(str(exc)) from None
+
+
 def _scope_change(project: Path, scope_id: str) -> FileChange:
     path = project / CONFIG_FILE
-    return FileChange(path, read_text(path), f"scope_id = {json.dumps(scope_id)}\n", f"bind this project to {scope_id}")
+    text = f"scope_id = {json.dumps(scope_id)}\n"
+    return FileChange(path, project, read_text(path, project), text, f"bind this project to {scope_id}")
 
 
 def _machine_change(project: Path, env: Mapping[str, str], entry: dict[str, str] | None) -> FileChange:
     path = machine_config_path(env)
-    why = "this machine's Server URL/token for the project" if entry else "forget this machine's URL/token"
-    return FileChange(path, read_text(path), render_with(path, project, entry), why, private=True)
+    root = path.parent.parent  # $XDG_CONFIG_HOME (or ~/.config): PowerContext's own directory below it
+    why = "this machine's settings for the project (Server URL/token, interpreter)" if entry else "forget them"
+    return FileChange(path, root, read_text(path, root), render_with(path, project, entry), why, private=True)
 
 
 def plan_install(host: str, ctx: HostContext, url: str | None = None, token: str | None = None) -> list[FileChange]:
     """Every file change ``hosts install`` makes, in order; nothing is written."""
-    changes = adapter_for(host).plan_install(ctx)
+    changes = _adapter(host).plan_install(ctx)
     if ctx.scope_id is not None:
         changes.append(_scope_change(ctx.project, ctx.scope_id))
-    given = {k: v for k, v in (("url", url), ("token", token)) if v}
-    if given:
-        # What is not given again is kept: a new token alone must not forget the recorded URL.
-        entry = {**project_settings(ctx.project, ctx.env), **given}
-        changes.append(_machine_change(ctx.project, ctx.env, entry))
+    given = {k: v for k, v in (("url", url), ("token", token), ("python", sys.executable)) if v}
+    # What is not given again is kept: a new token alone must not forget the recorded URL.
+    entry = {**project_settings(ctx.project, ctx.env), **given}
+    changes.append(_machine_change(ctx.project, ctx.env, entry))
     return [c for c in changes if c.changed]
+
+
+def installed_hosts(ctx: HostContext, but: str | None = None) -> list[str]:
+    """The hosts installed in the project (every host in the registry is asked), except ``but``."""
+    return [name for name in HOSTS if name != but and adapter_for(name).installed(ctx)]
 
 
 def plan_uninstall(host: str, ctx: HostContext) -> list[FileChange]:
     """Every file change ``hosts uninstall`` makes: exactly what install added, and nothing another host needs."""
-    changes = adapter_for(host).plan_uninstall(ctx)
-    others = [a for name, a in ADAPTERS.items() if name != host and a.installed(ctx)]
-    if not others:
+    changes = _adapter(host).plan_uninstall(ctx)
+    if not installed_hosts(ctx, but=host):
         scope_file = ctx.project / CONFIG_FILE
-        text = read_text(scope_file)
+        text = read_text(scope_file, ctx.project)
         if text is not None and all(line.startswith("scope_id = ") for line in text.splitlines() if line.strip()):
-            changes.append(FileChange(scope_file, text, None, "unbind the Scope (no other host uses it)"))
+            changes.append(FileChange(scope_file, ctx.project, text, None, "unbind the Scope (no other host uses it)"))
         changes.append(_machine_change(ctx.project, ctx.env, None))
     return [c for c in changes if c.changed]
 

@@ -1,18 +1,21 @@
-"""Per-machine hook settings for one project: the Server URL and token ``hosts install`` recorded.
+"""Per-machine hook settings for one project: the Server URL, token and interpreter ``hosts install`` recorded.
 
 Committed host files name only the Scope and run ``powercontext`` from ``PATH``; what differs per
 machine lives outside the repository, in ``$XDG_CONFIG_HOME/powercontext/hosts.json`` (mode 0600)::
 
-    {"projects": {"/abs/project": {"url": "http://127.0.0.1:8765", "token": "..."}}}
+    {"projects": {"/abs/project": {"url": "http://127.0.0.1:8765", "token": "...", "python": "/abs/python"}}}
 
-The hook and ``powercontext mcp`` read it only when ``POWERCONTEXT_URL`` / ``POWERCONTEXT_TOKEN`` are
-unset. A repository can never set these (it could send your token elsewhere).
+The hook and ``powercontext mcp`` read ``url``/``token`` only when ``POWERCONTEXT_URL`` /
+``POWERCONTEXT_TOKEN`` are unset. ``python`` is the interpreter that ran ``hosts install``: the plugins of
+extension-style hosts run the hook with it when ``POWERCONTEXT_PYTHON`` is unset, so the hook works after the
+README's install even though ``powercontext`` is only in ``.venv/bin``. A repository can never set these.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +46,7 @@ def project_settings(project: Path, env: Mapping[str, str] | None = None) -> dic
     entry = projects.get(str(project)) if isinstance(projects, dict) else None
     if not isinstance(entry, dict):
         return {}
-    return {k: v for k, v in entry.items() if k in ("url", "token") and isinstance(v, str) and v.strip()}
+    return {k: v for k, v in entry.items() if k in ("url", "token", "python") and isinstance(v, str) and v.strip()}
 
 
 def render_with(path: Path, project: Path, entry: dict[str, str] | None) -> str | None:
@@ -59,3 +62,45 @@ def render_with(path: Path, project: Path, entry: dict[str, str] | None) -> str 
         return None
     data["projects"] = projects
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _shebang_interpreter(script: str) -> str | None:
+    try:
+        with open(script, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline(4096)
+    except OSError:
+        return None
+    interpreter = first[2:].strip() if first.startswith("#!") else ""
+    if not interpreter or any(c.isspace() for c in interpreter) or not Path(interpreter).is_file():
+        return None
+    return interpreter
+
+
+def hook_interpreter(project: Path, env: Mapping[str, str] | None = None) -> str | None:
+    """The interpreter a host plugin runs the hook with (the same rule as ``assets/recall_runner.*``):
+    ``POWERCONTEXT_PYTHON``, else the one ``hosts install`` recorded for ``project``, else the ``#!`` line of
+    ``powercontext`` on ``PATH``."""
+    env = os.environ if env is None else env
+    explicit = env.get("POWERCONTEXT_PYTHON", "").strip()
+    if explicit:
+        return explicit
+    recorded = project_settings(project, env).get("python")
+    if recorded and Path(recorded).is_file():
+        return recorded
+    script = shutil.which("powercontext", path=env.get("PATH"))
+    return _shebang_interpreter(script) if script else None
+
+
+def this_checkout() -> Path | None:
+    """The clone this PowerContext runs from (an editable install), or None for an installed wheel."""
+    package = Path(__file__).resolve().parents[1]  # .../src/powercontext
+    clone = package.parents[1]
+    return clone if (clone / "pyproject.toml").is_file() and (package.parent.name == "src") else None
+
+
+def install_this_checkout() -> str:
+    """The command that puts *this* PowerContext's ``powercontext`` on PATH. Never a PyPI name: the
+    ``powercontext`` on PyPI is an unrelated project."""
+    clone = this_checkout()
+    where = str(clone) if clone is not None else "<your powercontext clone>"
+    return f"pipx install -e {where}   (or: uv tool install -e {where})"

@@ -172,12 +172,12 @@ def mcp_checks(
 ) -> list[Check]:
     """``PREFIX-mcp-server`` (the command starts and answers ``initialize``) and ``PREFIX-mcp-reach`` (its tools
     reach the Server with the URL and token it resolves), each failure with the command that fixes it."""
-    from powercontext.hosts.adapter import MCP_SERVER_FIX, Check
+    from powercontext.hosts.adapter import Check, mcp_server_fix
 
     command, args = str(server.get("command", "")), [str(a) for a in server.get("args", [])]
     probe = mcp_probe(command, args, env, ctx.project)
     if not probe.answered:
-        return [Check(f"{prefix}-mcp-server", "fail", f"`{command}`: {probe.detail}", MCP_SERVER_FIX)]
+        return [Check(f"{prefix}-mcp-server", "fail", f"`{command}`: {probe.detail}", mcp_server_fix())]
     checks = [Check(f"{prefix}-mcp-server", "ok", f"`{command}`: answered initialize")]
     target = server_target(env, ctx.project)
     where = f"{target.url} (URL from {target.url_source})"

@@ -1,25 +1,81 @@
-"""The agent hosts ``powercontext hosts install|doctor|uninstall`` know: one adapter per host.
+"""Every agent host PowerContext integrates with, in one table: each name list, help text and error derives from it.
 
-To add a host, write a module with a class satisfying ``powercontext.hosts.adapter.HostAdapter`` and add
-one line below (and its name to ``powercontext.hosts.HOSTS`` if it runs ``powercontext hook NAME``).
+Adding a host is one module (a class satisfying ``powercontext.hosts.adapter.HostAdapter``) plus one
+``HostSpec`` line below. This module imports only the standard library: the hook process reads ``HOSTS``
+from it at start, and adapters are imported only when a command needs one.
+
+Two kinds of host share the protocol:
+
+* ``hook``: the host runs a command itself on an event (Claude Code, Codex and WorkBuddy's
+  ``UserPromptSubmit``); install registers ``powercontext hook NAME`` in the host's hooks file;
+* ``extension``: the host loads a plugin (a JavaScript or Python file install writes) that runs the same
+  hook within the budget and hands its content to the host (OpenCode, Pi, DSH, Hermes, Bub).
+
+``events`` names, per PowerContext event, the host's own event it is wired to. Today every host wires
+``recall`` (before the prompt reaches the model); a host can declare ``capture`` (after a reply) the same
+way, without changing the framework.
 """
 
 from __future__ import annotations
 
-from powercontext.hosts.adapter import HostAdapter
-from powercontext.hosts.claude_code import ClaudeCode
-from powercontext.hosts.codex import Codex
+import importlib
+from typing import TYPE_CHECKING, NamedTuple
 
-ADAPTERS: dict[str, HostAdapter] = {
-    "claude-code": ClaudeCode(),
-    "codex": Codex(),
-}
+if TYPE_CHECKING:
+    from powercontext.hosts.adapter import HostAdapter
+
+
+class HostSpec(NamedTuple):
+    name: str  # what `powercontext hosts install NAME` and `powercontext hook NAME` accept
+    title: str  # how the host calls itself
+    kind: str  # "hook" | "extension" (see the module docstring)
+    adapter: str  # "module:Class" implementing HostAdapter, imported on first use
+    events: tuple[tuple[str, str], ...] = ()  # (PowerContext event, the host's event), e.g. ("recall", "...")
+
+
+HOST_SPECS: tuple[HostSpec, ...] = (
+    HostSpec("claude-code", "Claude Code", "hook", "claude_code:ClaudeCode", (("recall", "UserPromptSubmit"),)),
+    HostSpec("codex", "Codex", "hook", "codex:Codex", (("recall", "UserPromptSubmit"),)),
+    HostSpec("opencode", "OpenCode", "extension", "opencode:OpenCode", (("recall", "chat.message"),)),
+    HostSpec("pi", "Pi", "extension", "pi:Pi", (("recall", "before_agent_start"),)),
+    HostSpec("bub", "Bub", "extension", "bub:Bub", (("recall", "before_llm_call"),)),
+    HostSpec("hermes", "Hermes Agent", "extension", "hermes:Hermes", (("recall", "pre_llm_call"),)),
+    HostSpec("workbuddy", "WorkBuddy", "hook", "workbuddy:WorkBuddy", (("recall", "UserPromptSubmit"),)),
+)
+
+HOSTS: tuple[str, ...] = tuple(spec.name for spec in HOST_SPECS)
+
+
+class UnknownHost(ValueError):
+    """A host name not in the registry; the message lists every known host."""
+
+
+def names_text(conjunction: str = "") -> str:
+    """``"claude-code, codex, …"`` (``"…, opencode or pi"`` with ``conjunction="or"``)."""
+    if not conjunction or len(HOSTS) < 2:
+        return ", ".join(HOSTS)
+    return f"{', '.join(HOSTS[:-1])} {conjunction} {HOSTS[-1]}"
+
+
+def titles_text() -> str:
+    titles = [spec.title for spec in HOST_SPECS]
+    return f"{', '.join(titles[:-1])} and {titles[-1]}"
+
+
+def spec_for(name: str) -> HostSpec:
+    for spec in HOST_SPECS:
+        if spec.name == name:
+            return spec
+    raise UnknownHost(f"unknown host {name!r}; choose one of {names_text()}")
 
 
 def adapter_for(name: str) -> HostAdapter:
-    from powercontext.hosts.files import InstallError
+    """The adapter for ``name`` (``UnknownHost`` lists every known host)."""
+    module_name, _, class_name = spec_for(name).adapter.partition(":")
+    module = importlib.import_module(f"powercontext.hosts.{module_name}")
+    adapter: HostAdapter = getattr(module, class_name)()
+    return adapter
 
-    try:
-        return ADAPTERS[name]
-    except KeyError:
-        raise InstallError(f"unknown host {name!r}; choose one of {', '.join(ADAPTERS)}") from None
+
+def all_adapters() -> dict[str, HostAdapter]:
+    return {name: adapter_for(name) for name in HOSTS}

@@ -2,7 +2,8 @@
 // `powercontext hosts install` copies it into the host's file, whose HOST names the host.
 import { spawn } from "node:child_process"
 import { readFileSync, statSync } from "node:fs"
-import { delimiter, join } from "node:path"
+import { homedir } from "node:os"
+import { delimiter, dirname, join } from "node:path"
 
 const HOOK_MODULE = "powercontext.hosts.hook"
 const MAX_OUTPUT_BYTES = 1024 * 1024
@@ -22,9 +23,26 @@ function isFile(path) {
   }
 }
 
-// The interpreter that has PowerContext: POWERCONTEXT_PYTHON, else the `#!` line of `powercontext` on PATH.
-function hookCommand() {
-  const python = (process.env.POWERCONTEXT_PYTHON ?? "").trim()
+// The interpreter `powercontext hosts install` recorded for the project (or a parent of cwd) on this machine.
+function recordedPython(cwd) {
+  try {
+    const base = (process.env.XDG_CONFIG_HOME ?? "").trim() || join(process.env.HOME || homedir(), ".config")
+    const projects = JSON.parse(readFileSync(join(base, "powercontext", "hosts.json"), "utf8"))?.projects ?? {}
+    for (let dir = cwd; dir; dir = dirname(dir)) {
+      const python = projects[dir]?.python
+      if (typeof python === "string" && isFile(python)) return python
+      if (dirname(dir) === dir) break
+    }
+  } catch {
+    // no machine settings: fall through to PATH
+  }
+  return null
+}
+
+// The interpreter that has PowerContext: POWERCONTEXT_PYTHON, else the one install recorded for this project
+// on this machine, else the `#!` line of `powercontext` on PATH.
+function hookCommand(cwd) {
+  const python = (process.env.POWERCONTEXT_PYTHON ?? "").trim() || recordedPython(cwd)
   if (python) return [python, "-m", HOOK_MODULE, HOST]
   for (const dir of (process.env.PATH ?? "").split(delimiter)) {
     const script = dir ? join(dir, "powercontext") : ""
@@ -62,7 +80,7 @@ function recall(prompt, cwd) {
       resolve(value)
     }
     try {
-      const command = hookCommand()
+      const command = hookCommand(cwd)
       if (!command) return finish(null)
       timer = setTimeout(() => finish(null), budgetMs() + START_ALLOWANCE_MS)
       child = spawn(command[0], command.slice(1), { cwd, stdio: ["pipe", "pipe", "ignore"] })

@@ -1,0 +1,63 @@
+"""WorkBuddy (and CodeBuddy Code, the engine it runs): the ``UserPromptSubmit`` hook in the project's settings.
+
+* ``.codebuddy/settings.json`` (committed): ``hooks.UserPromptSubmit`` runs ``powercontext hook workbuddy``.
+
+CodeBuddy Code reads Claude-Code-style hooks from ``.codebuddy/settings.json`` in the project and from
+``settings.json`` in its user config directory (``$CODEBUDDY_CONFIG_DIR``, ``~/.codebuddy``; the WorkBuddy
+app's is ``~/.workbuddy``). The project file is the one both read, so install writes only that: nothing
+per user, no trust record (the engine runs project hooks without one). A hook's JSON
+``hookSpecificOutput.additionalContext`` reaches the model as a ``<system-reminder>`` in the user message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from powercontext.hosts.adapter import Check, HooksFile, HostContext
+from powercontext.hosts.files import FileChange, InstallError
+
+
+class WorkBuddy:
+    name = "workbuddy"
+    title = "WorkBuddy"
+
+    @staticmethod
+    def settings(project: Path) -> HooksFile:
+        return HooksFile(project / ".codebuddy" / "settings.json", project)
+
+    def _hook_files(self, ctx: HostContext) -> list[HooksFile]:
+        local = HooksFile(ctx.project / ".codebuddy" / "settings.local.json", ctx.project)
+        users = [
+            ctx.config_dir("CODEBUDDY_CONFIG_DIR", ".codebuddy"),
+            ctx.config_dir("WORKBUDDY_CONFIG_DIR", ".workbuddy"),
+        ]
+        return [self.settings(ctx.project), local, *(HooksFile(d / "settings.json", d) for d in users)]
+
+    def plan_install(self, ctx: HostContext) -> list[FileChange]:
+        return [self.settings(ctx.project).registration(self.name)[0]]
+
+    def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
+        change = self.settings(ctx.project).removal()
+        return [change] if change.changed else []
+
+    def _registered(self, ctx: HostContext) -> tuple[HooksFile, dict[str, Any]] | None:
+        for hooks in self._hook_files(ctx):
+            try:
+                found = hooks.registered()
+            except InstallError:
+                continue
+            if found is not None:
+                return hooks, found[1]
+        return None
+
+    def installed(self, ctx: HostContext) -> bool:
+        return self._registered(ctx) is not None
+
+    def checks(self, ctx: HostContext) -> list[Check]:
+        registered = self._registered(ctx)
+        if registered is None:
+            fix = f"powercontext hosts install {self.name}"
+            return [Check("workbuddy-hook", "fail", "no PowerContext UserPromptSubmit hook", fix)]
+        hooks, handler = registered
+        return hooks.checks(self.name, handler, ctx.env)

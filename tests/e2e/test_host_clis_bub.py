@@ -1,0 +1,100 @@
+"""Bub (pinned ``bub`` from PyPI, in its own Python 3.12 venv with ``integrations/bub`` installed) against a fake model.
+
+In a throwaway HOME and a fresh git project: ``powercontext hosts install bub --scope S``, then one
+non-interactive prompt (``bub -w PROJECT run``). With the real Server up, the memory's unique marker reaches
+the logged model request; with the Server stopped Bub still answers and exits 0; with a Server that accepts
+and never answers, the hook hangs up within the hook budget (+ 0.5 s) and the prompt goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import LiveServer
+from tests.e2e import test_host_clis_opencode_pi as shared
+from tests.e2e.test_host_clis_opencode_pi import (
+    BUDGET_MS,
+    HOST_TIMEOUT_S,
+    QUESTION,
+    FakeModel,
+    HungServer,
+    fresh_project,
+    install,
+)
+from tests.hosts_e2e.pinned import pinned_cli
+from tests.support import Api, free_port, unique
+
+fake_model = shared.fake_model
+hung_server = shared.hung_server
+
+
+def prompt(
+    tmp_path: Path, model: FakeModel, url: str, scope_id: str
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    bub = pinned_cli("bub")
+    home = tmp_path / "home"
+    home.mkdir()
+    project = fresh_project(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERCONTEXT_", "BUB_", "XDG_"))}
+    env.update(
+        HOME=str(home),
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+        POWERCONTEXT_URL=url,
+        POWERCONTEXT_HOOK_TIMEOUT_MS=str(BUDGET_MS),
+        BUB_HOME=str(home / ".bub"),
+        BUB_MODEL="openai:fake-model",
+        BUB_API_BASE=model.url,
+        BUB_API_KEY="sk-fake",
+    )
+    install("bub", project, scope_id, env)
+    before = len(model.requests())
+    done = subprocess.run(
+        [str(bub), "-w", str(project), "run", QUESTION],
+        cwd=str(project),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HOST_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    return done, model.requests()[before:]
+
+
+def carrying_question(requests: list[dict[str, Any]]) -> list[str]:
+    texts = [json.dumps(r["body"], ensure_ascii=False) for r in requests]
+    return [t for t in texts if QUESTION in t]
+
+
+def test_context_reaches_the_model(tmp_path: Path, server: LiveServer, api: Api, fake_model: FakeModel) -> None:
+    scope_id = api.new_scope(prefix="host-bub")
+    marker = unique("marker").replace("-", "")
+    api.add(scope_id, f"Payments deploys reach production from the release branch only ({marker})", kind="constraint")
+    done, requests = prompt(tmp_path, fake_model, server.base_url, scope_id)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "fake-model-answer" in done.stdout
+    carrying = carrying_question(requests)
+    assert carrying and all(marker in text for text in carrying), "the prepared context reached the model"
+
+
+def test_server_down_still_answers(tmp_path: Path, fake_model: FakeModel) -> None:
+    done, requests = prompt(tmp_path, fake_model, f"http://127.0.0.1:{free_port()}", "project:down")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "fake-model-answer" in done.stdout
+    assert carrying_question(requests)
+
+
+def test_hung_server_costs_at_most_the_hook_budget(
+    tmp_path: Path, fake_model: FakeModel, hung_server: HungServer
+) -> None:
+    done, requests = prompt(tmp_path, fake_model, hung_server.url, "project:hung")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "fake-model-answer" in done.stdout
+    assert len(hung_server.accepted_at) == 1, "one prepare request per prompt"
+    assert hung_server.closed_at, "the hook gave up on the request"
+    assert hung_server.closed_at[0] - hung_server.accepted_at[0] <= BUDGET_MS / 1000 + 0.5
+    assert min(r["received_at"] for r in requests) >= hung_server.closed_at[0]
