@@ -23,7 +23,7 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.inference.errors import InferenceError, InferenceTimeout
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
 from powercontext.text.normalize import normalize_query
-from powercontext.text.tokenize import query_terms
+from powercontext.text.tokenize import only_function_words, query_terms
 
 ActualMode = Literal["fts", "vector", "hybrid"]
 Vector = npt.NDArray[np.float32]
@@ -221,11 +221,16 @@ class ChannelSearch(Generic[H]):
         probe: ChannelProbe | None,
     ) -> SearchOutcome[H]:
         normalized = normalize_query(query)
+        if mode in ("vector", "hybrid") and not self.vectors_available:
+            raise ModeUnavailable(mode)
+        if only_function_words(normalized):
+            # Nothing in it names a topic: every channel's best match would be noise (a vector of "what is
+            # this" is near everything), so no channel runs. The mode reported is the one that would have run.
+            vectors = mode in ("vector", "hybrid") or (mode == "auto" and self.vectors_available)
+            return SearchOutcome([], ("vector" if mode == "vector" else "hybrid") if vectors else "fts", "none")
         if mode == "fts" or (mode == "auto" and self._vector is None):
             return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", "none")
         if mode in ("vector", "hybrid"):
-            if not self.vectors_available:
-                raise ModeUnavailable(mode)
             try:
                 vector: Vector = self._embedder.embed([normalized])[0]
             except InferenceError as exc:
