@@ -19,7 +19,7 @@ from powercontext.store.core.driver import sqlite
 from powercontext.store.core.experiences import EXPERIENCE_FTS, experience_record
 from powercontext.store.core.family_rows import ArtifactRow, FtsIndex, active_heads
 from powercontext.store.core.memory_rows import SELECT_MEMORY, memory_record, scope_tag
-from powercontext.store.core.terms import affordable_terms
+from powercontext.store.core.terms import affordable_terms, term_statistics
 from powercontext.store.core.topics import TOPIC_FTS, topic_record
 from powercontext.store.sqlite.postings import read_postings
 from powercontext.text.tokenize import MAX_QUERY_TERMS
@@ -74,6 +74,10 @@ class SqliteSearch(StoreConnections):
         ).fetchall()
         by_id = {row[0]: memory_record(row) for row in rows}
         return [Scored(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
+
+    def term_statistics(self, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The Scope's active memories, and how many hold each term (the relevance floor's IDF)."""
+        return term_statistics(self._reader(), scope_id, terms)
 
     def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
         """Active Topic Memory heads of one Scope, best BM25 over title and body first."""
