@@ -14,6 +14,7 @@ from typing import Literal
 from powercontext.code.identifiers import identifier_terms, path_terms
 from powercontext.contract.common import Family
 from powercontext.contract.explain import (
+    BelowFloorHit,
     ChannelRank,
     ContextExplanation,
     ExpectedItem,
@@ -21,6 +22,7 @@ from powercontext.contract.explain import (
     ExplainedCandidate,
     FamilySummary,
     Fate,
+    FloorReading,
 )
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
 from powercontext.domain.candidates import CodeCandidate
@@ -137,6 +139,7 @@ class ContextExplainer:
             families=[FamilySummary(family=f, pool_depth=self._depth(f), candidates=counts[f]) for f in plan.families],
             candidates=candidates,
             expected=expected,
+            below_floor=_below_floor(probe),
         )
 
     def _depth(self, family: Family) -> int:
@@ -298,3 +301,24 @@ class ContextExplainer:
                 "active head of a Scope this prepare read"
             }
         )
+
+
+def _below_floor(probe: probes.ExplainProbe) -> list[BelowFloorHit]:
+    """Each dropped hit once per (round, channel), in the order the searches met them."""
+    seen: set[tuple[int, str, ArtifactKey]] = set()
+    found: list[BelowFloorHit] = []
+    for drop in probe.dropped:
+        identity = (drop.round, drop.below.channel, drop.below.key)
+        if identity in seen:
+            continue
+        seen.add(identity)
+        readings = [FloorReading(measure=r.measure, value=r.value, floor=r.floor) for r in drop.below.readings]
+        found.append(
+            BelowFloorHit(
+                artifact_address=drop.below.key.to_address(),
+                round=drop.round,
+                channel=drop.below.channel,
+                readings=readings,
+            )
+        )
+    return found

@@ -47,6 +47,7 @@ from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import GuardedEmbedder
 from powercontext.search.families import ExperienceSearch
+from powercontext.search.relevance import RelevanceFloor
 from powercontext.settings import Settings
 from powercontext.store.base import (
     Embedding,
@@ -107,7 +108,7 @@ class Runtime:
         self.generation = generation or NoGeneration()
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
         self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
-            store.search_text, store.search_vector, self.embedder, hybrid_weights
+            store.search_text, store.search_vector, self.embedder, hybrid_weights, RelevanceFloor(store.term_statistics)
         )
         self.readers: dict[Family, FamilyReader] = {
             ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)

@@ -123,7 +123,7 @@ def test_human_view_of_an_empty_result_explains_it(server: LiveServer, scope: st
     assert result.returncode == 0, result.stderr
     assert "empty: nothing to inject" in result.stdout
     assert "selected: none" in result.stdout
-    assert "not_retrieved" in result.stdout
+    assert "no candidates (none stored or none matched): atomic-memory" in result.stdout
 
 
 def test_import_rejects_a_bad_line_and_writes_nothing(server: LiveServer, scope: str, tmp_path: Path) -> None:

@@ -134,3 +134,11 @@ def test_truncate_with_ellipsis_fits(text: str, max_bytes: int) -> None:
     assert out.endswith("…")
     assert len(out.encode("utf-8")) <= max_bytes
     assert text.startswith(out[:-1])
+
+
+def test_query_terms_leave_out_english_and_chinese_function_words() -> None:
+    assert query_terms("How do the users log in?") == [*terms("users"), *terms("log")]
+    assert query_terms("Why is THE search page slow?") == [*terms("search"), *terms("page"), *terms("slow")]
+    # A CJK bigram of two function characters (我们, "we") goes; one that names something (数据) stays.
+    assert query_terms("我们 数据") == ["数据"]
+    assert query_terms("what is this and why is it there?") == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from powercontext.contract.prepare import PreparedContext
 from powercontext.contract.receipt import PreparedContextReceipt, SelectedArtifact
@@ -12,6 +13,9 @@ from powercontext.contract.receipt import PreparedContextReceipt, SelectedArtifa
 def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
     """The content exactly as an agent gets it, then what the Receipt says about it."""
     console = Console()
+    if not console.is_terminal:
+        # Piped or redirected: no terminal width to fit, so lines are never broken (ids stay whole for grep/copy).
+        console = Console(width=_UNBOUNDED_WIDTH)
     if prepared.status == "empty":
         console.print("[bold]empty[/bold]: nothing to inject for this request", highlight=False)
     else:
@@ -22,14 +26,23 @@ def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
         if asked_for_receipt:
             console.print("no Receipt was returned (the Server could not build a valid one)", style="yellow")
         return
-    console.print(_selected_table(receipt) if receipt.selected else "selected: none", highlight=False)
-    if receipt.omitted:
+    if receipt.selected:
+        _print_selected(console, receipt)
+    else:
+        console.print("selected: none", highlight=False)
+    # ``not_retrieved`` is a flag (count 1: the family produced no candidates, often because the Scope stores none
+    # of it), not a number of omitted items: it is named on its own line instead of counted in the table.
+    counted = [g for g in receipt.omitted if g.reason != "not_retrieved"]
+    found_nothing = [g.family for g in receipt.omitted if g.reason == "not_retrieved"]
+    if counted:
         omitted = Table(title="Omitted")
         for column in ("family", "reason", "count"):
             omitted.add_column(column)
-        for group in receipt.omitted:
+        for group in counted:
             omitted.add_row(group.family, group.reason, str(group.count))
         console.print(omitted)
+    if found_nothing:
+        console.print(f"no candidates (none stored or none matched): {', '.join(found_nothing)}", highlight=False)
     searches = ", ".join(
         f"{g.family}/{g.mode}/{g.outcome}"
         + (f" ({g.fallback_reason})" if g.fallback_reason != "none" else "")
@@ -44,10 +57,30 @@ def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
     )
 
 
-def _selected_table(receipt: PreparedContextReceipt) -> Table:
-    table = Table(title="Selected (injection order)")
-    for column in ("#", "family", "scope", "artifact", "rev", "bytes", "truncated"):
-        table.add_column(column, overflow="fold")
+def _print_selected(console: Console, receipt: PreparedContextReceipt) -> None:
+    """A table when it fits the terminal, else one line per item: an id is never broken across lines."""
+    rows = _selected_rows(receipt)
+    widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(_SELECTED_COLUMNS)]
+    if sum(widths) + 3 * len(widths) + 1 <= console.width:
+        table = Table(title="Selected (injection order)")
+        for header, width in zip(_SELECTED_COLUMNS, widths, strict=True):
+            table.add_column(header, no_wrap=True, min_width=width)
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))  # ids are data, never Rich markup
+        console.print(table)
+        return
+    console.print("Selected (injection order):", highlight=False)
+    for number, family, scope_id, ident, rev, size, truncated in rows:
+        line = f"{number}. {family} {scope_id} {ident} rev {rev}, {size} bytes" + (", truncated" if truncated else "")
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+_SELECTED_COLUMNS = ("#", "family", "scope", "artifact", "rev", "bytes", "truncated")
+_UNBOUNDED_WIDTH = 100_000
+
+
+def _selected_rows(receipt: PreparedContextReceipt) -> list[tuple[str, str, str, str, str, str, str]]:
+    rows: list[tuple[str, str, str, str, str, str, str]] = []
     for number, item in enumerate(receipt.selected, start=1):
         if isinstance(item, SelectedArtifact):
             address = item.artifact_address
@@ -56,7 +89,7 @@ def _selected_table(receipt: PreparedContextReceipt) -> Table:
         else:
             code = item.code_evidence
             scope_id, ident, rev = code.scope_id, f"{code.path}:{code.start_line}-{code.end_line}", "-"
-        table.add_row(
-            str(number), item.family, scope_id, ident, rev, str(item.rendered_bytes), "yes" if item.truncated else ""
+        rows.append(
+            (str(number), item.family, scope_id, ident, rev, str(item.rendered_bytes), "yes" if item.truncated else "")
         )
-    return table
+    return rows

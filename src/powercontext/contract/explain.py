@@ -110,6 +110,26 @@ class FamilySummary(StrictModel):
     candidates: StrictInt = Field(ge=0)
 
 
+class FloorReading(StrictModel):
+    """One measure of a dropped hit against its relevance floor (docs/evaluation.md says how each was set)."""
+
+    measure: Literal["query_idf_share", "matched_idf", "cosine"] = Field(
+        description="query_idf_share: the share of the query's IDF mass the hit holds; matched_idf: that IDF mass "
+        "in nats; cosine: vector similarity. A full-text hit is kept when either of its measures reaches its floor."
+    )
+    value: StrictFloat
+    floor: StrictFloat
+
+
+class BelowFloorHit(StrictModel):
+    """A hit a search channel found but did not retrieve, because it is too weakly related to the query."""
+
+    artifact_address: ArtifactAddress
+    round: StrictInt = Field(ge=0, le=2)
+    channel: Literal["fts", "vector"]
+    readings: list[FloorReading]
+
+
 class ContextExplanation(StrictModel):
     """One prepare's candidates and their fates; ``prepared`` is exactly what that prepare returned."""
 
@@ -124,3 +144,7 @@ class ContextExplanation(StrictModel):
     families: list[FamilySummary]
     candidates: list[ExplainedCandidate]
     expected: list[ExpectedItem]
+    below_floor: list[BelowFloorHit] = Field(
+        default_factory=list,
+        description="Hits each channel dropped below its relevance floor (never candidates, never in the Receipt).",
+    )

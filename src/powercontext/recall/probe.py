@@ -16,6 +16,7 @@ from powercontext.contract.common import Family
 from powercontext.contract.receipt import OmissionReason
 from powercontext.domain.candidates import Candidate
 from powercontext.domain.identity import ArtifactKey
+from powercontext.search.relevance import BelowFloor
 
 Channel = Literal["fts", "vector", "fused"]
 CodeIdentity = tuple[str, str, int]  # fingerprint, path, start line: how the Builder tells code ranges apart
@@ -56,6 +57,16 @@ class CodeList:
 
 
 @dataclass(frozen=True, slots=True)
+class FloorDrop:
+    """A hit one search's relevance floor dropped before any pool was cut (never a candidate)."""
+
+    round: int
+    family: Family
+    scope_id: str
+    below: BelowFloor
+
+
+@dataclass(frozen=True, slots=True)
 class Fate:
     """Where a candidate ended: ``position`` (1-based injection order) when selected, else ``reason``."""
 
@@ -78,12 +89,17 @@ class ChannelRecorder:
         ranked = tuple((hit.record.key, float(hit.score)) for hit in hits)
         self._probe.lists.append(ChannelList(self._round, self._family, self._scope_id, channel, ranked))
 
+    def below_floor(self, dropped: Sequence[BelowFloor]) -> None:
+        """Hits a channel's relevance floor dropped (search/relevance.py), with their measures."""
+        self._probe.dropped.extend(FloorDrop(self._round, self._family, self._scope_id, d) for d in dropped)
+
 
 @dataclass
 class ExplainProbe:
     """Per-candidate evidence of one prepare; request-local, never logged, never part of a Receipt."""
 
     lists: list[ChannelList] = field(default_factory=list)
+    dropped: list[FloorDrop] = field(default_factory=list)  # below a channel's relevance floor
     # Keyed by exact identity; the first decision about an identity is its fate (later ones are repeats).
     fates: dict[ArtifactKey, Fate] = field(default_factory=dict)
     # Code by the Builder's identity of a range (fingerprint, path, start line); positions count code items only.

@@ -19,6 +19,7 @@ from powercontext.recall.trace import RecallTrace
 from powercontext.search.channels import ChannelSearch, ScoredHit, SearchOutcome
 from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import VectorChannel
+from powercontext.search.relevance import BelowFloor
 from powercontext.store.base import ScoredMemory
 from powercontext.store.code import CodeStore
 
@@ -139,6 +140,9 @@ class _ChannelsOnly:
     def record(self, channel: Literal["fts", "vector", "fused"], hits: Sequence[ScoredHit]) -> None:
         if channel != "fused":
             self._inner.record(channel, hits)
+
+    def below_floor(self, dropped: Sequence[BelowFloor]) -> None:
+        self._inner.below_floor(dropped)
 
 
 def _observed(hit: ScoredMemory) -> str:

@@ -237,8 +237,11 @@ def _rerank_pool(
     if reranker.model_backed:
         session.take()  # refusal() said there is room: this invocation counts against both limits
         trace.non_deterministic = True  # even if it fails: a model was asked
+    # The reranker sees at most its candidate_limit of the coarse pool (the pool is at least 16 deep, so a
+    # smaller limit cuts it here); the coarse tail it never saw is family_limit, as without a reranker.
+    offered = pool[: max(1, reranker.candidate_limit)]
     try:
-        result = reranker.rerank(RerankTask(query, pool, limit, prompt), session)
+        result = reranker.rerank(RerankTask(query, offered, limit, prompt), session)
         record = reranker.evidence(prompt)
     except Exception as exc:  # an injected reranker's bug: the coarse order, and no evidence to state
         log.warning("event=rerank.failed reason=reranker_error error_type=%s", type(exc).__name__)
@@ -250,13 +253,16 @@ def _rerank_pool(
         trace.record_rerank(round, record, result.outcome, result.reason)
     if result.order is None:
         return result.outcome, _coarse(pool, limit, trace)
-    chosen = [pool[i] for i in result.order[:limit]]
-    trace.omit("atomic-memory", "rerank_not_selected", len(pool) - len(chosen))
+    chosen = [offered[i] for i in result.order[:limit]]
+    trace.omit("atomic-memory", "rerank_not_selected", len(offered) - len(chosen))
+    trace.omit("atomic-memory", "family_limit", len(pool) - len(offered))
     if trace.probe is not None:
         kept = {c.key for c in chosen}
-        for dropped in pool:
+        for dropped in offered:
             if dropped.key not in kept:
                 trace.probe.omitted("atomic-memory", dropped.key, "rerank_not_selected")
+        for dropped in pool[len(offered) :]:
+            trace.probe.omitted("atomic-memory", dropped.key, "family_limit")
     return result.outcome, chosen
 
 

@@ -22,8 +22,9 @@ from powercontext.domain.errors import RequestRefused
 from powercontext.domain.identity import ArtifactKey
 from powercontext.inference.errors import InferenceError, InferenceTimeout
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
+from powercontext.search.relevance import BelowFloor, RelevanceFloor
 from powercontext.text.normalize import normalize_query
-from powercontext.text.tokenize import query_terms
+from powercontext.text.tokenize import only_function_words, query_terms
 
 ActualMode = Literal["fts", "vector", "hybrid"]
 Vector = npt.NDArray[np.float32]
@@ -45,9 +46,11 @@ H = TypeVar("H", bound=ScoredHit)
 
 
 class ChannelProbe(Protocol):
-    """Receives one search's ranked lists (explain only; see ``recall.probe``): which channel, in rank order."""
+    """Receives one search's ranked lists (explain only; see ``recall.probe``): which channel, in rank order,
+    and the hits each channel's relevance floor dropped."""
 
     def record(self, channel: Literal["fts", "vector", "fused"], hits: Sequence[ScoredHit]) -> None: ...
+    def below_floor(self, dropped: Sequence[BelowFloor]) -> None: ...
 
 
 class ModeUnavailable(RequestRefused):
@@ -166,11 +169,14 @@ class ChannelSearch(Generic[H]):
         vector: VectorReader[H] | None,
         embedder: GuardedEmbedder,
         weights: HybridWeights | None = None,
+        floor: RelevanceFloor | None = None,
     ) -> None:
+        """``floor`` (search/relevance.py) drops each channel's hits that are too weakly related to the query."""
         self._text = text
         self._vector = vector
         self._embedder = embedder
         self.weights = weights or HybridWeights()
+        self._floor = floor
 
     @property
     def model_id(self) -> str:
@@ -221,17 +227,22 @@ class ChannelSearch(Generic[H]):
         probe: ChannelProbe | None,
     ) -> SearchOutcome[H]:
         normalized = normalize_query(query)
+        if mode in ("vector", "hybrid") and not self.vectors_available:
+            raise ModeUnavailable(mode)
+        if only_function_words(normalized):
+            # Nothing in it names a topic: every channel's best match would be noise (a vector of "what is
+            # this" is near everything), so no channel runs. The mode reported is the one that would have run.
+            vectors = mode in ("vector", "hybrid") or (mode == "auto" and self.vectors_available)
+            return SearchOutcome([], ("vector" if mode == "vector" else "hybrid") if vectors else "fts", "none")
         if mode == "fts" or (mode == "auto" and self._vector is None):
-            return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", "none")
+            return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", "none")
         if mode in ("vector", "hybrid"):
-            if not self.vectors_available:
-                raise ModeUnavailable(mode)
             try:
                 vector: Vector = self._embedder.embed([normalized])[0]
             except InferenceError as exc:
                 raise SearchInferenceFailed(exc) from None
             if mode == "vector":
-                return SearchOutcome(self._vectors(scope_id, vector, depth), "vector", "none")
+                return SearchOutcome(self._vectors(scope_id, vector, depth, probe), "vector", "none")
             return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit, depth, probe), "hybrid", "none")
         # auto: hybrid when the provider is configured and answers, else fts with the honest reason.
         channel = channel or VectorChannel(self._embedder)
@@ -239,7 +250,7 @@ class ChannelSearch(Generic[H]):
             return self._auto_overlapped(scope_id, normalized, limit, depth, channel, round, probe)
         planned = channel.query_vector(round, normalized, scope_id)
         if isinstance(planned, str):
-            return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", planned)
+            return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", planned)
         return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit, depth, probe), "hybrid", "none")
 
     def _auto_overlapped(
@@ -265,27 +276,41 @@ class ChannelSearch(Generic[H]):
 
         def vector_side() -> tuple[Vector | FallbackReason, list[H]]:
             planned = channel.query_vector(round, normalized, scope_id)
-            return planned, ([] if isinstance(planned, str) else self._vectors(scope_id, planned, channel_depth))
+            return planned, ([] if isinstance(planned, str) else self._vectors(scope_id, planned, channel_depth, probe))
 
         pending = _submit(vector_side)
-        fts = self._fts(scope_id, normalized, channel_depth)
+        fts = self._fts(scope_id, normalized, channel_depth, probe)
         planned, vec = pending.result()
         if isinstance(planned, str):
-            return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", planned)
+            return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", planned)
         return SearchOutcome(self._fuse(fts, vec, depth, probe), "hybrid", "none")
 
-    def _fts(self, scope_id: str, normalized: str, limit: int) -> list[H]:
-        return self._text(scope_id, query_terms(normalized, SEARCH_QUERY_TERMS), limit)
+    def _fts(self, scope_id: str, normalized: str, limit: int, probe: ChannelProbe | None = None) -> list[H]:
+        terms = query_terms(normalized, SEARCH_QUERY_TERMS)
+        hits = self._text(scope_id, terms, limit)
+        if self._floor is None:
+            return hits
+        kept, dropped = self._floor.fts(scope_id, terms, hits)
+        if probe is not None and dropped:
+            probe.below_floor(dropped)
+        return kept
 
-    def _vectors(self, scope_id: str, vector: Vector, limit: int) -> list[H]:
+    def _vectors(self, scope_id: str, vector: Vector, limit: int, probe: ChannelProbe | None = None) -> list[H]:
         assert self._vector is not None
-        return self._vector(scope_id, self._embedder.model_id, vector, limit)
+        hits = self._vector(scope_id, self._embedder.model_id, vector, limit)
+        if self._floor is None:
+            return hits
+        kept, dropped = self._floor.vector(self._embedder.model_id, hits)
+        if probe is not None and dropped:
+            probe.below_floor(dropped)
+        return kept
 
     def _hybrid(
         self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int, probe: ChannelProbe | None
     ) -> list[H]:
         channel_depth = _channel_depth(limit)
-        fts, vec = self._fts(scope_id, normalized, channel_depth), self._vectors(scope_id, vector, channel_depth)
+        fts = self._fts(scope_id, normalized, channel_depth, probe)
+        vec = self._vectors(scope_id, vector, channel_depth, probe)
         return self._fuse(fts, vec, depth, probe)
 
     def _fuse(self, fts: list[H], vec: list[H], limit: int, probe: ChannelProbe | None = None) -> list[H]:

@@ -69,13 +69,34 @@ def terms(text: str) -> list[str]:
 
 
 def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
-    """Distinct terms of a query, first occurrences first, capped so a huge query stays cheap."""
+    """Distinct topic terms of a query, first occurrences first, capped so a huge query stays cheap.
+
+    Function words (``text.stopwords``) are left out: they would match nearly every memory and score it.
+    """
     seen: dict[str, None] = {}
     for term in terms(query):
+        if is_stop_term(term):
+            continue
         seen.setdefault(term, None)
         if len(seen) >= limit:
             break
     return list(seen)
+
+
+def is_stop_term(term: str) -> bool:
+    """Whether a query term is a function word: listed, or a CJK bigram of two listed characters (``我们``)."""
+    from powercontext.text.stopwords import stop_terms  # the lists import this module's tokenizer
+
+    stop = stop_terms()
+    if term in stop:
+        return True
+    return len(term) == 2 and term[0] in stop and term[1] in stop and _CJK.fullmatch(term) is not None
+
+
+def only_function_words(query: str) -> bool:
+    """Whether ``query`` has words and every one of them is a function word (such a query retrieves nothing)."""
+    found = terms(query)
+    return bool(found) and all(is_stop_term(term) for term in found)
 
 
 _TERM_OF_WORD: dict[str, str] = {}  # folded word -> its term; a plain dict lookup is ~10x cheaper than _plain

@@ -510,6 +510,23 @@
     return el("p", { id: "no-candidates", class: "hint" }, `No candidates from: ${empty.join(", ")} (nothing there matched this query).`);
   }
 
+  // Hits a channel found but did not retrieve: too weakly related to the query (each measure against its floor).
+  const FLOOR_MEASURES = { query_idf_share: "share of query IDF", matched_idf: "matched IDF", cosine: "cosine" };
+  function belowFloor(explained) {
+    const rows = (explained.below_floor || []).map((d) => [
+      d.artifact_address.artifact.artifact_id,
+      String(d.round),
+      d.channel,
+      d.readings.map((r) => `${FLOOR_MEASURES[r.measure] || r.measure} ${r.value.toFixed(3)} < ${r.floor}`).join(" · "),
+    ]);
+    return el(
+      "div",
+      { id: "below-floor" },
+      el("p", { class: "hint" }, "Found by a search but below its channel's relevance floor, so never a candidate (not a Receipt omission)."),
+      table(["artifact", "round", "channel", "score against the floor"], rows, "no hit was below a floor"),
+    );
+  }
+
   function retrieval(receipt) {
     const r = receipt.retrieval;
     const prompt = (p) => (p ? `${p.key} ${p.selection} v${p.selected_version} ${p.compiled_digest.slice(0, 19)}…` : "none");
@@ -579,6 +596,7 @@
         emptyFamilies(explained),
         whyTable(explained, request),
       ),
+      section("Below the relevance floor", belowFloor(explained)),
       injectedItems(prepared),
     );
     if (receipt) {

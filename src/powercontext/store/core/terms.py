@@ -50,6 +50,19 @@ def affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[li
     return kept, total <= POSTING_BUDGET
 
 
+def term_statistics(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """The Scope's active Atomic Memory heads, and how many of them hold each of ``terms`` (absent: not listed)."""
+    distinct = list(dict.fromkeys(t for t in terms if t))
+    marks = ",".join("?" * (len(distinct) + 1))
+    counts = dict(
+        conn.execute(
+            f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})",
+            [scope_id, ACTIVE_DOCS, *distinct],
+        )
+    )
+    return int(counts.pop(ACTIVE_DOCS, 0)), {str(t): int(n) for t, n in counts.items()}
+
+
 class TermCounts:
     """The ``fts_term_docs`` changes of one write transaction, applied once by ``flush``."""
 

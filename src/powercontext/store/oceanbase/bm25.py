@@ -1,25 +1,22 @@
-"""FTS5's ``bm25()`` recomputed over a Scope's packed postings (fulltext.py gives the formula and why)."""
+"""A Scope's packed postings read as the inputs of the shared BM25 (store/core/bm25.py; fulltext.py has the layout)."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.store.core import bm25
+from powercontext.store.core.bm25 import Postings, Window
 from powercontext.store.oceanbase.postings import SEGMENT_POSTINGS, TABLES, SegmentCounts, posting_term, unpack
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
 
-K1: Final = 1.2
-B: Final = 0.75
-
-Window = Literal["rank", "newest", "first"]
+__all__ = ["Window", "search", "term_documents"]
 
 
 def search(
@@ -40,32 +37,13 @@ def search(
     query = list(dict.fromkeys(posting_term(t) for t in terms if t))
     if not query or limit < 1:
         return []
-    inputs = _read_inputs(conn, table, scope_tag, query, segments)
-    if not inputs.n_rows or not inputs.arrays:
-        return []
-    docs = np.unique(np.concatenate([a["doc"] for a in inputs.arrays.values()]))
-    if window == "newest":
-        docs = docs[-limit:]
-    elif window == "first":
-        docs = docs[:window_size]
-    score = _scores(inputs, query, docs, (*TABLES[table].weights, 0.0)[:2])
-    order = np.lexsort((docs, -score))[:limit]
-    return [(float(score[i]), int(docs[i])) for i in order]
+    postings = _read_postings(conn, table, scope_tag, query, segments)
+    return bm25.rank(postings, query, limit, TABLES[table].weights, window, window_size)
 
 
-@dataclass(frozen=True, slots=True)
-class _Inputs:
-    """Every input of the formula for one Scope and query: documents, tokens, n(t) and the postings per term."""
-
-    n_rows: int
-    n_tokens: int
-    counts: Counter[str]
-    arrays: dict[str, npt.NDArray[Any]]
-
-
-def _read_inputs(
+def _read_postings(
     conn: Connection, table: str, scope_tag: str, query: list[str], segments: SegmentCounts | None
-) -> _Inputs:
+) -> Postings:
     marks = ", ".join(["%s"] * len(query))
     # One round trip for every input of the formula, all of them the Scope's own: its totals row, and its
     # segments of the query terms (their sizes add up to n(t)).
@@ -91,39 +69,7 @@ def _read_inputs(
         for term in parts:
             segments.seen((table, scope_tag, term), open_segments[term])
     arrays = {term: a[0] if len(a) == 1 else np.concatenate(a) for term, a in parts.items()}
-    return _Inputs(n_rows, n_tokens, counts, arrays)
-
-
-def _scores(
-    inputs: _Inputs, query: list[str], docs: npt.NDArray[Any], weights: tuple[float, ...]
-) -> npt.NDArray[np.float64]:
-    """The BM25 score of each of ``docs`` (FTS5's formula, see fulltext.py)."""
-    avgdl = inputs.n_tokens / inputs.n_rows
-    size = np.zeros(len(docs), dtype=np.float64)
-    located: dict[str, tuple[npt.NDArray[Any], npt.NDArray[Any]]] = {}
-    for term, array in inputs.arrays.items():
-        at = np.searchsorted(docs, array["doc"])
-        inside = at < len(docs)
-        inside[inside] = docs[at[inside]] == array["doc"][inside]
-        located[term] = (at[inside], array[inside])
-        size[at[inside]] = array["len"][inside]
-    # Same float64 operations, in the same order, as FTS5's per-phrase loop (fts5_aux.c): a document
-    # without the term adds idf·0/… = 0.0, which leaves its sum unchanged.
-    norm = K1 * ((1 - B) + (B * size) / avgdl)
-    score = np.zeros(len(docs), dtype=np.float64)
-    for term in query:
-        idf = _idf(inputs.n_rows, inputs.counts.get(term, 0))
-        freq = np.zeros(len(docs), dtype=np.float64)
-        if term in located:
-            at, found = located[term]
-            freq[at] = found["tf1"].astype(np.float64) * weights[0] + found["tf2"].astype(np.float64) * weights[1]
-        score += idf * ((freq * (K1 + 1.0)) / (freq + norm))
-    return score
-
-
-def _idf(n_rows: int, n_hits: int) -> float:
-    idf = math.log((0.5 + n_rows - n_hits) / (0.5 + n_hits))
-    return 1e-6 if idf <= 0.0 else idf
+    return Postings(n_rows, n_tokens, counts, arrays)
 
 
 def term_documents(conn: Connection, table: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:

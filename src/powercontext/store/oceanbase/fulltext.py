@@ -1,25 +1,20 @@
-"""Full-text postings and BM25 ranking identical to SQLite FTS5's ``bm25()``.
+"""Full-text postings of OceanBase, ranked by the same BM25 as the SQLite store (store/core/bm25.py).
 
 Receipts must select the same memories, in the same order, on every backend, so the ranking cannot
 be the database's own relevance function: OceanBase's FULLTEXT parsers also drop one-character terms
 (measured: ``a``, ``1`` and single CJK characters are never found) and split differently from the
 Python tokenizer that produced the terms. Instead each indexed document keeps its exact term
-postings (term frequency per column) and token count, and ranking recomputes FTS5's formula:
-
-    idf(t)   = ln((N - n(t) + 0.5) / (n(t) + 0.5)), clamped to 1e-6 when ≤ 0
-    score(d) = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 - b + b·|d| / avgdl)),  k1 = 1.2, b = 0.75
-
-with ``N``, ``n(t)`` and ``avgdl`` over the searched Scope's documents only, as the SQLite store's per-Scope
-FTS5 tables compute them (store/core/scope_fts.py: no other Scope's content may move a Scope's ranking);
-``N`` and the token total count every document ever added to the Scope (``fts_scope_totals``), as a
-contentless-delete FTS5 table does, ``f`` is the column-weighted frequency and ``|d|`` the document's tokens
-including its scope tag.
+postings (term frequency per column) and token count, and ranking hands them to the shared formula
+(core/bm25.py), with ``N``, ``n(t)`` and ``avgdl`` over the searched Scope's documents only, as the SQLite
+store's per-Scope FTS5 tables keep them (store/core/scope_fts.py: no other Scope's content may move a Scope's
+ranking); ``N`` and the token total count every document ever added to the Scope (``fts_scope_totals``), as a
+contentless-delete FTS5 table does.
 
 Postings are stored packed: one ``fts_segments`` row per (index, scope tag, term, segment) holds the
 segment's postings as a little-endian array of (doc id, tf1, tf2, |d|) records, decoded with NumPy.
 A search reads every input of the formula in one statement (the Scope's totals and its posting arrays,
 whose sizes are the terms' document counts) and scores in NumPy with the same float64 operations in the same
-order as the per-posting loop, so scores still agree with FTS5 to the last bit. Measured on embedded
+order as on SQLite, so scores agree to the last bit. Measured on embedded
 seekdb at 10,000 memories (docs/oceanbase.md): one row per posting cost ~35 ms per search in two
 statements that scan and join every posting of the query terms; packed segments ship the same
 postings in one statement.

@@ -13,9 +13,9 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.store.core.bm25 import POSTING
+
 MAX_TERM_CHARS: Final = 200
-# One posting: doc id, term frequency in the first and second text column, document tokens.
-POSTING: Final = np.dtype([("doc", "<i8"), ("tf1", "<i4"), ("tf2", "<i4"), ("len", "<i4")])
 # Open (not full) segments a term may have per Scope before a write compacts them.
 MAX_SEGMENTS: Final = 12
 # A compaction writes full segments of this many postings (80 KB), which are sealed: never read by a later

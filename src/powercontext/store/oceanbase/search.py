@@ -15,7 +15,7 @@ from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.experiences import experience_record
 from powercontext.store.core.family_rows import ArtifactRow, active_heads, scope_tag
 from powercontext.store.core.memory_rows import SELECT_MEMORY, memory_record
-from powercontext.store.core.terms import affordable_terms
+from powercontext.store.core.terms import affordable_terms, term_statistics
 from powercontext.store.core.topics import topic_record
 from powercontext.store.oceanbase import bm25, native_fulltext
 from powercontext.store.oceanbase.dialect import Connection
@@ -84,6 +84,10 @@ class OceanBaseSearch(StoreConnections):
         hits = self._ranked(conn, table, scope_tag(scope_id), terms, limit)
         rows = active_heads(conn, [doc_id for _, doc_id in hits])
         return [(score, rows[doc_id]) for score, doc_id in hits if doc_id in rows and rows[doc_id].family == family]
+
+    def term_statistics(self, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The Scope's active memories, and how many hold each term (the relevance floor's IDF)."""
+        return term_statistics(self._reader(), scope_id, terms)
 
     def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
         found = self._search_family(scope_id, TOPIC_MEMORY, "topic_memory_fts", terms, limit)

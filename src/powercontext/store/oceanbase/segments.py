@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.store.core.bm25 import POSTING
 from powercontext.store.oceanbase.postings import (
-    POSTING,
     SEGMENT_POSTINGS,
     SEGMENTS_PER_WRITE,
     SegmentCounts,

@@ -1,7 +1,8 @@
-"""Full-text search on SQLite: each Scope's own FTS5 tables ranked by FTS5's ``bm25()``.
+"""Full-text search on SQLite: each Scope's own FTS5 tables, ranked by the shared BM25 (store/core/bm25.py).
 
-The index writes are the core's (``core.scope_fts``, ``core.terms``, ``core.family_rows.FtsIndex``); only the
-ranking queries, which use FTS5's ``MATCH``, ``bm25()`` and ``fts5vocab``, live here.
+The index writes are the core's (``core.scope_fts``, ``core.terms``, ``core.family_rows.FtsIndex``); FTS5 keeps
+the postings, ``postings.read_postings`` reads them as the formula's inputs, and ``core.bm25`` ranks them exactly
+as the OceanBase store does.
 """
 
 from __future__ import annotations
@@ -10,66 +11,73 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from powercontext.store.base import Scored, ScoredExperience, ScoredMemory, ScoredTopic
-from powercontext.store.code import CodeChunkRecord, ScoredCodeChunk
-from powercontext.store.core import code_index, scope_fts
-from powercontext.store.core.code_index import POSTING_BUDGET, code_scope_tag
+from powercontext.store.code import ScoredCodeChunk
+from powercontext.store.core import bm25, code_index, scope_fts
+from powercontext.store.core.code_index import POSTING_BUDGET, chunk_records, code_scope_tag
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.driver import sqlite
 from powercontext.store.core.experiences import EXPERIENCE_FTS, experience_record
-from powercontext.store.core.family_rows import SELECT_ROW, ArtifactRow, FtsIndex, artifact_row
+from powercontext.store.core.family_rows import ArtifactRow, FtsIndex, active_heads
 from powercontext.store.core.memory_rows import SELECT_MEMORY, memory_record, scope_tag
-from powercontext.store.core.terms import affordable_terms
+from powercontext.store.core.terms import affordable_terms, term_statistics
 from powercontext.store.core.topics import TOPIC_FTS, topic_record
+from powercontext.store.sqlite.postings import read_postings
 from powercontext.text.tokenize import MAX_QUERY_TERMS
 
 # Path terms weigh more than body terms: a query naming a module should find that module first.
-_CODE_WEIGHTS: Final = "0.0, 2.0, 1.0"
-
-# The join starts from the search hits, always: ``CROSS JOIN`` is SQLite's fixed join order. With a plain JOIN the
-# planner may walk the Scope's ``artifacts`` rows first and probe the hits (a Bloom filter on them) — at a million
-# memories one such prepare took 5.8 s instead of 1 ms (issue 39). tests/store_contract/test_query_plans.py holds
-# every statement of the prepare path to this.
-_FROM_HITS: Final = "FROM hits CROSS JOIN artifacts a ON a.id = hits.id CROSS JOIN revisions r ON r.artifact = a.id"
-_JOINED: Final = "FROM artifacts a JOIN revisions r ON r.artifact = a.id"
-_MEMORY_HITS: Final = SELECT_MEMORY.replace(_JOINED, _FROM_HITS).replace("SELECT a.id", "SELECT hits.rank, a.id")
-_FAMILY_HITS: Final = SELECT_ROW.replace(_JOINED, _FROM_HITS).replace("SELECT a.id", "SELECT hits.rank, a.id")
+_CODE_COLUMNS: Final = ("path_terms", "terms")
+_CODE_WEIGHTS: Final = (2.0, 1.0)
 
 
-def _quoted(terms: Sequence[str]) -> str:
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def _code_match(terms: Sequence[str]) -> str:
-    return f"{{path_terms terms}} : ( {_quoted(terms)} )"
+def ranked(
+    conn: Any,
+    table: str,
+    columns: Sequence[str],
+    weights: Sequence[float],
+    terms: Sequence[str],
+    limit: int,
+    window: bm25.Window = "rank",
+    window_size: int = 0,
+) -> list[tuple[float, int]]:
+    """(score, rowid) of the Scope table's documents matching any term, best first; none if it has no table."""
+    query = list(dict.fromkeys(t for t in terms if t))
+    if not query or limit < 1:
+        return []
+    try:
+        postings = read_postings(conn, table, columns, query)
+    except sqlite.OperationalError as exc:
+        if scope_fts.missing_table(exc):
+            return []
+        raise
+    return bm25.rank(postings, query, limit, weights, window, window_size)
 
 
 class SqliteSearch(StoreConnections):
-    """``search_text``, ``search_topics``, ``search_experiences`` and ``search_code`` over FTS5."""
+    """``search_text``, ``search_topics``, ``search_experiences`` and ``search_code`` over FTS5 postings."""
 
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
         conn = self._reader()
         terms, rankable = affordable_terms(conn, scope_id, terms)
         if not terms:
             return []
-        # When even the rarest term is in too many memories to rank them all, take the newest matches
-        # (a rowid walk, no scoring) and rank only those.
-        window = "rank" if rankable else "rowid DESC"
+        # When even the rarest term is in too many memories to rank them all, rank only the newest matches.
+        window: bm25.Window = "rank" if rankable else "newest"
         table = scope_fts.table_name("atomic_memory_fts", scope_tag(scope_id))
-        try:
-            rows = conn.execute(
-                f"WITH hits AS (SELECT rowid AS id, bm25({table}, 0.0, 1.0) AS rank FROM {table}"
-                f" WHERE {table} MATCH ? ORDER BY {window} LIMIT ?) "
-                + _MEMORY_HITS
-                + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? ORDER BY hits.rank",
-                # The Scope's own table holds only its rows: no scope_tag filter (its phrase added exactly 0.0).
-                (f"terms : ( {_quoted(terms)} )", limit, scope_id),
-            ).fetchall()
-        except sqlite.OperationalError as exc:
-            if scope_fts.missing_table(exc):
-                return []
-            raise
-        # bm25() is lower-is-better; the public score is higher-is-better.
-        return [Scored(memory_record(row[1:]), -row[0]) for row in rows]
+        hits = ranked(conn, table, ("terms",), (1.0,), terms, limit, window)
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        rows = conn.execute(
+            SELECT_MEMORY + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'"
+            " AND a.scope_id = ?",
+            [doc_id for _, doc_id in hits] + [scope_id],
+        ).fetchall()
+        by_id = {row[0]: memory_record(row) for row in rows}
+        return [Scored(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
+
+    def term_statistics(self, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The Scope's active memories, and how many hold each term (the relevance floor's IDF)."""
+        return term_statistics(self._reader(), scope_id, terms)
 
     def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
         """Active Topic Memory heads of one Scope, best BM25 over title and body first."""
@@ -83,37 +91,36 @@ class SqliteSearch(StoreConnections):
 
     def search_code(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredCodeChunk]:
         conn = self._reader()
-        tag = code_scope_tag(scope_id)
-        table = scope_fts.table_name("code_fts", tag)
-        # When even the rarest term is in too many chunks to rank them all, only the first
-        # POSTING_BUDGET matches (in index order) are ranked.
+        table = scope_fts.table_name("code_fts", code_scope_tag(scope_id))
         try:
             terms, rankable = affordable_code_terms(conn, scope_id, terms)
-            if not terms:
-                return []
-            window = "ORDER BY rank LIMIT ?" if rankable else "LIMIT ?"
-            rows = conn.execute(
-                f"WITH hits AS (SELECT rowid AS id, bm25({table}, {_CODE_WEIGHTS}) AS rank FROM {table}"
-                f" WHERE {table} MATCH ? {window})"
-                " SELECT hits.rank, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
-                " c.start_line, c.end_line, c.snippet_sha256, c.text"
-                " FROM hits CROSS JOIN code_chunks c ON c.id = hits.id CROSS JOIN code_files f ON f.id = c.file"
-                " CROSS JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ?"
-                " ORDER BY hits.rank, f.path, c.start_line LIMIT ?",
-                # The Scope's own table (scope_fts.py) holds only its chunks: no scope_tag filter.
-                (
-                    f"{{path_terms terms}} : ( {_quoted(terms)} )",
-                    limit if rankable else POSTING_BUDGET,
-                    scope_id,
-                    limit,
-                ),
-            ).fetchall()
         except sqlite.OperationalError as exc:
             if scope_fts.missing_table(exc):
                 return []
             raise
-        # bm25() is lower-is-better; the public score is higher-is-better.
-        return [ScoredCodeChunk(CodeChunkRecord(*row[1:]), -row[0]) for row in rows]
+        if not terms or limit < 1:
+            return []
+        # When even the rarest term is in too many chunks to rank them all, only the first POSTING_BUDGET
+        # matches (in index order) are ranked. Every ranked match is kept, so ties break by path and line.
+        window: bm25.Window = "rank" if rankable else "first"
+        hits = ranked(
+            conn,
+            table,
+            _CODE_COLUMNS,
+            _CODE_WEIGHTS,
+            terms,
+            POSTING_BUDGET if not rankable else 1 << 30,
+            window,
+            POSTING_BUDGET,
+        )
+        if not hits:
+            return []
+        by_id = chunk_records(conn, [doc_id for _, doc_id in hits], scope_id)
+        found = sorted(
+            (ScoredCodeChunk(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id),
+            key=lambda s: (-s.score, s.chunk.path, s.chunk.start_line),
+        )
+        return found[:limit]
 
 
 def search_family(
@@ -124,8 +131,8 @@ def search_family(
     distinct = [t for t in dict.fromkeys(terms) if t][:MAX_QUERY_TERMS]
     if not distinct or limit < 1:
         return []
-    # Most Scopes have few or none of these families: an index probe (~8 µs) spares an FTS5
-    # query (~150 µs even on an empty table) on every prepare of such a Scope.
+    # Most Scopes have few or none of these families: an index probe (~8 µs) spares a full-text
+    # search on every prepare of such a Scope.
     if (
         conn.execute(
             "SELECT 1 FROM artifacts WHERE scope_id = ? AND family = ? AND state = 'active' LIMIT 1",
@@ -134,25 +141,10 @@ def search_family(
         is None
     ):
         return []
-    column_filter = index.columns[0] if len(index.columns) == 1 else "{" + " ".join(index.columns) + "}"
-    weights = ", ".join(str(w) for w in (0.0, *index.weights))
-    # The Scope's own table (scope_fts.py): no scope_tag filter needed.
     table = scope_fts.table_name(index.table, scope_tag(scope_id))
-    try:
-        rows = conn.execute(
-            f"WITH hits AS (SELECT rowid AS id, bm25({table}, {weights}) AS rank FROM {table}"
-            f" WHERE {table} MATCH ? ORDER BY rank LIMIT ?) "
-            + _FAMILY_HITS
-            + " WHERE r.revision = a.head_revision AND a.state = 'active' AND a.scope_id = ? AND a.family = ?"
-            " ORDER BY hits.rank, a.id",
-            (f"{column_filter} : ( {_quoted(distinct)} )", limit, scope_id, index.family),
-        ).fetchall()
-    except sqlite.OperationalError as exc:
-        if scope_fts.missing_table(exc):
-            return []
-        raise
-    # bm25() is lower-is-better; the public score is higher-is-better.
-    return [(-raw[0], artifact_row(raw[1:])) for raw in rows]
+    hits = ranked(conn, table, index.columns, index.weights, distinct, limit)
+    rows = active_heads(conn, [doc_id for _, doc_id in hits])
+    return [(score, rows[doc_id]) for score, doc_id in hits if doc_id in rows and rows[doc_id].family == index.family]
 
 
 def affordable_code_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:

@@ -1,0 +1,104 @@
+"""BM25 over one Scope's postings: the single scoring function of both stores.
+
+Receipts must select the same memories, in the same order, with the same scores, on SQLite and OceanBase,
+so neither store ranks with its database's own relevance function. Each reads the same inputs from its own
+index (SQLite: the FTS5 table's averages record, ``fts5vocab`` instances and ``docsize``; OceanBase: packed
+postings, store/oceanbase/fulltext.py) and hands them to ``rank``:
+
+    idf(t)   = ln(1 + (N - n(t) + 0.5) / (n(t) + 0.5))
+    score(d) = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 - b + b·|d| / avgdl)),  k1 = 1.2, b = 0.75
+
+``N`` and the token total count every document ever added to the Scope's index (as FTS5's contentless-delete
+tables keep them), ``n(t)`` the documents holding ``t`` now, ``f`` the column-weighted frequency and ``|d|`` the
+document's tokens including its scope tag.
+
+The IDF is Lucene's form, not FTS5's ``ln((N - n + 0.5) / (n + 0.5))`` clamped to 1e-6: with statistics per
+Scope, a term in half or more of one Scope's memories (a person's name in a chat log, a service's name in its
+own notes) got an IDF of ~0 under FTS5's form and stopped discriminating at all; Lucene's form stays positive and
+still orders terms by rarity (docs/evaluation.md has the measurements).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+K1: Final = 1.2
+B: Final = 0.75
+
+# One posting: doc id, term frequency in the first and second text column, document tokens.
+POSTING: Final = np.dtype([("doc", "<i8"), ("tf1", "<i4"), ("tf2", "<i4"), ("len", "<i4")])
+
+# ``rank`` ranks every matching document; ``newest`` only the ``limit`` highest doc ids, ``first`` only the
+# ``window_size`` lowest (the cuts a store takes when ranking every match is unaffordable).
+Window = Literal["rank", "newest", "first"]
+
+
+@dataclass(frozen=True, slots=True)
+class Postings:
+    """Every input of the formula for one Scope's index and one query."""
+
+    n_rows: int  # N: documents ever added to the Scope's index
+    n_tokens: int  # their tokens, scope tags included
+    counts: Mapping[str, int]  # n(t): documents holding the term in a searched column
+    arrays: Mapping[str, npt.NDArray[Any]]  # the term's postings (``POSTING`` records)
+
+
+def idf(n_rows: int, n_hits: int) -> float:
+    """Lucene's inverse document frequency: positive for every term, larger for rarer ones."""
+    return math.log(1.0 + (n_rows - n_hits + 0.5) / (n_hits + 0.5))
+
+
+def rank(
+    postings: Postings,
+    query: Sequence[str],
+    limit: int,
+    weights: Sequence[float],
+    window: Window = "rank",
+    window_size: int = 0,
+) -> list[tuple[float, int]]:
+    """(score, doc id) of the documents matching any query term, best first (ties: lower doc id first).
+
+    ``weights`` are the two text columns' weights (the second is ignored for a one-column index).
+    """
+    if limit < 1 or not postings.n_rows or not postings.arrays:
+        return []
+    docs = np.unique(np.concatenate([a["doc"] for a in postings.arrays.values()]))
+    if window == "newest":
+        docs = docs[-limit:]
+    elif window == "first":
+        docs = docs[:window_size]
+    pair = (float(weights[0]), float(weights[1]) if len(weights) > 1 else 0.0)
+    score = scores(postings, query, docs, pair)
+    order = np.lexsort((docs, -score))[:limit]
+    return [(float(score[i]), int(docs[i])) for i in order]
+
+
+def scores(
+    postings: Postings, query: Sequence[str], docs: npt.NDArray[Any], weights: tuple[float, float]
+) -> npt.NDArray[np.float64]:
+    """The BM25 score of each of ``docs`` (sorted, distinct doc ids)."""
+    avgdl = postings.n_tokens / postings.n_rows
+    size = np.zeros(len(docs), dtype=np.float64)
+    located: dict[str, tuple[npt.NDArray[Any], npt.NDArray[Any]]] = {}
+    for term, array in postings.arrays.items():
+        at = np.searchsorted(docs, array["doc"])
+        inside = at < len(docs)
+        inside[inside] = docs[at[inside]] == array["doc"][inside]
+        located[term] = (at[inside], array[inside])
+        size[at[inside]] = array["len"][inside]
+    norm = K1 * ((1 - B) + (B * size) / avgdl)
+    score = np.zeros(len(docs), dtype=np.float64)
+    for term in dict.fromkeys(query):
+        if term not in located:
+            continue  # a term no document holds adds nothing
+        at, found = located[term]
+        freq = np.zeros(len(docs), dtype=np.float64)
+        freq[at] = found["tf1"].astype(np.float64) * weights[0] + found["tf2"].astype(np.float64) * weights[1]
+        score += idf(postings.n_rows, postings.counts.get(term, 0)) * ((freq * (K1 + 1.0)) / (freq + norm))
+    return score

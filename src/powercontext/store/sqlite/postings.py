@@ -1,0 +1,86 @@
+"""A Scope's FTS5 table read as the inputs of the shared BM25 (store/core/bm25.py).
+
+FTS5's own ``bm25()`` has FTS5's IDF built in, so the SQLite store reads the formula's inputs from the table and
+ranks with the function the OceanBase store uses too: ``N`` and the per-column token totals from FTS5's averages
+record, each query term's instances (document, column) from an ``fts5vocab`` ``instance`` table, and each
+matching document's token count from the table's ``docsize`` rows. The vocabulary table is created in the
+connection's ``temp`` schema, so reading never writes to the database file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from powercontext.store.core.bm25 import POSTING, Postings
+
+_AVERAGES_ROWID: Final = 1  # FTS5 keeps (rows, tokens per column) as varints in this %_data row
+
+
+def read_postings(conn: Any, table: str, columns: Sequence[str], terms: Sequence[str]) -> Postings:
+    """The inputs of BM25 for ``terms`` over ``table``'s text ``columns`` (its first column is the scope tag).
+
+    Raises ``OperationalError`` ("no such table") when the Scope never indexed anything there.
+    """
+    averages = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ROWID,)).fetchone()
+    if averages is None:
+        return Postings(0, 0, {}, {})
+    n_rows, *column_tokens = _varints(averages[0])
+    vocab = _instance_vocab(conn, table)
+    marks = ",".join("?" * len(terms))
+    tf2 = "SUM(v.col = ?)" if len(columns) > 1 else "0"
+    # Instances grouped per (term, document): the term's frequency in each text column, and the document's size.
+    rows = conn.execute(
+        f"SELECT v.term, v.doc, SUM(v.col = ?), {tf2}, d.sz FROM temp.{vocab} v"
+        f" JOIN {table}_docsize d ON d.id = v.doc"
+        f" WHERE v.term IN ({marks}) AND v.col IN ({','.join('?' * len(columns))}) GROUP BY v.term, v.doc",
+        [columns[0], *columns[1:2], *terms, *columns],
+    ).fetchall()
+    grouped: dict[str, list[tuple[int, int, int, int]]] = {}
+    for term, doc, first, second, size in rows:
+        grouped.setdefault(term, []).append((doc, first, second, _size(size)))
+    arrays = {term: np.array(found, dtype=POSTING) for term, found in grouped.items()}
+    counts = {term: len(found) for term, found in grouped.items()}
+    return Postings(n_rows, sum(column_tokens), counts, arrays)
+
+
+def _instance_vocab(conn: Any, table: str) -> str:
+    """The connection's ``temp`` vocabulary table over ``table``, created on its first search of that table."""
+    name = f"{table}_instances"
+    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (name,)).fetchone() is not None:
+        return name
+    # Readers run with query_only, which refuses even a temp-schema CREATE; the database file is not touched.
+    (query_only,) = conn.execute("PRAGMA query_only").fetchone()
+    conn.execute("PRAGMA query_only = OFF")
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {table}, instance)")
+    finally:
+        conn.execute(f"PRAGMA query_only = {'ON' if query_only else 'OFF'}")
+    return name
+
+
+def _size(blob: bytes) -> int:
+    """A ``docsize`` record's total tokens: one varint per column (each below 128 in one byte, the usual case)."""
+    if max(blob, default=0) < 0x80:
+        return sum(blob)
+    return sum(_varints(blob))
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian base-128 varints (FTS5's record format), all of them in order."""
+    values: list[int] = []
+    value = 0
+    length = 0
+    for byte in blob:
+        length += 1
+        if length == 9:  # the ninth byte contributes all eight bits
+            values.append((value << 8) | byte)
+            value = length = 0
+            continue
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            values.append(value)
+            value = length = 0
+    return values

@@ -1,0 +1,28 @@
+"""Function words that carry no topic, as index terms: a query term among them neither matches nor scores.
+
+The lists come from the ``stopwords`` package (PyPI, ISC licence), which ships them as plain data files inside
+the wheel, so nothing is downloaded at run time. Its English list is the classic 175 closed-class words (articles,
+pronouns, auxiliaries, prepositions, conjunctions and their contractions: the same list NLTK and Snowball use) and
+its Chinese list 125 single-character particles, pronouns and prepositions. Larger lists (``stop-words``,
+``stopwordsiso``: 1,300 English entries) also drop words that are topics in a project's memory, such as
+``computer``, ``system``, ``test``, ``index``, ``value`` and ``web``, so they were not chosen.
+
+Each listed word is passed through the index tokenizer, so the set holds what a query actually yields:
+stemmed terms (``having`` → ``have``, ``does`` → ``doe``) and the pieces of contractions (``don't`` →
+``don``, ``t``). Indexing keeps every word (phrases and code need them); only query terms are filtered.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import stopwords as _lists
+
+from powercontext.text.tokenize import terms
+
+
+@lru_cache(maxsize=1)
+def stop_terms() -> frozenset[str]:
+    """Index terms of the English and Chinese function words (Latin words stemmed, CJK characters as they are)."""
+    words = [*_lists.get_stopwords("english"), *_lists.get_stopwords("chinese")]
+    return frozenset(term for word in words for term in terms(word))
