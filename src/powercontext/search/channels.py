@@ -166,11 +166,15 @@ class ChannelSearch(Generic[H]):
         vector: VectorReader[H] | None,
         embedder: GuardedEmbedder,
         weights: HybridWeights | None = None,
+        vectors_complete: Callable[[str], bool] | None = None,
     ) -> None:
+        """``vectors_complete(scope_id)`` says whether a Scope's stored vectors are complete; ``auto`` searches
+        full text while they are not (a start-up backfill is still embedding them: ``search/backfill.py``)."""
         self._text = text
         self._vector = vector
         self._embedder = embedder
         self.weights = weights or HybridWeights()
+        self._vectors_complete = vectors_complete
 
     @property
     def model_id(self) -> str:
@@ -221,7 +225,7 @@ class ChannelSearch(Generic[H]):
         probe: ChannelProbe | None,
     ) -> SearchOutcome[H]:
         normalized = normalize_query(query)
-        if mode == "fts" or (mode == "auto" and self._vector is None):
+        if mode == "fts" or (mode == "auto" and (self._vector is None or not self._complete(scope_id))):
             return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", "none")
         if mode in ("vector", "hybrid"):
             if not self.vectors_available:
@@ -241,6 +245,9 @@ class ChannelSearch(Generic[H]):
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, depth), "fts", planned)
         return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit, depth, probe), "hybrid", "none")
+
+    def _complete(self, scope_id: str) -> bool:
+        return self._vectors_complete is None or self._vectors_complete(scope_id)
 
     def _auto_overlapped(
         self,

@@ -29,8 +29,16 @@ async def health_live() -> dict[str, str]:
 async def health_ready(request: Request) -> Any:
     probe: ReadinessProbe = request.app.state.readiness
     if await probe.ready():
-        return {"status": "ready"}
-    return JSONResponse({"status": "not_ready"}, status_code=503)
+        return {"status": "ready", **_detail(request)}
+    return JSONResponse({"status": "not_ready", **_detail(request)}, status_code=503)
+
+
+def _detail(request: Request) -> dict[str, Any]:
+    """Background work a ready Server is still doing (the vector backfill's counts; never content)."""
+    runtime = request.app.state.runtime
+    if runtime is None or not runtime.embedder.configured:
+        return {}
+    return {"embeddings": runtime.vector_backfill.detail()}
 
 
 @router.get("/v1/capabilities", summary="Capabilities")
