@@ -17,6 +17,11 @@ import os
 # the two xdist workers already keep both cores busy: the numpy route's 201-sentence embedding measured
 # 26 s of CPU with the default and 4.8 s with one thread on the loaded 2-core machine.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# An unset POWERCONTEXT_EMBEDDINGS means the local model whenever it is installed, and '.[dev]' installs it. Tests
+# that do not choose a provider run without one, as before: deterministic full-text ranking and no model load
+# per Server. Test support (tests/forked.py, ``_start_server``) sets the same in the environments it builds; a
+# test of the default itself passes POWERCONTEXT_EMBEDDINGS="" (blank means unset).
+os.environ.setdefault("POWERCONTEXT_EMBEDDINGS", "none")
 
 import logging
 import subprocess
@@ -116,6 +121,7 @@ def _start_server(
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["POWERCONTEXT_LOG_LEVEL"] = "info"
+    env["POWERCONTEXT_EMBEDDINGS"] = "none"  # unless ``settings`` names a provider: see the top of this file
     env.update(settings or {})
     process: ServerProcess
     if fresh_interpreter:

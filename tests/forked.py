@@ -132,7 +132,11 @@ class ForkedProcess:
 
 
 def _environment(env: Mapping[str, str] | None) -> dict[str, str]:
-    return dict(os.environ if env is None else env)
+    """``env`` (default: this process's) with no embedding provider unless it names one: an unset
+    ``POWERCONTEXT_EMBEDDINGS`` would load the local model in every command and Server (tests/conftest.py)."""
+    chosen = dict(os.environ if env is None else env)
+    chosen.setdefault("POWERCONTEXT_EMBEDDINGS", "none")
+    return chosen
 
 
 def _start(launch: _Launch) -> ForkedProcess:
@@ -162,7 +166,7 @@ def start_server(
 ) -> ForkedProcess:
     """A Server (``powercontext.server.run.serve``) on ``127.0.0.1:port``; its log goes to ``stderr``."""
     serve = {"db": db, "host": "127.0.0.1", "port": port, "store": store}
-    launch = _Launch("serve", (), dict(env), str(cwd), os.devnull, os.devnull, str(stderr), serve)
+    launch = _Launch("serve", (), _environment(env), str(cwd), os.devnull, os.devnull, str(stderr), serve)
     return _start(launch)
 
 

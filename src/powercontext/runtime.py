@@ -43,6 +43,7 @@ from powercontext.recall.readers import AtomicMemoryReader, CodeEvidenceReader, 
 from powercontext.recall.rerank import ListwiseReranker, MemoryReranker, PromptResolver
 from powercontext.recall.supersession import superseded
 from powercontext.receipt.assembler import ReceiptAssembler, TraceReceiptAssembler
+from powercontext.search.backfill import VectorBackfill
 from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import GuardedEmbedder
@@ -107,8 +108,15 @@ class Runtime:
         self.code_allow_hardlinks = code_allow_hardlinks
         self.generation = generation or NoGeneration()
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
+        # Started by the Server (``start_background``); until then every Scope counts as complete.
+        self.vector_backfill = VectorBackfill(store, self.embedder)
         self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
-            store.search_text, store.search_vector, self.embedder, hybrid_weights, RelevanceFloor(store.term_statistics)
+            store.search_text,
+            store.search_vector,
+            self.embedder,
+            hybrid_weights,
+            floor=RelevanceFloor(store.term_statistics),
+            vectors_complete=self.vector_backfill.complete,
         )
         self.readers: dict[Family, FamilyReader] = {
             ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)
@@ -136,7 +144,9 @@ class Runtime:
         store = self.store
         if not isinstance(store, FamilyStore):  # a backend without these families leaves them reader-less
             return None
-        topic_search = ChannelSearch(store.search_topics, store.search_topic_vector, self.embedder, hybrid_weights)
+        topic_search = ChannelSearch(
+            store.search_topics, store.search_topic_vector, self.embedder, hybrid_weights, self.vector_backfill.complete
+        )
         self.readers["topic-memory"] = TopicMemoryReader(topic_search)
         self.readers["experience"] = ExperienceReader(ExperienceSearch(store))
         self.readers["profile"] = ProfileReader(store)
@@ -153,10 +163,8 @@ class Runtime:
     def from_settings(cls, settings: Settings) -> Runtime:
         from powercontext.store.open import open_store
 
+        # The local model is loaded by the Server's background backfill (``start_background``), or on first use.
         provider = build_embedding_provider(settings.embeddings)
-        preload = getattr(provider, "load", None)
-        if callable(preload):  # the local model: load it now, not inside the first prepare (~0.4 s)
-            preload()
         inference = settings.inference
         generation = build_generation_provider(inference.generation)
         store = open_store(settings.store_location())
@@ -184,7 +192,14 @@ class Runtime:
         runtime.report_vector_index()
         return runtime
 
+    def start_background(self) -> None:
+        """What a Server starts beside its requests: with a provider, loading the model and embedding what the
+        store holds without a vector (``search/backfill.py``); ``auto`` searches full text until that is done."""
+        if self.embedder.configured:
+            self.vector_backfill.start()
+
     def close(self) -> None:
+        self.vector_backfill.stop()
         self.store.close()
         self.embedder.provider.close()
         self.generation.close()
@@ -198,7 +213,7 @@ class Runtime:
         if missing:
             logging.getLogger("powercontext.inference").warning(
                 "event=embeddings.index.incomplete model=%s missing=%d other_model=%d"
-                " action='run powercontext memory reindex'",
+                " action='a Server embeds them in the background; or run powercontext memory reindex'",
                 self.embedder.model_id,
                 missing - status.other_models,
                 status.other_models,

@@ -13,13 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests import forked
 from tests.code_support import make_git_repo
 from tests.conftest import REPO_ROOT, LiveServer, code_roots_for_tests, live_server
 from tests.embedding_fixture import EmbeddingServer, start_embedding_server
-from tests.support import Api, free_port, unique
+from tests.support import Api, free_port, unique, wait_until
 
 DIM = 64
 TIMEOUT_S = 0.5
@@ -231,6 +232,11 @@ def test_refused_connection_is_inference_unavailable(tmp_path: Path) -> None:
             client.close()
 
 
+def _backfill(live: LiveServer) -> dict[str, Any]:
+    body: dict[str, Any] = httpx.get(live.base_url + "/health/ready", timeout=5).json()
+    return dict(body["embeddings"])
+
+
 def test_reindex_embeds_old_memories_and_detects_a_model_change(tmp_path: Path, embeddings: EmbeddingServer) -> None:
     embeddings.control(mode="answer")
     with live_server(tmp_path, log_name="plain.log") as live:  # no provider: fts only
@@ -249,28 +255,75 @@ def test_reindex_embeds_old_memories_and_detects_a_model_change(tmp_path: Path, 
             timeout=120,
         )
 
+    done = run_reindex("fake-embed")
+    assert done.returncode == 0, done.stderr
+    assert "embedded 3 memories" in done.stdout
+    assert "embedded 0 memories" in run_reindex("fake-embed").stdout
+    vector = {"query": "ledger settles", "mode": "vector"}
+
     with live_server(tmp_path, provider_settings(embeddings.base_url), log_name="before.log") as live:
-        assert "event=embeddings.index.incomplete" in live.log_text()
+        assert "event=embeddings.index.incomplete" not in live.log_text()
+        assert _backfill(live)["total"] == 0  # nothing left for the Server to embed
         client = Api(live.base_url)
-        vector = {"query": "ledger settles", "mode": "vector"}
-        assert client.post(f"/v1/scopes/{sid}/atomic-memory/search", vector).json()["hits"] == []
-        done = run_reindex("fake-embed")
-        assert done.returncode == 0, done.stderr
-        assert "embedded 3 memories" in done.stdout
-        # The running Server sees the new vectors without a restart.
         hits = client.post(f"/v1/scopes/{sid}/atomic-memory/search", vector).json()["hits"]
         assert hits[0]["text"] == TEXTS[0]
-        again = run_reindex("fake-embed")
-        assert "embedded 0 memories" in again.stdout
         client.close()
 
     with live_server(tmp_path, provider_settings(embeddings.base_url, "other-model"), log_name="changed.log") as live:
         log = live.log_text()
         assert "event=embeddings.index.incomplete" in log and "other_model=3" in log
+        # The Server embeds them with the new model by itself, in the background.
+        assert wait_until(lambda: _backfill(live)["state"] == "done", timeout=30), _backfill(live)
+        assert _backfill(live) | {"model": ""} == {
+            "state": "done",
+            "model": "",
+            "embedded": 3,
+            "total": 3,
+            "scopes_incomplete": 0,
+            "provider_failures": 0,
+            "last_failure": None,
+        }
+        log = live.log_text()
+        assert "event=embeddings.backfill.start" in log and "missing=3" in log
+        assert "event=embeddings.backfill.done embedded=3 total=3" in log
         client = Api(live.base_url)
-        # Vectors of the old model are never compared with the new model's query vector.
-        assert client.post(f"/v1/scopes/{sid}/atomic-memory/search", vector).json()["hits"] == []
+        hits = client.post(f"/v1/scopes/{sid}/atomic-memory/search", vector).json()["hits"]
+        assert hits[0]["text"] == TEXTS[0]  # compared with the new model's vectors only
         client.close()
+
+
+def test_prepare_searches_full_text_until_the_start_up_backfill_has_embedded_a_scope(
+    tmp_path: Path, embeddings: EmbeddingServer
+) -> None:
+    with live_server(tmp_path, log_name="plain.log") as live:  # written with no provider: no vectors
+        client = Api(live.base_url)
+        old = seed(client, TEXTS)
+        client.close()
+    embeddings.control(mode="error")  # the backfill's provider calls fail until the provider recovers
+    try:
+        with live_server(tmp_path, provider_settings(embeddings.base_url), log_name="backfill.log") as live:
+            client = Api(live.base_url)
+            assert wait_until(lambda: _backfill(live)["provider_failures"] >= 1, timeout=30)
+            progress = _backfill(live)
+            assert (progress["state"], progress["embedded"], progress["total"]) == ("embedding", 0, 3)
+            assert progress["scopes_incomplete"] == 1 and progress["last_failure"] == "inference_unavailable"
+            assert "event=embeddings.backfill.paused reason=inference_unavailable" in live.log_text()
+            # The Scope whose vectors are incomplete is searched in full text, by choice (fallback none).
+            body = prepare_receipt(client, old, "payments ledger", assembly=MEMORY_ONLY)
+            assert atomic_groups(body) == [group("fts", "none")]
+            assert TEXTS[0] in body["content"]
+            embeddings.control(mode="answer")
+            # A new Scope has nothing to backfill: hybrid at once, while the old one is still waiting.
+            new = seed(client, TEXTS)
+            body = prepare_receipt(client, new, "payments ledger", assembly=MEMORY_ONLY)
+            assert atomic_groups(body) == [group("hybrid", "none")]
+            assert wait_until(lambda: _backfill(live)["state"] == "done", timeout=30), _backfill(live)
+            assert _backfill(live)["embedded"] == 3 and _backfill(live)["scopes_incomplete"] == 0
+            body = prepare_receipt(client, old, "payments ledger", assembly=MEMORY_ONLY)
+            assert atomic_groups(body) == [group("hybrid", "none")]
+            client.close()
+    finally:
+        embeddings.control(mode="answer")
 
 
 def test_offline_local_model_finds_a_memory_that_shares_no_words(tmp_path: Path) -> None:

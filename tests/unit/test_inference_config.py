@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from powercontext.inference import (
@@ -23,16 +26,28 @@ OPENAI_ENV = {
 }
 
 
-def test_empty_environment_means_no_embeddings() -> None:
-    config = EmbeddingConfig.from_env({})
-    assert config == EmbeddingConfig()
-    assert config.provider == "none"
+def test_empty_environment_means_the_local_model_when_it_is_installed() -> None:
+    config = EmbeddingConfig.from_env({})  # the test environment has the embeddings extra
+    assert config == EmbeddingConfig(provider="local")
     assert (config.timeout_s, config.batch_size) == (2.0, 64)
+
+
+def test_empty_environment_means_no_embeddings_without_the_extra() -> None:
+    """A fresh interpreter in which ``tokenizers`` cannot be imported, as without ``pip install '.[embeddings]'``."""
+    code = (
+        "import sys; sys.modules['tokenizers'] = None\n"  # how Python marks a module as not importable
+        "from powercontext.inference.config import EmbeddingConfig\n"
+        "print(EmbeddingConfig.from_env({}).provider,"
+        " EmbeddingConfig.from_env({'POWERCONTEXT_EMBEDDINGS': 'local'}).provider)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.split() == ["none", "local"]  # asking for it explicitly still names it
 
 
 def test_unrelated_and_blank_variables_are_ignored() -> None:
     env = {"POWERCONTEXT_DB": "x.db", "POWERCONTEXT_EMBEDDINGS": "  ", "POWERCONTEXT_EMBEDDINGS_TIMEOUT": ""}
-    assert EmbeddingConfig.from_env(env) == EmbeddingConfig()
+    assert EmbeddingConfig.from_env(env) == EmbeddingConfig.from_env({})
+    assert EmbeddingConfig.from_env({"POWERCONTEXT_EMBEDDINGS": "none"}) == EmbeddingConfig()
 
 
 def test_openai_compatible_from_env() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,7 +11,13 @@ from typing import Literal
 from powercontext.inference.base import EmbeddingProvider
 from powercontext.inference.errors import EmbeddingConfigError
 
-__all__ = ["EmbeddingConfig", "EmbeddingConfigError", "build_embedding_provider"]
+__all__ = [
+    "EmbeddingConfig",
+    "EmbeddingConfigError",
+    "build_embedding_provider",
+    "default_provider",
+    "local_model_installed",
+]
 
 ProviderName = Literal["none", "openai-compatible", "local"]
 PROVIDERS: tuple[ProviderName, ...] = ("none", "openai-compatible", "local")
@@ -66,7 +73,7 @@ class EmbeddingConfig:
             value = env.get(name, "").strip()
             return value or None
 
-        provider = (get(ENV_PROVIDER) or "none").lower()
+        provider = (get(ENV_PROVIDER) or default_provider()).lower()
         if provider not in PROVIDERS:
             raise EmbeddingConfigError(f"{ENV_PROVIDER} must be one of {', '.join(PROVIDERS)}; got {provider!r}")
         dimension = get(ENV_DIMENSION)
@@ -92,6 +99,17 @@ class EmbeddingConfig:
             )
         except _InvalidSetting as exc:
             raise exc.renamed(_ENV_NAMES) from None
+
+
+def local_model_installed() -> bool:
+    """Whether the ``embeddings`` extra (numpy and tokenizers) is importable; nothing is imported to find out."""
+    return all(importlib.util.find_spec(name) is not None for name in ("numpy", "tokenizers"))
+
+
+def default_provider() -> ProviderName:
+    """What an unset ``POWERCONTEXT_EMBEDDINGS`` means: the offline local model when it is installed (it needs
+    no network and no key, so hybrid search is the default wherever it can run), else no provider."""
+    return "local" if local_model_installed() else "none"
 
 
 def build_embedding_provider(config: EmbeddingConfig) -> EmbeddingProvider:

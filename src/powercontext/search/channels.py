@@ -170,13 +170,17 @@ class ChannelSearch(Generic[H]):
         embedder: GuardedEmbedder,
         weights: HybridWeights | None = None,
         floor: RelevanceFloor | None = None,
+        vectors_complete: Callable[[str], bool] | None = None,
     ) -> None:
-        """``floor`` (search/relevance.py) drops each channel's hits that are too weakly related to the query."""
+        """``floor`` (search/relevance.py) drops each channel's hits that are too weakly related to the query.
+        ``vectors_complete(scope_id)`` says whether a Scope's stored vectors are complete; ``auto`` searches
+        full text while they are not (a start-up backfill is still embedding them: ``search/backfill.py``)."""
         self._text = text
         self._vector = vector
         self._embedder = embedder
         self.weights = weights or HybridWeights()
         self._floor = floor
+        self._vectors_complete = vectors_complete
 
     @property
     def model_id(self) -> str:
@@ -234,7 +238,7 @@ class ChannelSearch(Generic[H]):
             # this" is near everything), so no channel runs. The mode reported is the one that would have run.
             vectors = mode in ("vector", "hybrid") or (mode == "auto" and self.vectors_available)
             return SearchOutcome([], ("vector" if mode == "vector" else "hybrid") if vectors else "fts", "none")
-        if mode == "fts" or (mode == "auto" and self._vector is None):
+        if mode == "fts" or (mode == "auto" and (self._vector is None or not self._complete(scope_id))):
             return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", "none")
         if mode in ("vector", "hybrid"):
             try:
@@ -252,6 +256,9 @@ class ChannelSearch(Generic[H]):
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", planned)
         return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit, depth, probe), "hybrid", "none")
+
+    def _complete(self, scope_id: str) -> bool:
+        return self._vectors_complete is None or self._vectors_complete(scope_id)
 
     def _auto_overlapped(
         self,

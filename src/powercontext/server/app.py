@@ -90,6 +90,8 @@ def _lifespan(runtime: Runtime | None, close_runtime: bool) -> Callable[[FastAPI
             if app.state.mcp_run is not None:
                 await stack.enter_async_context(app.state.mcp_run())
             await _warm_up(app)
+            if runtime is not None:
+                runtime.start_background()
             yield
         app.state.readiness.close()
         if runtime is not None and close_runtime:

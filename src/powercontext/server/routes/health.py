@@ -30,9 +30,20 @@ async def health_ready(request: Request) -> Any:
     probe: ReadinessProbe = request.app.state.readiness
     problem = await probe.problem()
     if problem is None:
-        return {"status": "ready"}
+        return {"status": "ready", **_detail(request)}
     # Why not, for an operator: a stable reason (an error code) and what to do; never content.
-    return JSONResponse({"status": "not_ready", "reason": problem.reason, "message": problem.message}, status_code=503)
+    return JSONResponse(
+        {"status": "not_ready", "reason": problem.reason, "message": problem.message, **_detail(request)},
+        status_code=503,
+    )
+
+
+def _detail(request: Request) -> dict[str, Any]:
+    """Background work a ready Server is still doing (the vector backfill's counts; never content)."""
+    runtime = request.app.state.runtime
+    if runtime is None or not runtime.embedder.configured:
+        return {}
+    return {"embeddings": runtime.vector_backfill.detail()}
 
 
 @router.get("/v1/capabilities", summary="Capabilities")
