@@ -43,7 +43,8 @@ def _accepted_fields(request: Request, loc: Sequence[Any]) -> list[str]:
     walking the route's body model along ``loc``; empty where the walk does not reach a model."""
     if not loc or loc[0] != "body":
         return []
-    model = _model_in(getattr(getattr(request.scope.get("route"), "body_field", None), "type_", None))
+    body_field = getattr(request.scope.get("route"), "body_field", None)
+    model = _model_in(getattr(getattr(body_field, "field_info", None), "annotation", None))
     for part in loc[1:-1]:
         if model is None:
             return []
