@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from powercontext.cli.common import StoreOption
+from powercontext.cli.config import ConfigOption
 
 if TYPE_CHECKING:
     from powercontext.settings import Settings
@@ -23,8 +24,12 @@ def server_run(
     host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port, 1-65535 (default 8765).")] = None,
     store: StoreOption = None,
+    config: ConfigOption = None,
 ) -> None:
-    """Run the Server on the configured store (SQLite by default) until interrupted."""
+    """Run the Server on the configured store (SQLite by default) until interrupted.
+
+    Settings come from the options, then the environment, then the settings file (see config show).
+    """
     from powercontext.server.auth import AccessFileError
     from powercontext.server.run import serve
     from powercontext.store.oceanbase.engine import EngineUnavailable
