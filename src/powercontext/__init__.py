@@ -24,9 +24,28 @@ if TYPE_CHECKING:
         Unavailable,
     )
     from powercontext.client.sync import SyncPowerContextClient
+    from powercontext.contract.memory import (
+        AtomicMemory,
+        AtomicMemoryBatchItem,
+        AtomicMemoryCreate,
+        AtomicMemoryCreated,
+        AtomicMemoryHit,
+        AtomicMemoryList,
+        AtomicMemorySearchResult,
+    )
     from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
+    from powercontext.contract.scopes import Scope
+    from powercontext.server_url import BadServerUrl
 
 __all__ = [
+    "AtomicMemory",
+    "AtomicMemoryBatchItem",
+    "AtomicMemoryCreate",
+    "AtomicMemoryCreated",
+    "AtomicMemoryHit",
+    "AtomicMemoryList",
+    "AtomicMemorySearchResult",
+    "BadServerUrl",
     "Conflict",
     "Forbidden",
     "InvalidRequest",
@@ -35,6 +54,7 @@ __all__ = [
     "PowerContextError",
     "PrepareContextRequest",
     "PreparedContext",
+    "Scope",
     "SyncPowerContextClient",
     "Unavailable",
     "__version__",
@@ -53,6 +73,20 @@ _HOMES = {
     "InvalidRequest": "powercontext.client.errors",
     "PrepareContextRequest": "powercontext.contract.prepare",
     "PreparedContext": "powercontext.contract.prepare",
+    "Scope": "powercontext.contract.scopes",
+    "BadServerUrl": "powercontext.server_url",
+    **dict.fromkeys(
+        (
+            "AtomicMemory",
+            "AtomicMemoryBatchItem",
+            "AtomicMemoryCreate",
+            "AtomicMemoryCreated",
+            "AtomicMemoryHit",
+            "AtomicMemoryList",
+            "AtomicMemorySearchResult",
+        ),
+        "powercontext.contract.memory",
+    ),
 }
 
 

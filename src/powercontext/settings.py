@@ -84,7 +84,7 @@ class Settings:
             db_path=Path(db_value).expanduser() if db_value else default_db_path(),
             store=_store(store_value, "--store" if store else "POWERCONTEXT_STORE"),
             host=host or env.get("POWERCONTEXT_HOST", DEFAULT_HOST),
-            port=port or int(env.get("POWERCONTEXT_PORT", DEFAULT_PORT)),
+            port=port or _port(env),
             log_level=env.get("POWERCONTEXT_LOG_LEVEL", "info"),
             embeddings=EmbeddingConfig.from_env(env),
             embeddings_cooldown_s=_number(env, "POWERCONTEXT_EMBEDDINGS_COOLDOWN", 30.0, minimum=0.0),
@@ -104,6 +104,15 @@ class Settings:
             prepare_deadline_ms=_milliseconds(env, "POWERCONTEXT_PREPARE_DEADLINE_MS", DEFAULT_PREPARE_DEADLINE_MS),
             context_dates=_choice(env, "POWERCONTEXT_CONTEXT_DATES", ("day", "off", "minute")),
         )
+
+
+def _port(env: Mapping[str, str]) -> int:
+    raw = env.get("POWERCONTEXT_PORT", "").strip()
+    if not raw:
+        return DEFAULT_PORT
+    if not raw.isdigit() or not 1 <= int(raw) <= 65535:
+        raise SettingsError("POWERCONTEXT_PORT must be a port number from 1 to 65535")
+    return int(raw)
 
 
 def code_hardlinks_allowed(env: Mapping[str, str]) -> bool:

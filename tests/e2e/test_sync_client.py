@@ -18,7 +18,13 @@ def test_every_async_method_has_a_sync_twin_with_the_same_signature() -> None:
     assert {"prepare_context", "add_memory", "search_memory", "create_topic", "get_profile", "query_code"} <= set(
         methods
     )
-    assert inspect.signature(SyncPowerContextClient) == inspect.signature(PowerContextClient)
+    # The same options; only ``transport`` is wider: the blocking client also takes a blocking transport.
+    sync_options = inspect.signature(SyncPowerContextClient).parameters
+    async_options = inspect.signature(PowerContextClient).parameters
+    assert [(p.name, p.kind, p.default) for p in sync_options.values()] == [
+        (p.name, p.kind, p.default) for p in async_options.values()
+    ]
+    assert "httpx.BaseTransport" in str(sync_options["transport"].annotation)
     for name in methods:
         twin = getattr(SyncPowerContextClient, name)
         assert not inspect.iscoroutinefunction(twin), name

@@ -20,7 +20,21 @@ if TYPE_CHECKING:
 DEFAULT_URL = "http://127.0.0.1:8765"
 T = TypeVar("T")
 
-UrlOption = Annotated[str, typer.Option("--url", envvar="POWERCONTEXT_URL", help="Server base URL.")]
+
+def _checked_url(value: str) -> str:
+    """``--url`` (or ``POWERCONTEXT_URL``) as a base URL, before any request: a URL without a scheme or with
+    ``/v1`` would otherwise fail as "no answer" or "no such endpoint"."""
+    from powercontext.server_url import BadServerUrl, check_server_url
+
+    try:
+        return check_server_url(value)
+    except BadServerUrl as exc:
+        raise fail(f"invalid-url: {exc}", EXIT_USAGE) from None
+
+
+UrlOption = Annotated[
+    str, typer.Option("--url", envvar="POWERCONTEXT_URL", callback=_checked_url, help="Server base URL.")
+]
 _command_scope: list[str] = []  # the running command's --scope, for messages that name a command to type
 
 
@@ -73,12 +87,34 @@ def run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
     except PowerContextError as exc:
         from powercontext.cli.hints import with_commands
 
-        message = with_commands(exc.code, exc.message, next(iter(_command_scope), None))
+        scope = next(iter(_command_scope), None)
+        nearest = _nearest_scope(url, scope) if exc.code == "scope-not-found" and scope else None
+        message = with_commands(exc.code, exc.message, scope, nearest)
         raise fail(f"{exc.code}: {message}", exit_code_for(exc)) from None
     except ValidationError as exc:  # checked locally before sending; the value itself is not repeated
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "input"
-        raise fail(f"invalid-request: {where}: {first['msg']}", EXIT_USAGE) from None
+        from powercontext.contract.messages import describe_error
+
+        raise fail(f"invalid-request: {describe_error(exc.errors()[0])}", EXIT_USAGE) from None
+
+
+def _nearest_scope(url: str, scope: str) -> str | None:
+    """The existing Scope id closest to ``scope`` (a likely typo), if one is close; None when none is or the
+    Scopes cannot be listed."""
+    import asyncio
+    import difflib
+
+    from powercontext.client import PowerContextClient, PowerContextError
+
+    async def scope_ids() -> list[str]:
+        async with PowerContextClient(url, token=os.environ.get("POWERCONTEXT_TOKEN") or None) as client:
+            return [s.scope_id for s in await client.list_scopes()]
+
+    try:
+        known = asyncio.run(scope_ids())
+    except PowerContextError:
+        return None
+    near = difflib.get_close_matches(scope, known, n=1, cutoff=0.6)
+    return near[0] if near else None
 
 
 def local_failure(code: str, status: int, message: str) -> typer.Exit:
@@ -124,8 +160,7 @@ def parse_section(text: str) -> dict[str, object]:
     """``--section FAMILY=LIMIT`` as an assembly section object."""
     family, sep, limit = text.partition("=")
     if not sep or not limit.strip().isdigit():
-        typer.echo(f"error: --section takes FAMILY=LIMIT, e.g. memory=6 (got {text!r})", err=True)
-        raise typer.Exit(2)
+        raise fail(f"invalid-request: --section takes FAMILY=LIMIT, e.g. memory=6 (got {text!r})", EXIT_USAGE)
     return {"family": family.strip(), "limit": int(limit)}
 
 
@@ -149,6 +184,7 @@ def context_request(
     try:
         return model(fields)
     except ValidationError as exc:
-        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
-        typer.echo(f"error: {message}", err=True)
-        raise typer.Exit(2) from None
+        from powercontext.contract.messages import describe_error
+
+        message = "; ".join(describe_error(e) for e in exc.errors(include_input=False))
+        raise fail(f"invalid-request: {message}", EXIT_USAGE) from None

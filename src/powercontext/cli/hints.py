@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import re
 
+# The client has already told the routes as its methods (``client.errors.with_methods``); both forms are matched.
 _ROUTE_COMMANDS = (
-    (re.compile(r"POST /v1/scopes\b(?!/)"), "`powercontext scope create {scope}`"),
-    (re.compile(r"PUT /v1/scopes/\{scope_id\}/profile"), "`powercontext profile set KEY=VALUE -s {scope}`"),
+    (re.compile(r"POST /v1/scopes\b(?!/)|client\.create_scope\([^)]*\)"), "`powercontext scope create {scope}`"),
+    (
+        re.compile(r"PUT /v1/scopes/\{scope_id\}/profile|client\.set_profile\([^)]*\)"),
+        "`powercontext profile set KEY=VALUE -s {scope}`",
+    ),
 )
 _CODE_HINTS = {
     "code-root-forbidden": "start the Server with POWERCONTEXT_CODE_ROOTS=<a directory above it> (`:`-separated), "
@@ -19,9 +23,12 @@ _CODE_HINTS = {
 }
 
 
-def with_commands(code: str, message: str, scope: str | None) -> str:
+def with_commands(code: str, message: str, scope: str | None, nearest_scope: str | None = None) -> str:
     """``message`` with every route it names replaced by the CLI command (and a hint for some codes);
-    ``scope`` is the command's ``--scope``, when it has one."""
+    ``scope`` is the command's ``--scope``, when it has one. ``nearest_scope``, an existing Scope close to a
+    missing one, is offered instead of creating what is most likely a typo."""
+    if code == "scope-not-found" and nearest_scope:
+        return f"no Scope {scope} exists; did you mean {nearest_scope}? (`powercontext scope list` lists them)"
     scope = scope or "SCOPE"
     for pattern, command in _ROUTE_COMMANDS:
         message = pattern.sub(command.format(scope=scope), message)

@@ -15,6 +15,7 @@ import typer
 from powercontext.cli.code import code_app
 from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
 from powercontext.cli.common import print_json as _print_json
+from powercontext.cli.config import ConfigOption, config_app
 from powercontext.cli.context import context_app
 from powercontext.cli.evaluate import eval_app
 from powercontext.cli.families import experience_app, profile_app, topic_app
@@ -46,6 +47,7 @@ _GROUPS = {
     "prompt": prompt_app,
     "eval": eval_app,
     "hosts": hosts_app,
+    "config": config_app,
 }
 for _name, _group in _GROUPS.items():
     app.add_typer(_group, name=_name)
@@ -94,8 +96,9 @@ def _options(
         bool,
         typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
     ] = False,
+    config: ConfigOption = None,
 ) -> None:
-    pass
+    """The file named by ``--config`` was applied before parsing (``_apply_config``)."""
 
 
 def _app_for(args: list[str]) -> typer.Typer:
@@ -114,9 +117,31 @@ def _app_for(args: list[str]) -> typer.Typer:
     return alone
 
 
+def _apply_config(args: list[str]) -> None:
+    """Read the settings file before anything parses its options: ``POWERCONTEXT_URL`` and the rest are
+    resolved from the environment while the command line is read. ``--config FILE`` is taken wherever it
+    stands (``powercontext --config F server run`` or ``powercontext server run --config F``)."""
+    from powercontext.config_file import ConfigFileError, apply_config_file
+
+    explicit = None
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--config" and index + 1 < len(args):
+            explicit = args[index + 1]
+        elif arg.startswith("--config="):
+            explicit = arg.removeprefix("--config=")
+    try:
+        apply_config_file(explicit)
+    except ConfigFileError as exc:
+        typer.echo(f"error: config-file: {exc}", err=True)
+        raise SystemExit(2) from None
+
+
 def main() -> None:
     from powercontext.cli.tidy import tidy_metavars
 
+    _apply_config(sys.argv[1:])
     command = typer.main.get_command(_app_for(sys.argv[1:]))
     tidy_metavars(command)
     try:

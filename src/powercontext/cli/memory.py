@@ -11,7 +11,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, StoreOption, UrlOption, printed_as_json
+from powercontext.cli.choices import LIST_STATES, MEMORY_KINDS, SEARCH_MODES, one_of
+from powercontext.cli.common import (
+    DEFAULT_URL,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    JsonOption,
+    ScopeOption,
+    StoreOption,
+    UrlOption,
+    fail,
+    printed_as_json,
+)
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.server import settings_from_options
@@ -21,7 +32,7 @@ if TYPE_CHECKING:
     from powercontext.contract.memory import AtomicMemory, AtomicMemoryCreate, AtomicMemoryList
 
 IMPORT_BATCH = 500
-KINDS = "decision, constraint, fact, state, next-step, outcome, note"
+KINDS = ", ".join(MEMORY_KINDS)
 memory_app = typer.Typer(no_args_is_help=True, help="Write, search and read Atomic Memory.")
 
 
@@ -50,9 +61,15 @@ def _print_page(page: AtomicMemoryList, as_json: bool) -> None:
 
 @memory_app.command("add")
 def memory_add(
-    text: Annotated[str, typer.Argument(help="The memory: one short, self-contained statement.")],
     scope: ScopeOption,
-    kind: Annotated[str, typer.Option(help=f"One of: {KINDS}.")] = "fact",
+    text: Annotated[
+        str | None,
+        typer.Argument(help="The memory: one short, self-contained statement ('-' reads it from stdin)."),
+    ] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", help="Read the memory's text from a UTF-8 file ('-' for stdin).")
+    ] = None,
+    kind: Annotated[str, typer.Option(metavar="KIND", parser=one_of(MEMORY_KINDS), help=f"One of: {KINDS}.")] = "fact",
     tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="Retry-safe key.")] = None,
     observed_at: Annotated[
@@ -62,10 +79,15 @@ def memory_add(
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:
-    """Add one Atomic Memory; says which earlier memories it may replace."""
+    """Add one Atomic Memory; says which earlier memories it may replace.
+
+    The text is the argument, or read from stdin (TEXT given as -) or from --file PATH: for a note longer than a
+    command line takes.
+    """
+    body = _memory_text(text, file)
     memory = _run(
         url,
-        lambda c: c.add_memory(scope, text, kind, tag or [], idempotency_key, observed_at),  # type: ignore[arg-type]
+        lambda c: c.add_memory(scope, body, kind, tag or [], idempotency_key, observed_at),  # type: ignore[arg-type]
     )
     _print_memory(memory, as_json)
     if as_json or not memory.possibly_supersedes:
@@ -73,6 +95,33 @@ def memory_add(
     typer.echo("\nThis may replace earlier memories on the same subject (nothing was changed):")
     for artifact_id in memory.possibly_supersedes:
         typer.echo(f"  {artifact_id}: if it is outdated, run  powercontext memory retire {artifact_id} -s {scope}")
+
+
+def _memory_text(text: str | None, file: Path | None) -> str:
+    """The TEXT argument, stdin (``-``) or ``--file``: exactly one of them; a trailing newline is dropped."""
+    import sys
+
+    if (text is None) == (file is None):
+        raise fail("invalid-request: give the memory's TEXT, '-' for stdin, or --file PATH (one of them)", EXIT_USAGE)
+    if text is not None and text != "-":
+        return text
+    try:
+        raw = sys.stdin.buffer.read() if text == "-" or str(file) == "-" else Path(str(file)).read_bytes()
+    except OSError as exc:
+        raise fail(f"unreadable-file: {file}: {exc.strerror or type(exc).__name__}", EXIT_REFUSED) from None
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(f"not-utf-8: {file or 'stdin'}: {where_undecodable(raw, exc)}", EXIT_REFUSED) from None
+    return decoded.removesuffix("\n").removesuffix("\r")
+
+
+def where_undecodable(raw: bytes, exc: UnicodeDecodeError) -> str:
+    """``line L, byte B of the line (offset O in the file)`` for the first bytes that are not UTF-8 (all 1-based
+    but the file offset, which is 0-based as ``cmp`` and ``xxd`` count)."""
+    line_start = raw.rfind(b"\n", 0, exc.start) + 1
+    line = raw.count(b"\n", 0, exc.start) + 1
+    return f"not UTF-8 at line {line}, byte {exc.start - line_start + 1} of the line (offset {exc.start} in the file)"
 
 
 @memory_app.command("reindex")
@@ -164,15 +213,16 @@ def _read_import_file(file: Path) -> list[AtomicMemoryCreate]:
     from pydantic import ValidationError
 
     from powercontext.contract.memory import AtomicMemoryCreate
+    from powercontext.contract.messages import describe_error
 
     content = file.read_bytes()
     file_key = hashlib.sha256(content).hexdigest()
     items: list[AtomicMemoryCreate] = []
     try:
         text = content.decode("utf-8")
-    except UnicodeDecodeError:
-        typer.echo(f"error: {file}: not UTF-8 text; nothing was imported", err=True)
-        raise typer.Exit(1) from None
+    except UnicodeDecodeError as exc:
+        raise fail(f"invalid-import-file: {file}: {where_undecodable(content, exc)}; nothing was imported") from None
+    accepted = [f.alias or name for name, f in AtomicMemoryCreate.model_fields.items()]
     # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks on.
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -180,10 +230,10 @@ def _read_import_file(file: Path) -> list[AtomicMemoryCreate]:
         try:
             item = AtomicMemoryCreate.model_validate_json(line)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "line"
-            typer.echo(f"error: {file}:{number}: {where}: {first['msg']}; nothing was imported", err=True)
-            raise typer.Exit(1) from None
+            what = describe_error(exc.errors()[0], accepted).removeprefix("body: ")
+            if exc.errors()[0]["type"] == "json_invalid":
+                what = "not a JSON object on one line"
+            raise fail(f"invalid-import-file: {file}:{number}: {what}; nothing was imported") from None
         if item.idempotency_key is None:
             item = item.model_copy(update={"idempotency_key": import_key(file_key, number)})
         items.append(item)
@@ -194,12 +244,15 @@ def _uploader(
     scope: str, items: list[AtomicMemoryCreate]
 ) -> Callable[[PowerContextClient], Awaitable[tuple[int, int]]]:
     """The client call that sends ``items`` in batches of ``IMPORT_BATCH``: (written, already existed)."""
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     async def upload(client: PowerContextClient) -> tuple[int, int]:
         written = existed = 0
+        # On stderr (stdout carries the summary or --json) and kept when done, as `eval run` shows its own.
+        console = Console(stderr=True)
         with Progress(
-            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console
         ) as bar:
             task = bar.add_task("import", total=len(items))
             for start in range(0, len(items), IMPORT_BATCH):
@@ -224,7 +277,12 @@ def memory_search(
     query: Annotated[str, typer.Argument()],
     scope: ScopeOption,
     limit: Annotated[int, typer.Option(min=1, max=50)] = 10,
-    mode: Annotated[str, typer.Option(help="auto or fts (vector and hybrid need a provider).")] = "auto",
+    mode: Annotated[
+        str,
+        typer.Option(
+            metavar="MODE", parser=one_of(SEARCH_MODES), help="auto or fts (vector and hybrid need a provider)."
+        ),
+    ] = "auto",
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:
@@ -243,7 +301,10 @@ def memory_list(
     scope: ScopeOption,
     limit: Annotated[int, typer.Option(min=1, max=200, help="Memories per page.")] = 20,
     cursor: Annotated[str | None, typer.Option(help="The next_cursor a previous page printed.")] = None,
-    state: Annotated[str, typer.Option(help="active, forgotten, retired, merged or all.")] = "active",
+    state: Annotated[
+        str,
+        typer.Option(metavar="STATE", parser=one_of(LIST_STATES), help="active, forgotten, retired, merged or all."),
+    ] = "active",
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:
@@ -269,7 +330,10 @@ def memory_revise(
     text: Annotated[str, typer.Argument()],
     scope: ScopeOption,
     expected_revision: Annotated[int, typer.Option(min=1, help="The head revision you are changing.")],
-    kind: Annotated[str | None, typer.Option(help=f"New kind ({KINDS}); default keeps it.")] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(metavar="KIND", parser=one_of(MEMORY_KINDS), help=f"New kind ({KINDS}); default keeps it."),
+    ] = None,
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from powercontext.cli.common import StoreOption
+from powercontext.cli.config import ConfigOption
 
 if TYPE_CHECKING:
     from powercontext.settings import Settings
@@ -24,16 +25,21 @@ def server_run(
         Path | None, typer.Option(help="SQLite file. Default: the user data dir, or POWERCONTEXT_DB.")
     ] = None,
     host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port, 1-65535 (default 8765).")] = None,
     store: StoreOption = None,
+    config: ConfigOption = None,
 ) -> None:
-    """Run the Server on the configured store (SQLite by default) until interrupted."""
+    """Run the Server on the configured store (SQLite by default) until interrupted.
+
+    Settings come from the options, then the environment, then the settings file (see config show).
+    """
     from powercontext.server.auth import AccessFileError
     from powercontext.server.run import serve
     from powercontext.store.errors import StoreOpenRefused
     from powercontext.store.oceanbase.engine import EngineUnavailable
 
     settings = settings_from_options(db, host, port, store)
+    refuse_taken_port(settings.host, settings.port)
     where = settings.store_location().display()
 
     def announce() -> None:  # once the store is open: a refused store prints its error alone
@@ -63,3 +69,32 @@ def settings_from_options(
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def refuse_taken_port(host: str, port: int) -> None:
+    """Exit 4 (``port-in-use``) before anything starts when another process listens on ``host:port``.
+
+    uvicorn would print its own error after the start-up banner and exit 3, the code of "not found". The bind
+    is tried as uvicorn tries it (``SO_REUSEADDR``), so a port in ``TIME_WAIT`` is not refused; a process that
+    takes the port between this check and the Server's bind still fails in uvicorn.
+    """
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        return  # an unknown interface name: uvicorn reports it
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return
+            typer.echo(
+                f"error: port-in-use: {host}:{port} is taken by another process; stop it or pass another --port",
+                err=True,
+            )
+            raise typer.Exit(4) from None

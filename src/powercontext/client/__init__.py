@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, TypeVar
@@ -13,7 +14,7 @@ from powercontext.client.errors import Conflict as Conflict
 from powercontext.client.errors import Forbidden as Forbidden
 from powercontext.client.errors import InvalidRequest as InvalidRequest
 from powercontext.client.errors import NotFound as NotFound
-from powercontext.client.errors import PowerContextError, error_for
+from powercontext.client.errors import PowerContextError, error_for, with_methods
 from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
@@ -34,6 +35,8 @@ from powercontext.contract.memory import (
 from powercontext.contract.prepare import PrepareContextRequest as PrepareContextRequest
 from powercontext.contract.prepare import PreparedContext as PreparedContext
 from powercontext.contract.scopes import Scope, ScopeList
+from powercontext.server_url import BadServerUrl as BadServerUrl
+from powercontext.server_url import check_server_url
 
 # The package's public names are ``powercontext.__all__``. The names this module exported before that list
 # moved stay importable from here (the ``X as X`` imports above re-export them).
@@ -52,18 +55,23 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
 
     def __init__(
         self,
-        base_url: str = DEFAULT_BASE_URL,
+        base_url: str | None = None,
         *,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
         token: str | None = None,
     ) -> None:
-        """``token``: the bearer token, for a Server that runs with an access file."""
-        self.base_url = base_url.rstrip("/")
+        """``base_url``: the Server, e.g. ``http://127.0.0.1:8765`` (without ``/v1``); default
+        ``POWERCONTEXT_URL``, else ``http://127.0.0.1:8765``, as the CLI. ``token``: the bearer token, for a
+        Server that runs with an access file; default ``POWERCONTEXT_TOKEN``. A malformed URL raises
+        ``BadServerUrl`` (a ``ValueError``) saying what is wrong with it."""
+        self.base_url = check_server_url(base_url or os.environ.get("POWERCONTEXT_URL", "").strip() or DEFAULT_BASE_URL)
+        token = token if token is not None else (os.environ.get("POWERCONTEXT_TOKEN", "").strip() or None)
         headers = {"Authorization": f"Bearer {token}"} if token else None
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport, headers=headers)
 
     async def __aenter__(self) -> PowerContextClient:
+        """The client itself; ``async with`` closes it at the end of the block."""
         return self
 
     async def __aexit__(
@@ -72,6 +80,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         await self.aclose()
 
     async def aclose(self) -> None:
+        """Close the HTTP connections; the client cannot be used afterwards."""
         await self._http.aclose()
 
     async def _call(
@@ -91,7 +100,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
                 0, "server-unreachable", f"no answer from {self.base_url} ({type(exc).__name__}); is it running?"
             ) from exc
         if response.status_code >= 400:
-            raise _error_from(response)
+            raise _error_from(response, self.base_url)
         return model.model_validate_json(response.content)
 
     # -- context ---------------------------------------------------------------------------------
@@ -105,18 +114,23 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         return await self._call("POST", "/v1/context/explain", ContextExplanation, request.to_wire())
 
     async def capabilities(self) -> Capabilities:
+        """What this Server offers: families, search modes, providers and each route's body limit."""
         return await self._call("GET", "/v1/capabilities", Capabilities)
 
     # -- scopes ----------------------------------------------------------------------------------
 
     async def create_scope(self, scope_id: str, title: str, context_references: Sequence[str] = ()) -> Scope:
+        """Create a Scope (``Conflict`` ``scope-exists`` if it does); ``context_references`` are Scopes whose
+        memories prepare also reads."""
         body = {"scope_id": scope_id, "title": title, "context_references": list(context_references)}
         return await self._call("POST", "/v1/scopes", Scope, body)
 
     async def list_scopes(self) -> list[Scope]:
+        """Every Scope this caller may read."""
         return (await self._call("GET", "/v1/scopes", ScopeList)).items
 
     async def get_scope(self, scope_id: str) -> Scope:
+        """One Scope (``NotFound`` ``scope-not-found`` if it does not exist or may not be read)."""
         return await self._call("GET", f"/v1/scopes/{_seg(scope_id)}", Scope)
 
     # -- atomic memory ---------------------------------------------------------------------------
@@ -146,6 +160,8 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
     async def search_memory(
         self, scope_id: str, query: str, mode: SearchModePolicy = "auto", limit: int = 10
     ) -> AtomicMemorySearchResult:
+        """Search the active heads of a Scope's Atomic Memory; ``mode`` ``auto`` picks hybrid or vector search
+        when an embedding provider is configured, else full-text (``fts``)."""
         body = {"query": query, "mode": mode, "limit": limit}
         return await self._call("POST", f"{_mem(scope_id)}/search", AtomicMemorySearchResult, body)
 
@@ -168,6 +184,8 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         kind: MemoryKind | None = None,
         tags: Sequence[str] | None = None,
     ) -> AtomicMemory:
+        """Write a new revision over head ``expected_revision`` (``Conflict`` ``revision-conflict`` if the head
+        moved); ``kind`` and ``tags`` left as None keep the current ones."""
         body: dict[str, Any] = {"text": text, "expected_revision": expected_revision}
         if kind is not None:
             body["kind"] = kind
@@ -178,15 +196,19 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
     async def change_lifecycle(
         self, scope_id: str, artifact_id: str, action: str, expected_revision: int | None = None
     ) -> AtomicMemory:
+        """Apply ``action`` (``forget``, ``retire`` or ``restore``); with ``expected_revision`` only if the head
+        is still that revision. Every revision stays readable exactly."""
         body: dict[str, Any] = {"action": action}
         if expected_revision is not None:
             body["expected_revision"] = expected_revision
         return await self._call("POST", f"{_mem(scope_id)}/{_seg(artifact_id)}/lifecycle", AtomicMemory, body)
 
     async def forget_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
+        """Forget a memory: prepare and search no longer return it (``change_lifecycle(..., "forget")``)."""
         return await self.change_lifecycle(scope_id, artifact_id, "forget")
 
     async def retire_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
+        """Retire an outdated memory (``change_lifecycle(..., "retire")``)."""
         return await self.change_lifecycle(scope_id, artifact_id, "retire")
 
     async def merge_memories(
@@ -197,6 +219,8 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         kind: MemoryKind,
         tags: Sequence[str] = (),
     ) -> AtomicMemory:
+        """Merge exact revisions (``sources``: ``(artifact_id, revision)`` pairs) into one new memory; the
+        sources become ``merged`` and point at it."""
         body = {
             "sources": [{"artifact_id": a, "revision": r} for a, r in sources],
             "text": text,
@@ -272,9 +296,17 @@ def _wire(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", exclude_none=True)
 
 
-def _error_from(response: httpx.Response) -> PowerContextError:
+def _error_from(response: httpx.Response, base_url: str) -> PowerContextError:
     try:
         err = response.json()["error"]
-        return error_for(response.status_code, err["code"], err["message"], err.get("request_id"))
+        code, message = str(err["code"]), str(err["message"])
     except (ValueError, KeyError, TypeError):
+        if response.status_code == 404:  # not a PowerContext answer at all: most likely the wrong URL
+            return error_for(404, "not-found", f"{base_url} answered 404 without a PowerContext error; {_URL_HINT}")
         return error_for(response.status_code, "http-error", f"HTTP {response.status_code}")
+    if code == "not-found":  # no route at this path: the base URL has a prefix the Server does not serve
+        message = f"{message} at {response.request.url.path}; {_URL_HINT}"
+    return error_for(response.status_code, code, with_methods(message), err.get("request_id"))
+
+
+_URL_HINT = "is the base URL the Server's own, e.g. http://127.0.0.1:8765 (without /v1)?"

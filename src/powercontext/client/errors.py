@@ -15,7 +15,23 @@ __all__ = [
     "PowerContextError",
     "Unavailable",
     "error_for",
+    "with_methods",
 ]
+
+import re
+
+# Server messages name HTTP routes (they are written for every client); a Python caller wants the method.
+_ROUTE_METHODS = (
+    (re.compile(r"POST /v1/scopes\b(?!/)"), "client.create_scope(scope_id, title)"),
+    (re.compile(r"PUT /v1/scopes/\{scope_id\}/profile"), "client.set_profile(scope_id, entries, expected_revision=0)"),
+)
+
+
+def with_methods(message: str) -> str:
+    """``message`` with each HTTP route it names replaced by the client method that calls it."""
+    for pattern, method in _ROUTE_METHODS:
+        message = pattern.sub(method, message)
+    return message
 
 
 class PowerContextError(Exception):

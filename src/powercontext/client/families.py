@@ -59,6 +59,7 @@ class FamilyClientMixin:
         tags: Sequence[str] = (),
         idempotency_key: str | None = None,
     ) -> TopicMemory:
+        """Create a Topic Memory: a titled body of what is known about one subject."""
         item = TopicMemoryCreate(title=title, body=body, tags=list(tags), idempotency_key=idempotency_key)
         return await self._call("POST", _path(scope_id, "topic-memory"), TopicMemory, _wire(item))
 
@@ -85,6 +86,7 @@ class FamilyClientMixin:
         action: Literal["retire", "restore"],
         expected_revision: int | None = None,
     ) -> TopicMemory:
+        """Retire or restore a Topic Memory (with ``expected_revision``, only if the head is still that one)."""
         wire: dict[str, Any] = {"action": action}
         if expected_revision is not None:
             wire["expected_revision"] = expected_revision
@@ -96,6 +98,7 @@ class FamilyClientMixin:
         return await self._call("GET", _artifact_path(scope_id, "topic-memory", artifact_id, revision), TopicMemory)
 
     async def search_topics(self, scope_id: str, query: str, limit: int = 10) -> TopicMemorySearchResult:
+        """Search the active Topic Memory heads of a Scope."""
         wire = {"query": query, "limit": limit}
         return await self._call("POST", _path(scope_id, "topic-memory", "search"), TopicMemorySearchResult, wire)
 
@@ -124,18 +127,22 @@ class FamilyClientMixin:
         return await self._call("POST", path, ExperienceCandidate, _wire(item))
 
     async def get_candidate(self, scope_id: str, candidate_id: str) -> ExperienceCandidate:
+        """A Candidate and its review outcome, if reviewed."""
         path = _path(scope_id, "experience", "candidates", candidate_id)
         return await self._call("GET", path, ExperienceCandidate)
 
     async def review_candidate(
         self, scope_id: str, candidate_id: str, decision: ApproveDecision | RejectDecision | ReviseDecision
     ) -> ExperienceReviewResult:
+        """Approve, reject or revise a pending Candidate (``approve_candidate`` and ``reject_candidate`` are
+        the short forms)."""
         path = _path(scope_id, "experience", "candidates", candidate_id, "review")
         return await self._call("POST", path, ExperienceReviewResult, _wire(decision))
 
     async def approve_candidate(
         self, scope_id: str, candidate_id: str, expected_candidate_revision: int | None = None
     ) -> ExperienceReviewResult:
+        """Approve a pending Candidate: it becomes an Experience (or that Experience's next revision)."""
         decision = ApproveDecision(decision="approve", expected_candidate_revision=expected_candidate_revision)
         return await self.review_candidate(scope_id, candidate_id, decision)
 
@@ -146,6 +153,7 @@ class FamilyClientMixin:
         reason: str | None = None,
         expected_candidate_revision: int | None = None,
     ) -> ExperienceReviewResult:
+        """Reject a pending Candidate; ``reason`` is a short kebab-case code."""
         decision = RejectDecision(
             decision="reject", reason=reason, expected_candidate_revision=expected_candidate_revision
         )
@@ -154,6 +162,7 @@ class FamilyClientMixin:
     async def retire_experience(
         self, scope_id: str, artifact_id: str, expected_revision: int | None = None
     ) -> Experience:
+        """Retire an Experience; its revisions stay readable exactly."""
         wire: dict[str, Any] = {"action": "retire"}
         if expected_revision is not None:
             wire["expected_revision"] = expected_revision
@@ -164,6 +173,7 @@ class FamilyClientMixin:
         return await self._call("GET", _artifact_path(scope_id, "experience", artifact_id, revision), Experience)
 
     async def search_experiences(self, scope_id: str, query: str, limit: int = 10) -> ExperienceSearchResult:
+        """Search the active Experiences of a Scope."""
         wire = {"query": query, "limit": limit}
         return await self._call("POST", _path(scope_id, "experience", "search"), ExperienceSearchResult, wire)
 

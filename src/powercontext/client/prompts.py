@@ -61,6 +61,7 @@ class PromptClientMixin:
         return await self._call("PUT", _path(scope_id, "prompts", key), ResolvedPromptView, _wire(body))
 
     async def retire_prompt(self, scope_id: str, key: str, expected_revision: int | None = None) -> ResolvedPromptView:
+        """Retire the Scope's custom Prompt for ``key``: the built-in one applies again."""
         body = PromptLifecycle(action="retire", expected_revision=expected_revision)
         path = _path(scope_id, "prompts", key, "lifecycle")
         return await self._call("POST", path, ResolvedPromptView, _wire(body))

@@ -15,6 +15,8 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import httpx
+
 from powercontext.client import PowerContextClient
 
 P = ParamSpec("P")
@@ -46,36 +48,38 @@ def _blocking(
     return call
 
 
-def _options_of(
-    source: Callable[Concatenate[PowerContextClient, P], None],
-) -> Callable[[Callable[..., None]], Callable[Concatenate[SyncPowerContextClient, P], None]]:
-    """Gives the decorated ``__init__`` the parameters of the async client's: the sync client takes the same
-    options and hands them on, so they are written once."""
-
-    def decorate(init: Callable[..., None]) -> Callable[Concatenate[SyncPowerContextClient, P], None]:
-        return functools.wraps(source)(init)
-
-    return decorate
-
-
 class SyncPowerContextClient:
     """Blocking client. Use as ``with SyncPowerContextClient(url) as client: ...`` or call ``close()``."""
 
-    @_options_of(PowerContextClient.__init__)
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        token: str | None = None,
+    ) -> None:
+        """The options of ``PowerContextClient``: ``base_url`` defaults to ``POWERCONTEXT_URL`` (else
+        ``http://127.0.0.1:8765``), ``token`` to ``POWERCONTEXT_TOKEN``. ``transport`` may be a blocking
+        ``httpx`` transport (``httpx.MockTransport``, ``httpx.WSGITransport``, ``httpx.HTTPTransport``) or an
+        async one."""
         self._loop = asyncio.new_event_loop()
-        self._client = PowerContextClient(*args, **kwargs)
+        if isinstance(transport, httpx.BaseTransport) and not isinstance(transport, httpx.AsyncBaseTransport):
+            transport = _BlockingTransport(transport)
+        self._client = PowerContextClient(base_url, timeout=timeout, transport=transport, token=token)
         self.base_url = self._client.base_url
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._loop.run_until_complete(coroutine)
 
     def close(self) -> None:
+        """Close the HTTP connections and the client's event loop; the client cannot be used afterwards."""
         if not self._loop.is_closed():
             self._run(self._client.aclose())
             self._loop.close()
 
     def __enter__(self) -> SyncPowerContextClient:
+        """The client itself; ``with`` closes it at the end of the block."""
         return self
 
     def __exit__(
@@ -127,6 +131,27 @@ class SyncPowerContextClient:
     set_profile = _blocking(PowerContextClient.set_profile)
     set_prompt = _blocking(PowerContextClient.set_prompt)
     set_prompt_auto = _blocking(PowerContextClient.set_prompt_auto)
+
+
+class _BlockingTransport(httpx.AsyncBaseTransport):
+    """A blocking ``httpx`` transport seen as an async one: the sync client runs the async client's code, and
+    each request is handed to ``transport`` on the client's own loop thread (nothing else runs there)."""
+
+    def __init__(self, transport: httpx.BaseTransport) -> None:
+        self._transport = transport
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        blocking = httpx.Request(request.method, request.url, headers=request.headers, content=body)
+        response = self._transport.handle_request(blocking)
+        content = response.read()
+        response.close()
+        return httpx.Response(
+            response.status_code, headers=response.headers, content=content, extensions=response.extensions
+        )
+
+    async def aclose(self) -> None:
+        self._transport.close()
 
 
 # A method added to the async client but not yet named above still works (untyped); the exported-members

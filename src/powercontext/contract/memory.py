@@ -20,6 +20,19 @@ from powercontext.contract.common import (
 )
 from powercontext.contract.observed import ObservedAt
 
+# The models a client returns or takes; importable from here, and the results also from ``powercontext``.
+__all__ = [
+    "AtomicMemory",
+    "AtomicMemoryBatch",
+    "AtomicMemoryBatchItem",
+    "AtomicMemoryCreate",
+    "AtomicMemoryCreated",
+    "AtomicMemoryHit",
+    "AtomicMemoryList",
+    "AtomicMemorySearchResult",
+    "MemoryListState",
+]
+
 MAX_BODY_BYTES = 8000
 MAX_BATCH_ITEMS = 500
 

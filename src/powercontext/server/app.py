@@ -32,6 +32,7 @@ from powercontext.server.routes import (
     metrics,
     profile,
     prompts,
+    root,
     scopes,
     topics,
 )
@@ -149,6 +150,8 @@ def _include_routes(app: FastAPI, inspector: bool) -> None:
         code.router,
     )
     app.include_router(health.router)
+    app.include_router(root.router)  # GET /: links to /inspector and /docs, for a person with a browser
+    app.state.inspector_on = inspector
     app.include_router(metrics.router)  # its own token rule: the ``metrics`` grant
     for router in routers[1:]:
         app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403, 413))
@@ -171,7 +174,7 @@ def _include_routes(app: FastAPI, inspector: bool) -> None:
 
 def _public_paths(app: FastAPI, inspector: bool) -> frozenset[str]:
     """The paths the gate lets through without a token: the probes, the API documents and the Inspector page."""
-    public_paths = {route.path for route in health.router.routes if isinstance(route, APIRoute)}
+    public_paths = {route.path for route in health.router.routes if isinstance(route, APIRoute)} | {"/"}
     public_paths.update(
         url for url in (app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url) if url
     )

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
+from typing import Any, get_args
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from powercontext.code.errors import CodeError
-from powercontext.contract.common import PATTERN_MESSAGES
+from powercontext.contract.messages import describe_error
 from powercontext.domain.errors import RequestRefused
 from powercontext.server.auth import refusal_before_validation
 from powercontext.store.core.driver import sqlite
@@ -46,22 +49,37 @@ def log_storage_fault(request: Request, fault: StorageFault) -> None:
     )
 
 
-def _validation_message(exc: RequestValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        # Only the location and pydantic's message: the offending input is deliberately never echoed.
-        location = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-        if err.get("type") == "json_invalid":
-            parts.append("the request body is not valid JSON")
-        elif err.get("type") == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") in PATTERN_MESSAGES:
-            parts.append(f"{location}: {PATTERN_MESSAGES[err['ctx']['pattern']]}")
-        elif err.get("type") == "extra_forbidden":
-            # The unknown key is the caller's own text, so it is not repeated back.
-            parent = ".".join(str(p) for p in err.get("loc", ())[:-1] if p != "body") or "body"
-            parts.append(f"{parent}: unknown field; the API schema lists the accepted fields")
-        else:
-            parts.append(f"{location}: {err.get('msg', 'invalid value')}")
-    return "; ".join(parts)
+def _validation_message(request: Request, exc: RequestValidationError) -> str:
+    # Only the location and what is wrong: the offending input, an unknown key included, is never echoed.
+    return "; ".join(
+        describe_error(err, _accepted_fields(request, err.get("loc", ())), name_unknown=False)
+        for err in exc.errors()[:5]
+    )
+
+
+def _accepted_fields(request: Request, loc: Sequence[Any]) -> list[str]:
+    """The field names of the body object holding ``loc``'s last key (for an unknown-field message), found by
+    walking the route's body model along ``loc``; empty where the walk does not reach a model."""
+    if not loc or loc[0] != "body":
+        return []
+    body_field = getattr(request.scope.get("route"), "body_field", None)
+    model = _model_in(getattr(getattr(body_field, "field_info", None), "annotation", None))
+    for part in loc[1:-1]:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        model = _model_in(field.annotation if field else None)
+    return [] if model is None else [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The one pydantic model in ``annotation`` (itself, or inside ``list[...]``, ``... | None``, ``Annotated``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    models = {m for m in map(_model_in, get_args(annotation)) if m is not None}
+    return models.pop() if len(models) == 1 else None
 
 
 def refused_response(request: Request, exc: RequestRefused) -> JSONResponse:
@@ -77,7 +95,7 @@ def install_error_handlers(app: FastAPI) -> None:
         refusal = refusal_before_validation(request)
         if refusal is not None:
             return refused_response(request, refusal)
-        return error_response(request, 422, "invalid-request", _validation_message(exc))
+        return error_response(request, 422, "invalid-request", _validation_message(request, exc))
 
     @app.exception_handler(StoreError)
     async def _store(request: Request, exc: StoreError) -> JSONResponse:

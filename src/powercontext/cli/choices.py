@@ -1,0 +1,31 @@
+"""Options that take one of a fixed set of words, checked before any request, with the nearest word offered.
+
+A typo such as ``--kind decison`` is then refused at once (exit 2, as every usage error) with "did you mean
+decision?", instead of travelling to the Server to be refused there. The word lists are the wire models'
+``Literal`` types; they are written out here so that ``--help`` does not import pydantic
+(tests/unit/test_cli_choices.py keeps the two equal).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+import typer
+
+MEMORY_KINDS = ("decision", "constraint", "fact", "state", "next-step", "outcome", "note")
+SEARCH_MODES = ("auto", "fts", "vector", "hybrid")
+LIST_STATES = ("active", "forgotten", "retired", "merged", "all")
+
+
+def one_of(words: tuple[str, ...]) -> Callable[[str], str]:
+    """An option parser accepting one of ``words``; anything else is a usage error naming the nearest word."""
+
+    def parse(value: str) -> str:
+        if value in words:
+            return value
+        near = difflib.get_close_matches(value, words, n=1, cutoff=0.5)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(words)}{hint}")
+
+    return parse

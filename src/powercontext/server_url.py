@@ -1,0 +1,49 @@
+"""What a Server base URL must look like, checked before any request is sent.
+
+A URL without a scheme (``127.0.0.1:8765``) or with the API's own prefix (``http://host:8765/v1``) otherwise fails
+far from its cause: as "no answer" or as "no such endpoint". The CLI and both SDK clients check the URL here, so
+the message says what is wrong with it. Only the standard library is imported: the CLI checks ``--url`` before
+it loads the client.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+__all__ = ["BadServerUrl", "check_server_url"]
+
+EXAMPLE = "http://127.0.0.1:8765"
+
+
+class BadServerUrl(ValueError):
+    """A base URL no request can go to; the message says what to change."""
+
+
+def check_server_url(url: str) -> str:
+    """``url`` without a trailing ``/``, if it is an ``http``/``https`` URL with a host, a valid port and no
+    ``/v1`` in its path; else ``BadServerUrl``. A path prefix (a Server behind a reverse proxy) is kept."""
+    text = url.strip()
+    if not text:
+        raise BadServerUrl(f"the Server URL is empty; give one like {EXAMPLE}")
+    if "://" not in text:
+        shown = text.lstrip("/").rpartition("@")[2]  # never repeat credentials
+        raise BadServerUrl(f"the Server URL has no scheme; write http://{shown} (e.g. {EXAMPLE})")
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise BadServerUrl(f"the Server URL must start with http:// or https:// (e.g. {EXAMPLE})")
+    if not parts.hostname:
+        raise BadServerUrl(f"the Server URL has no host (e.g. {EXAMPLE})")
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port only when it is read
+    except ValueError:
+        raise BadServerUrl("the Server URL's port must be a number from 1 to 65535") from None
+    if parts.port == 0:
+        raise BadServerUrl("the Server URL's port must be a number from 1 to 65535")
+    if parts.query or parts.fragment:
+        raise BadServerUrl("the Server URL must not have a query or a fragment; give the base URL, e.g. " + EXAMPLE)
+    segments = [s for s in parts.path.split("/") if s]
+    if "v1" in segments:
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        base = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+        raise BadServerUrl(f"the Server URL is the base, without /v1: use {base}")
+    return text.rstrip("/")
