@@ -145,7 +145,11 @@ class Runtime:
         if not isinstance(store, FamilyStore):  # a backend without these families leaves them reader-less
             return None
         topic_search = ChannelSearch(
-            store.search_topics, store.search_topic_vector, self.embedder, hybrid_weights, self.vector_backfill.complete
+            store.search_topics,
+            store.search_topic_vector,
+            self.embedder,
+            hybrid_weights,
+            vectors_complete=self.vector_backfill.complete,
         )
         self.readers["topic-memory"] = TopicMemoryReader(topic_search)
         self.readers["experience"] = ExperienceReader(ExperienceSearch(store))

@@ -1,12 +1,13 @@
 """The Server's start-up vector backfill: load the embedding model, then embed what the store holds without a vector.
 
-A store written while no provider was configured (or by another model) has memories the vector channel cannot
-see. ``memory reindex`` fills that gap by hand; a Server started with a provider does it by itself, on one
-thread of its own, so start-up does not wait for the model or the backlog. Until a Scope has no memory left in
-the backlog, ``auto`` searches of that Scope run full text (``complete`` answers ``False``): a hybrid search over
-half-embedded Scopes would rank what happens to have a vector above what does not. Scopes with nothing to embed
-are complete from the start (the backlog is counted before the Server serves). Progress goes to the log and to ``/health/ready``. A provider
-failure pauses the backfill for the provider's cool-down (at least a second) and it resumes where it stopped.
+A store written while no provider was configured (or by another model) has memories the vector channel cannot see.
+``memory reindex`` fills that gap by hand; a Server started with a provider does it by itself, on one thread of its
+own, so start-up does not wait for the model or the backlog. Until a Scope has no memory left in the backlog,
+``auto`` searches of that Scope run full text (``complete`` answers ``False``): a hybrid search over half-embedded
+Scopes would rank what happens to have a vector above what does not. Scopes with nothing to embed are complete from
+the start (the backlog is counted before the Server serves). Progress goes to the log and to ``/health/ready``. A
+provider failure pauses the backfill for the provider's cool-down (at least a second) and it resumes where it
+stopped.
 
 Self-contained on purpose (``start``, ``stop``, ``detail``) so that an owner of the Server's background work
 can run it like any other job.
