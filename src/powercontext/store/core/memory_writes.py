@@ -6,7 +6,6 @@ Scope's full-text table by name); each adapter's connection runs them in its dia
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from powercontext.domain.lifecycle import LifecycleAction, TransitionRefused, ne
 from powercontext.store.base import Embedding, MemoryEdit, MemoryMerge, MemoryRecord, NewMemory
 from powercontext.store.core.family_rows import insert_artifact
 from powercontext.store.core.family_rows import now as _now
+from powercontext.store.core.memory_plan import plan_batch
 from powercontext.store.core.memory_reads import MemoryReads
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record, new_artifact_id
 from powercontext.store.core.terms import TermCounts
@@ -27,23 +27,16 @@ class MemoryWrites(MemoryReads):
 
     def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]:
         now = _now()
-        results: list[MemoryRecord] = []
         with self._write() as conn:
             self._require_scope(conn, scope_id)
-            counts = TermCounts(scope_id)
-            for item in items:
-                if item.idempotency_key is not None:
-                    replay = self._replay(conn, scope_id, item)
-                    if replay is not None:
-                        results.append(dataclasses.replace(replay, replayed=True))
-                        continue
-                artifact_id = new_artifact_id()
+            plan = plan_batch(scope_id, items, now, lambda item: self._replay(conn, scope_id, item))
+            counts = TermCounts(scope_id, self._fulltext)
+            for item, artifact_id in plan.fresh:
                 rowid = insert_artifact(conn, scope_id, FAMILY, artifact_id, now)
-                tags = json.dumps(list(item.tags))
                 conn.execute(
                     "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at, observed_at)"
                     " VALUES (?, 1, ?, ?, ?, ?, ?)",
-                    (rowid, item.kind, item.text, tags, now, item.observed_at),
+                    (rowid, item.kind, item.text, json.dumps(list(item.tags)), now, item.observed_at),
                 )
                 counts.index(conn, rowid, item.text)
                 self._changes.touch(conn, scope_id, FAMILY)
@@ -55,14 +48,8 @@ class MemoryWrites(MemoryReads):
                         " VALUES (?, ?, ?, ?)",
                         (scope_id, item.idempotency_key, item.request_digest, rowid),
                     )
-                key = ArtifactKey(scope_id, FAMILY, artifact_id, 1)
-                results.append(
-                    MemoryRecord(
-                        key, 1, "active", item.kind, item.text, item.tags, now, None, (), observed_at=item.observed_at
-                    )
-                )
             counts.flush(conn)
-        return results
+        return plan.results
 
     def _replay(self, conn: Any, scope_id: str, item: NewMemory) -> MemoryRecord | None:
         row = conn.execute(
@@ -94,7 +81,7 @@ class MemoryWrites(MemoryReads):
                 (rowid, revision, new_kind, text, json.dumps(new_tags), now),
             )
             conn.execute("UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, now, rowid))
-            counts = TermCounts(scope_id)
+            counts = TermCounts(scope_id, self._fulltext)
             counts.unindex(conn, rowid, head[7])
             counts.index(conn, rowid, text)
             counts.flush(conn)
@@ -118,7 +105,7 @@ class MemoryWrites(MemoryReads):
             except TransitionRefused as exc:
                 raise NotActive(str(exc)) from exc
             conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (target, now, rowid))
-            counts = TermCounts(scope_id)
+            counts = TermCounts(scope_id, self._fulltext)
             if state == "active":
                 counts.unindex(conn, rowid, head[7])
                 self._changes.unsearchable(conn, scope_id, FAMILY, rowid)
@@ -156,7 +143,7 @@ class MemoryWrites(MemoryReads):
                 " VALUES (?, 1, ?, ?, ?, ?, ?)",
                 (merged_rowid, kind, text, json.dumps(list(tags)), json.dumps(merged_from), now),
             )
-            counts = TermCounts(scope_id)
+            counts = TermCounts(scope_id, self._fulltext)
             counts.index(conn, merged_rowid, text)
             self._changes.touch(conn, scope_id, FAMILY)
             if merge.embedding is not None:
