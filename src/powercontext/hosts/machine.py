@@ -49,6 +49,14 @@ def project_settings(project: Path, env: Mapping[str, str] | None = None) -> dic
     return {k: v for k, v in entry.items() if k in ("url", "token", "python") and isinstance(v, str) and v.strip()}
 
 
+def recorded_projects(env: Mapping[str, str] | None = None) -> list[Path]:
+    """Every project ``hosts install`` recorded on this machine (an entry stays while any host is installed)."""
+    projects = _load(machine_config_path(env)).get("projects")
+    if not isinstance(projects, dict):
+        return []
+    return [Path(p) for p in projects if isinstance(p, str) and Path(p).is_absolute()]
+
+
 def render_with(path: Path, project: Path, entry: dict[str, str] | None) -> str | None:
     """The file's text with ``project``'s entry set (or removed when ``entry`` is None); None: no file needed."""
     data = _load(path)

@@ -41,6 +41,7 @@ HOST_SPECS: tuple[HostSpec, ...] = (
     HostSpec("bub", "Bub", "extension", "bub:Bub", (("recall", "before_llm_call"),)),
     HostSpec("hermes", "Hermes Agent", "extension", "hermes:Hermes", (("recall", "pre_llm_call"),)),
     HostSpec("workbuddy", "WorkBuddy", "hook", "workbuddy:WorkBuddy", (("recall", "UserPromptSubmit"),)),
+    HostSpec("dsh", "DSH", "extension", "dsh:Dsh", (("recall", "agent/pre-step"),)),
 )
 
 HOSTS: tuple[str, ...] = tuple(spec.name for spec in HOST_SPECS)
