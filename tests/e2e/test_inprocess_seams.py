@@ -228,7 +228,8 @@ def test_readiness_follows_the_store(inprocess_server: StartInProcess, sqlite_st
     assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
     sqlite_store.close()  # the store going away (as at shutdown) must show on the readiness probe
     gone = live.api.http.get("/health/ready")
-    assert (gone.status_code, gone.json()) == (503, {"status": "not_ready"})
+    assert (gone.status_code, gone.json()["status"]) == (503, "not_ready")
+    assert gone.json()["reason"] == "store-unavailable"  # and it says why, in a stable code
     assert live.api.http.get("/health/live").status_code == 200
 
 

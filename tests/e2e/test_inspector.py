@@ -311,7 +311,7 @@ def _seed_why(admin: httpx.Client) -> dict[str, str]:
         ]["artifact"]["artifact_id"]
         for name, text in texts.items()
     }
-    topic = {"title": "Settlement", "body": "What we know about nightly settlement: why we batch it after midnight."}
+    topic = {"title": "Settlement", "body": "Nightly settlement: we choose to batch it after midnight."}
     ids["topic"] = _ok(admin.post(f"/v1/scopes/{WHY}/topic-memory", json=topic))["artifact_address"]["artifact"][
         "artifact_id"
     ]
@@ -349,13 +349,13 @@ def test_why_rows_expected_box_items_and_permalink(seeded: Seeded, browser: Any)
     choice = p.locator(f'tr.candidate-row[data-identity="{WHY} atomic-memory {ids["choice"]}@1"]')
     choice.locator("td.preview mark").first.wait_for()
     assert "SQLite" in choice.locator("td.preview mark").all_text_contents()
-    assert choice.locator(".term").all_text_contents() == ["we", "sqlite"]
+    assert choice.locator(".term").all_text_contents() == ["sqlite"]  # "we" is a function word
     assert "We chose SQLite for the default store" in choice.locator("td.preview").text_content()
     link = choice.locator("a").get_attribute("href")
     assert link == f"/v1/scopes/{quote(WHY, safe='')}/artifacts/atomic-memory/{ids['choice']}/revisions/1"
-    # The unrelated topic is a candidate because it shares query terms; its row says which.
+    # The unrelated topic is a candidate because it shares a query term; its row says which.
     topic = p.locator(f'tr.candidate-row[data-identity="{WHY} topic-memory {ids["topic"]}@1"]')
-    assert topic.locator(".term").all_text_contents() == ["whi", "we"]
+    assert topic.locator(".term").all_text_contents() == ["choos"]
     # The expected fact shares no term with the query: the box says it was not ranked, and why.
     box = p.locator(f'#expected-list li[data-id="{ids["expected"]}"]')
     assert box.get_attribute("data-where") == "not_found"

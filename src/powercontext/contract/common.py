@@ -9,6 +9,8 @@ from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
+from powercontext.contract.observed import OBSERVED_PATTERN
+
 PREPARED_CONTEXT_SCHEMA: Final = "powercontext.prepared-context.v1"
 RECEIPT_SCHEMA: Final = "powercontext.prepared-context-receipt.v1"
 RECEIPT_POLICY_ID: Final = "powercontext.prepared-context-receipt.v1"
@@ -102,6 +104,7 @@ PATTERN_MESSAGES: Final = {
     NON_BLANK: "must contain a non-space character",
     NO_SPACE: "must be non-empty and contain no whitespace",
     ONE_LINE: "must be one line without control characters, not starting or ending with whitespace",
+    OBSERVED_PATTERN: "must be an RFC 3339 date or date-time with a zone, e.g. 2025-07-16T09:30:00Z",
 }
 
 ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=NON_BLANK)]

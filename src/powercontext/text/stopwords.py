@@ -7,22 +7,17 @@ its Chinese list 125 single-character particles, pronouns and prepositions. Larg
 ``stopwordsiso``: 1,300 English entries) also drop words that are topics in a project's memory, such as
 ``computer``, ``system``, ``test``, ``index``, ``value`` and ``web``, so they were not chosen.
 
-Each listed word is passed through the index tokenizer, so the set holds what a query actually yields:
-stemmed terms (``having`` → ``have``, ``does`` → ``doe``) and the pieces of contractions (``don't`` →
-``don``, ``t``). Indexing keeps every word (phrases and code need them); only query terms are filtered.
+This module holds the words only; ``text.tokenize.stop_terms`` passes each through the index tokenizer, so the
+set it filters with holds what a query actually yields: stemmed terms (``having`` → ``have``, ``does`` →
+``doe``) and the pieces of contractions (``don't`` → ``don``, ``t``). Indexing keeps every word (phrases and
+code need them); only query terms are filtered.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import stopwords as _lists
 
-from powercontext.text.tokenize import terms
 
-
-@lru_cache(maxsize=1)
-def stop_terms() -> frozenset[str]:
-    """Index terms of the English and Chinese function words (Latin words stemmed, CJK characters as they are)."""
-    words = [*_lists.get_stopwords("english"), *_lists.get_stopwords("chinese")]
-    return frozenset(term for word in words for term in terms(word))
+def function_words() -> list[str]:
+    """The English and Chinese function words, as the lists spell them (not yet tokenized)."""
+    return [*_lists.get_stopwords("english"), *_lists.get_stopwords("chinese")]

@@ -12,6 +12,8 @@ import re
 import threading
 from functools import lru_cache
 
+from powercontext.text.stopwords import function_words
+
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f]+")
 _LATIN = re.compile(r"^[0-9a-z\u00df-\u024f]+$")
@@ -85,12 +87,16 @@ def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
 
 def is_stop_term(term: str) -> bool:
     """Whether a query term is a function word: listed, or a CJK bigram of two listed characters (``我们``)."""
-    from powercontext.text.stopwords import stop_terms  # the lists import this module's tokenizer
-
     stop = stop_terms()
     if term in stop:
         return True
     return len(term) == 2 and term[0] in stop and term[1] in stop and _CJK.fullmatch(term) is not None
+
+
+@lru_cache(maxsize=1)
+def stop_terms() -> frozenset[str]:
+    """Index terms of the English and Chinese function words (Latin words stemmed, CJK characters as they are)."""
+    return frozenset(term for word in function_words() for term in terms(word))
 
 
 def only_function_words(query: str) -> bool:
