@@ -132,6 +132,8 @@ def read_text(path: Path, root: Path) -> str | None:
 def _make_dirs(directory: Path, root: Path) -> None:
     """Create ``directory`` under ``root`` one component at a time, refusing links (``confined`` first)."""
     confined(directory, root)
+    # The root itself (a host's config directory the user named, say a fresh $DSH_HOME) may not exist yet.
+    os.makedirs(root, 0o755, exist_ok=True)
     missing: list[Path] = []
     current = Path(os.path.abspath(directory))
     while not current.exists():
