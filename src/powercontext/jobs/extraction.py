@@ -80,6 +80,7 @@ class ExtractionWorker:
         self._lock = threading.Lock()
         self._counts = {"done": 0, "skipped": 0, "deferred": 0, "failed": 0, "lease_lost": 0}
         self._last_reason: str | None = None
+        self._troubled = False  # an error or a Source given up since start
         writes.on_capture(self._wake.set)
 
     def start(self) -> None:
@@ -95,9 +96,10 @@ class ExtractionWorker:
             self._thread.join(timeout_s)
 
     def detail(self) -> dict[str, object]:
-        """Counts of what it did (nothing until it has handled a Source: an idle worker has nothing to report)."""
+        """Counts of what it did, once something went wrong (a provider or store error, a Source given up); a
+        worker that only extracts has nothing for ``/health/ready`` to report."""
         with self._lock:
-            if not any(self._counts.values()):
+            if not self._troubled:
                 return {}
             running = self._thread is not None and self._thread.is_alive()
             extractor = "model" if self._extractor.model_backed else "explicit"
@@ -157,7 +159,8 @@ class ExtractionWorker:
     def _note(self, outcome: str, reason: str | None) -> None:
         with self._lock:
             self._counts[outcome] += 1
-            if reason is not None:
+            if reason is not None and reason != WAITING_FOR_MODEL:
                 self._last_reason = reason
+                self._troubled = True
         if outcome in ("failed", "deferred") and reason not in (None, WAITING_FOR_MODEL):
             log.warning("event=extraction.%s reason=%s", outcome, reason)
