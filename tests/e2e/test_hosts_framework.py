@@ -181,3 +181,30 @@ def test_the_dry_run_warns_as_the_install_does_and_every_fix_installs_this_check
     # What is machine-specific (the interpreter that ran install) stays out of the committed files.
     for committed in (project / ".claude" / "settings.json", project / ".mcp.json"):
         assert VENV_BIN not in committed.read_text()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_every_project_path_install_writes_is_refused_when_planted_as_a_link(
+    host: str, tmp_path: Path, project: Path, env: dict[str, str]
+) -> None:
+    """For each host, each project file or directory install would write (as its dry run lists them) is
+    planted as a link to the user's own file or directory outside: install refuses, naming it, and writes
+    nothing through it."""
+    plan = pc("hosts", "install", host, "--scope", "project:x", "--dry-run", "--json", cwd=project, env=env)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    written = [Path(c["path"]) for c in json.loads(plan.stdout)["changes"]]
+    firsts = sorted({p.relative_to(project).parts[0] for p in written if p.is_relative_to(project)})
+    assert firsts, "every host writes something into the project"
+    for first in firsts:
+        is_dir = any(len(p.relative_to(project).parts) > 1 for p in written if p.is_relative_to(project / first))
+        victim = tmp_path / f"victim-{first}"
+        if is_dir:
+            victim.mkdir()
+        else:
+            victim.write_text("the user's own\n", encoding="utf-8")
+        (project / first).symlink_to(victim, target_is_directory=is_dir)
+        done = pc("hosts", "install", host, "--scope", "project:x", "--yes", cwd=project, env=env)
+        assert done.returncode == 2, (first, done.stdout + done.stderr)
+        assert "symbolic link" in done.stderr and str(project / first) in done.stderr
+        assert (list(victim.iterdir()) == []) if is_dir else victim.read_text(encoding="utf-8") == "the user's own\n"
+        (project / first).unlink()

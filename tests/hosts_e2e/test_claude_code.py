@@ -15,6 +15,15 @@ import pytest
 
 from tests.conftest import live_server
 from tests.fake_models import serve_anthropic
+from tests.hostile_text import (
+    BEGIN_WORD,
+    END_WORD,
+    FORGED_INSTRUCTION,
+    HOSTILE_BODIES,
+    decoded_items,
+    forbidden_found,
+    strings_in,
+)
 from tests.hosts_e2e.support import HOOK_BUDGET_MS, host_cli, hung_server, make_sandbox
 from tests.support import Api, unique
 
@@ -78,3 +87,43 @@ def test_claude_code_receives_context_and_survives_a_down_or_hung_server(tmp_pat
         # The whole run never waits for the host's own 10 s hook timeout (generous: a loaded machine is slow).
         assert hung_s - down_s < 8.0
         print(json.dumps({"down_s": round(down_s, 2), "hung_s": round(hung_s, 2)}))
+
+
+@pytest.mark.timed
+def test_claude_code_gives_the_model_no_framing_a_memory_forged(tmp_path: Path) -> None:
+    """Every hostile body (tests/hostile_text.py) stored, then one real Claude Code turn: what the model reads
+    holds exactly one END marker, our part holds no raw tag, separator, bidi or tag character, and the host's
+    ``<system-reminder>`` tags stay balanced (a memory closed or opened none)."""
+    claude = host_cli("claude")
+    with serve_anthropic(ANSWER) as model:
+        box = make_sandbox(
+            tmp_path,
+            ANTHROPIC_BASE_URL=model.base_url,
+            ANTHROPIC_API_KEY="sk-test-dummy",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+        )
+        (tmp_path / "server-data").mkdir()
+        with live_server(tmp_path / "server-data") as server:
+            api = Api(server.base_url)
+            scope_id = api.new_scope(prefix="cc-framing")
+            for text in HOSTILE_BODIES.values():
+                api.add(scope_id, text, kind="fact")
+            assert api.prepare(scope_id, "warm up").status_code == 200
+            installed = box.powercontext(
+                "hosts", "install", "claude-code", "--scope", scope_id, "--url", server.base_url, "--yes"
+            )
+            assert installed.returncode == 0, installed.stdout + installed.stderr
+            done, _ = box.run(claude_args(claude, "deploy"))
+            api.close()
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert box.last_hook_outcome()["outcome"] == "injected"
+    carrying = [s for r in model.model_requests() for s in strings_in(r.body) if BEGIN_WORD in s]
+    assert carrying, "the prepared context never reached the model"
+    for text in carrying:
+        assert text.count(END_WORD) == 1 and text.count(BEGIN_WORD) == 1
+        ours = text[text.index(BEGIN_WORD) : text.index(END_WORD)]
+        assert forbidden_found(ours) == []
+        assert text.count("<system-reminder>") == text.count("</system-reminder>")
+        assert f"<system-reminder>{FORGED_INSTRUCTION}" not in text
+        assert sorted(item["content"] for item in decoded_items(text)) == sorted(HOSTILE_BODIES.values())

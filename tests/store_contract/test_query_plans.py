@@ -30,7 +30,8 @@ QUERIES = ("ledger", "ledger checkpoint", "checkpoint", "write_ahead_log", "noth
 
 # A plan step that reads rows of a Scope without the hits bounding it: a full scan of a stored table, or an
 # index search constrained by the Scope alone (every memory of the Scope).
-_SCAN = re.compile(r"^SCAN (?!hits\b)[\w.]+(?: USING .*)?$")  # an FTS5 match is "SCAN x VIRTUAL TABLE INDEX …"
+# (The connection's own temp-schema catalog is exempt: it lists the few fts5vocab tables a search made, no rows.)
+_SCAN = re.compile(r"^SCAN (?!hits\b|temp\.sqlite_master\b)[\w.]+(?: USING .*)?$")  # FTS5: "SCAN x VIRTUAL TABLE …"
 # (``code_trees`` is exempt: one row per registered tree, not per memory or chunk.)
 _SCOPE_WALK = re.compile(r"^SEARCH (?!code_trees\b)\w+ USING (?:COVERING )?INDEX \w+ \(scope_id=\?\)$")
 # FTS5's own reads of its shadow tables (its configuration row), which the module names with the schema.
@@ -72,7 +73,14 @@ def _seed(store: SqliteStore) -> None:
     store.finish_code_index(SCOPE, "dir:one", [])
 
 
+_TEMP_VOCAB = re.compile(r"\btemp\.((\w+_fts_[sc][0-9a-f]{24})_instances)\b")
+
+
 def _plan(conn: Any, statement: str) -> list[str]:
+    # The searches read postings through ``fts5vocab`` tables in their connection's temp schema: this one
+    # gets the same ones.
+    for name, table in _TEMP_VOCAB.findall(statement):
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {table}, instance)")
     return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement)]
 
 

@@ -76,6 +76,9 @@ class FileChange:
     why: str
     trust: bool = False  # records the user's trust in the host's config: needs consent (or --yes)
     private: bool = False  # per-machine secrets possible: written with mode 0600
+    # On removal: the directory PowerContext owns whole (a user-level plugin's) that the file is in, removed
+    # with it once empty, after the file's own bytecode (``__pycache__/<stem>.*.pyc``, written by the host).
+    owned_dir: Path | None = None
 
     @property
     def changed(self) -> bool:
@@ -129,6 +132,8 @@ def read_text(path: Path, root: Path) -> str | None:
 def _make_dirs(directory: Path, root: Path) -> None:
     """Create ``directory`` under ``root`` one component at a time, refusing links (``confined`` first)."""
     confined(directory, root)
+    # The root itself (a host's config directory the user named, say a fresh $DSH_HOME) may not exist yet.
+    os.makedirs(root, 0o755, exist_ok=True)
     missing: list[Path] = []
     current = Path(os.path.abspath(directory))
     while not current.exists():
@@ -140,6 +145,26 @@ def _make_dirs(directory: Path, root: Path) -> None:
         confined(path, root)  # raced by a link: refuse before writing below it
 
 
+def _remove_owned_dir(removed: Path, owned: Path, root: Path) -> None:
+    """After ``removed`` is gone: its bytecode, then every empty directory from its parent up to ``owned``."""
+    cache = removed.parent / "__pycache__"
+    if removed.suffix == ".py" and confined(cache, root).is_dir() and not cache.is_symlink():
+        for entry in os.scandir(cache):
+            is_ours = entry.name.startswith(f"{removed.stem}.") and entry.name.endswith(".pyc")
+            if is_ours and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+        with contextlib.suppress(OSError):
+            os.rmdir(cache)  # only when empty
+    directory = confined(removed.parent, root)
+    owned = confined(owned, root)
+    while directory.is_relative_to(owned):
+        try:
+            os.rmdir(directory)  # only when empty; never a link's target
+        except OSError:
+            return
+        directory = directory.parent
+
+
 def apply_change(change: FileChange) -> None:
     """Write (atomically, via an exclusively created temporary file in the same directory) or remove one file."""
     if not change.changed:
@@ -147,6 +172,8 @@ def apply_change(change: FileChange) -> None:
     confined(change.path, change.root)
     if change.after is None:
         change.path.unlink(missing_ok=True)  # unlink removes a link itself, never its target
+        if change.owned_dir is not None:
+            _remove_owned_dir(change.path, change.owned_dir, change.root)
         return
     _make_dirs(change.path.parent, change.root)
     tmp = change.path.with_name(f".{change.path.name}.powercontext-{secrets.token_hex(8)}.tmp")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from powercontext.store.base import Scored, ScoredExperience, ScoredMemory, ScoredTopic
+from powercontext.store.base import MemoryRecord, Scored, ScoredExperience, ScoredMemory, ScoredTopic
 from powercontext.store.code import ScoredCodeChunk
 from powercontext.store.core import bm25, code_index, scope_fts
 from powercontext.store.core.code_index import POSTING_BUDGET, chunk_records, code_scope_tag
@@ -21,8 +21,9 @@ from powercontext.store.core.family_rows import ArtifactRow, FtsIndex, active_he
 from powercontext.store.core.memory_rows import SELECT_MEMORY, memory_record, scope_tag
 from powercontext.store.core.terms import affordable_terms, term_statistics
 from powercontext.store.core.topics import TOPIC_FTS, topic_record
-from powercontext.store.sqlite.postings import read_postings
+from powercontext.store.sqlite.postings import read_postings, window_postings
 from powercontext.text.tokenize import MAX_QUERY_TERMS
+from powercontext.text.tokenize import terms as index_terms
 
 # Path terms weigh more than body terms: a query naming a module should find that module first.
 _CODE_COLUMNS: Final = ("path_terms", "terms")
@@ -58,21 +59,13 @@ class SqliteSearch(StoreConnections):
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
         conn = self._reader()
         terms, rankable = affordable_terms(conn, scope_id, terms)
-        if not terms:
+        if not terms or limit < 1:
             return []
-        # When even the rarest term is in too many memories to rank them all, rank only the newest matches.
-        window: bm25.Window = "rank" if rankable else "newest"
         table = scope_fts.table_name("atomic_memory_fts", scope_tag(scope_id))
-        hits = ranked(conn, table, ("terms",), (1.0,), terms, limit, window)
-        if not hits:
-            return []
-        marks = ",".join("?" * len(hits))
-        rows = conn.execute(
-            SELECT_MEMORY + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'"
-            " AND a.scope_id = ?",
-            [doc_id for _, doc_id in hits] + [scope_id],
-        ).fetchall()
-        by_id = {row[0]: memory_record(row) for row in rows}
+        if not rankable:
+            return _newest_window(conn, table, scope_id, terms, limit)
+        hits = ranked(conn, table, ("terms",), (1.0,), terms, limit)
+        by_id = _memories(conn, scope_id, [doc_id for _, doc_id in hits])
         return [Scored(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
 
     def term_statistics(self, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -121,6 +114,45 @@ class SqliteSearch(StoreConnections):
             key=lambda s: (-s.score, s.chunk.path, s.chunk.start_line),
         )
         return found[:limit]
+
+
+def _memories(conn: Any, scope_id: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    """The Scope's active heads among ``ids``, by rowid."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    # ``+a.scope_id``: the Scope only filters the hits. As an index constraint the planner may start from it
+    # and walk every memory of the Scope (a million rows per call, issue 39).
+    rows = conn.execute(
+        SELECT_MEMORY + f" WHERE a.id IN ({marks}) AND r.revision = a.head_revision AND a.state = 'active'"
+        " AND +a.scope_id = ?",
+        [*ids, scope_id],
+    ).fetchall()
+    return {row[0]: memory_record(row) for row in rows}
+
+
+def _newest_window(conn: Any, table: str, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
+    """BM25 over only the ``limit`` newest memories matching ``terms`` (even the rarest is past the budget).
+
+    FTS5 walks a doclist backwards by rowid and stops at ``limit``: the cost is the window's, not the term's.
+    """
+    query = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    try:
+        window = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT ?", (query, limit)
+            )
+        ]
+    except sqlite.OperationalError as exc:
+        if scope_fts.missing_table(exc):
+            return []
+        raise
+    by_id = _memories(conn, scope_id, window)
+    _, counts = term_statistics(conn, scope_id, terms)
+    bodies = {doc_id: index_terms(record.text) for doc_id, record in by_id.items()}
+    hits = bm25.rank(window_postings(conn, table, terms, bodies, counts), terms, limit, (1.0,))
+    return [Scored(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
 
 
 def search_family(
