@@ -50,8 +50,8 @@ def ingest(runtime: Runtime, memories: list[dict[str, Any]]) -> dict[tuple[str, 
     for m in memories:
         by_scope[m["scope_id"]].append(m)
     for scope_id, items in by_scope.items():
-        runtime.store.create_scope(scope_id, scope_id, [])
-        records = runtime.create_memories(scope_id, [NewMemory(m["text"], m["kind"], ()) for m in items])
+        runtime.writes.create_scope(scope_id, scope_id, [])
+        records = runtime.writes.create_memories(scope_id, [NewMemory(m["text"], m["kind"], ()) for m in items])
         for m, record in zip(items, records, strict=True):
             ids[(scope_id, record.key.artifact_id)] = m["id"]
     return ids

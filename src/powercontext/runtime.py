@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -33,6 +32,8 @@ from powercontext.inference.generation_config import (
     InferenceSettings,
     build_generation_provider,
 )
+from powercontext.jobs.background import BackgroundWork
+from powercontext.jobs.extraction import ExtractionWorker
 from powercontext.prepare import PreparePipeline, PrepareResult
 from powercontext.prompts.resolver import prompt_capabilities, prompt_resolver_for
 from powercontext.recall.budget import DEFAULT_PREPARE_DEADLINE_MS
@@ -41,7 +42,6 @@ from powercontext.recall.expansion import Expander, ModelExpander, WidenExpander
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
 from powercontext.recall.readers import AtomicMemoryReader, CodeEvidenceReader, CodeReader, FamilyReader
 from powercontext.recall.rerank import ListwiseReranker, MemoryReranker, PromptResolver
-from powercontext.recall.supersession import superseded
 from powercontext.receipt.assembler import ReceiptAssembler, TraceReceiptAssembler
 from powercontext.search.backfill import VectorBackfill
 from powercontext.search.channels import ChannelSearch, HybridWeights
@@ -50,31 +50,18 @@ from powercontext.search.embedding import GuardedEmbedder
 from powercontext.search.families import ExperienceSearch
 from powercontext.search.relevance import RelevanceFloor
 from powercontext.settings import Settings
+from powercontext.sources.explicit import ExplicitExtractor
 from powercontext.store.base import (
-    Embedding,
     FamilyStore,
-    MemoryRecord,
-    NewMemory,
-    NewTopic,
     ScoredMemory,
     ScoredTopic,
     Store,
-    TopicEdit,
-    TopicRecord,
 )
 from powercontext.store.code import CodeStore
+from powercontext.store.source_records import SourceStore
+from powercontext.writes.service import WriteService
 
 ATOMIC_MEMORY: Family = "atomic-memory"
-# How many full-text hits for a new memory's text are checked for what it may supersede.
-ATOMIC_SUPERSESSION_POOL = 16
-
-
-def _observed_of(record: MemoryRecord) -> str:
-    return record.observed
-
-
-def _text_of(record: MemoryRecord) -> str:
-    return record.text
 
 
 class Runtime:
@@ -108,8 +95,7 @@ class Runtime:
         self.code_allow_hardlinks = code_allow_hardlinks
         self.generation = generation or NoGeneration()
         self.embedder = embedder or GuardedEmbedder(build_embedding_provider(EmbeddingConfig()))
-        # Started by the Server (``start_background``); until then every Scope counts as complete.
-        self.vector_backfill = VectorBackfill(store, self.embedder)
+        self.vector_backfill, self.background = self._background_work()
         self.atomic_search: ChannelSearch[ScoredMemory] = ChannelSearch(
             store.search_text,
             store.search_vector,
@@ -122,6 +108,7 @@ class Runtime:
             ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)
         }
         self.topic_search = self._add_family_readers(hybrid_weights)
+        self.writes = self._write_service()
         self.code_search, self.code_reader = self._code_reading(hybrid_weights)
         self.disabled_families = disabled_families
         self.pipeline = PreparePipeline(
@@ -196,14 +183,31 @@ class Runtime:
         runtime.report_vector_index()
         return runtime
 
-    def start_background(self) -> None:
-        """What a Server starts beside its requests: with a provider, loading the model and embedding what the
-        store holds without a vector (``search/backfill.py``); ``auto`` searches full text until that is done."""
+    def _background_work(self) -> tuple[VectorBackfill, BackgroundWork]:
+        """The vector backfill, and the jobs a Server runs beside its requests (with a provider, that backfill).
+        Started by the Server (``start_background``); until then every Scope counts as complete."""
+        backfill = VectorBackfill(self.store, self.embedder)
+        work = BackgroundWork()
         if self.embedder.configured:
-            self.vector_backfill.start()
+            work.register("embeddings", backfill)
+        return backfill, work
+
+    def _write_service(self) -> WriteService:
+        """The write service, and (when the store holds Sources) its extraction worker among the jobs."""
+        writes = WriteService(self.store, self.embedder, self.atomic_search)
+        if isinstance(self.store, SourceStore):
+            self.background.register("extraction", ExtractionWorker(writes, self.store, ExplicitExtractor()))
+        return writes
+
+    def start_background(self) -> None:
+        """What a Server starts beside its requests (``jobs.background``): with a provider, loading the model and
+        embedding what the store holds without a vector (``search/backfill.py``); ``auto`` searches full text
+        until that is done."""
+        self.background.start()
 
     def close(self) -> None:
-        self.vector_backfill.stop()
+        """Drain the background work, then close the store and the providers."""
+        self.background.drain()
         self.store.close()
         self.embedder.provider.close()
         self.generation.close()
@@ -223,50 +227,11 @@ class Runtime:
                 status.other_models,
             )
 
-    # -- writes that carry embeddings --------------------------------------------------------------
-
-    def create_memories(self, scope_id: str, items: list[NewMemory]) -> list[MemoryRecord]:
-        if not self.embedder.configured:
-            return self.store.create_memories(scope_id, items)
-        self.store.get_scope(scope_id)  # a missing Scope is a 404 before any provider call
-        embeddings = self.embedder.embed_for_write([item.text for item in items])
-        with_vectors = [replace(item, embedding=e) for item, e in zip(items, embeddings, strict=True)]
-        return self.store.create_memories(scope_id, with_vectors)
-
-    def possibly_superseded(self, record: MemoryRecord) -> list[MemoryRecord]:
-        """Active Atomic Memories of ``record``'s Scope, observed earlier, that ``record`` may replace (the
-        ranking's supersession rule over a full-text search for its text). A hint: nothing is changed."""
-        hits = self.atomic_search.search(record.key.scope_id, record.text, "fts", ATOMIC_SUPERSESSION_POOL).hits
-        others = [h.record for h in hits if h.record.key.artifact_id != record.key.artifact_id]
-        return superseded(record.text, record.observed, others, _observed_of, _text_of)
-
-    def create_topic(self, store: FamilyStore, scope_id: str, item: NewTopic) -> TopicRecord:
-        self.store.get_scope(scope_id)
-        embedding = self.embedding_for(f"{item.title}\n\n{item.body}")
-        return store.create_topic(scope_id, replace(item, embedding=embedding))
-
-    def revise_topic(
-        self, store: FamilyStore, scope_id: str, artifact_id: str, expected_revision: int, edit: TopicEdit
-    ) -> TopicRecord:
-        if self.embedder.configured:
-            # The new revision's text decides its embedding; the store's compare-and-swap still guards
-            # against a revision written between this read and the write.
-            head = store.read_topic_head(scope_id, artifact_id)
-            if head.head_revision == expected_revision:
-                title, body = edit.title_and_body(head.title, head.body)
-                edit = replace(edit, embedding=self.embedding_for(f"{title}\n\n{body}"))
-        return store.revise_topic(scope_id, artifact_id, expected_revision, edit)
-
     def code_indexer(self, store: CodeStore) -> CodeIndexer:
         """An indexer confined to ``code_roots`` that stores each new chunk's embedding when a provider is
         configured."""
         embed = self.embedder.embed_for_write if self.embedder.configured else None
         return CodeIndexer(store, embed=embed, roots=self.code_roots, allow_hardlinks=self.code_allow_hardlinks)
-
-    def embedding_for(self, text: str) -> Embedding | None:
-        """The embedding a write of ``text`` stores (a revise or merge passes it to the store): by the configured
-        provider, or None without one."""
-        return self.embedder.embed_for_write([text])[0]
 
     def capabilities(self) -> Capabilities:
         return Capabilities(

@@ -11,7 +11,7 @@ import pytest
 
 from powercontext.hosts.extension import RUNNER_MARKER, asset_text, plugin_text
 
-PLUGINS = {"opencode.js": "opencode", "pi.ts": "pi"}
+PLUGINS = {"opencode.js": "opencode", "pi.ts": "pi", "dsh.mjs": "dsh"}
 
 
 @pytest.mark.parametrize("name", sorted(PLUGINS))

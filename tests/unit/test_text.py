@@ -142,3 +142,18 @@ def test_query_terms_leave_out_english_and_chinese_function_words() -> None:
     # A CJK bigram of two function characters (我们, "we") goes; one that names something (数据) stays.
     assert query_terms("我们 数据") == ["数据"]
     assert query_terms("what is this and why is it there?") == []
+
+
+def test_terminal_text_shows_controls_and_invisible_characters_as_escapes() -> None:
+    from powercontext.text.visible import terminal_text
+
+    assert terminal_text("plain\ttext\nnext line\r\n") == "plain\ttext\nnext line\r\n"
+    assert terminal_text("a\x1b[2Jb\x07\x00\x7f\x9b") == "a\\x1b[2Jb\\x07\\x00\\x7f\\x9b"
+    assert terminal_text("over\rwrite") == "over\\x0dwrite"
+    assert terminal_text("\u202eevil\u2066\u2028\x85") == "\\u202eevil\\u2066\\u2028\\x85"
+    assert terminal_text("tag\U000e0041 zwsp\u200b") == "tag\\U000e0041 zwsp\\u200b"
+    # Joiners that scripts and emoji need stay as they are.
+    assert (
+        terminal_text("\u0645\u200c\u06cc \U0001f468\u200d\U0001f469")
+        == "\u0645\u200c\u06cc \U0001f468\u200d\U0001f469"
+    )

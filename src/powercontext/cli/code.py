@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, printed_as_json
+from powercontext.cli.terminal import say, terminal_safe
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -50,7 +51,7 @@ def code_index(
 
         _print_json(result.model_dump(mode="json"))
         return
-    typer.echo(
+    say(
         f"work tree {result.fingerprint} ({result.kind}): {result.files_seen} files seen, "
         f"{result.files_indexed} indexed, {result.files_unchanged} unchanged, {result.files_removed} removed; "
         f"skipped {result.files_skipped_binary} binary, {result.files_skipped_large} large, "
@@ -90,7 +91,7 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
         allow_hardlinks = code_hardlinks_allowed(os.environ)  # as the Server's setting, so both refuse alike
         provider = build_embedding_provider(EmbeddingConfig.from_env(os.environ))
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        say(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     # The same provider settings as the Server's, so chunks indexed here carry the vectors it searches.
     embed = GuardedEmbedder(provider).embed_for_write if provider.configured else None
@@ -134,13 +135,13 @@ def code_query(
     result = _run(url, lambda c: c.query_code(scope, text, limit))
     if printed_as_json(result, as_json):
         return
-    typer.echo(f"{len(result.hits)} hit(s)")
+    say(f"{len(result.hits)} hit(s)")
     for hit in result.hits:
         ref = hit.code_evidence
-        typer.echo(f"{hit.score:7.3f}  {ref.path}:{ref.start_line}-{ref.end_line}  [{hit.language}]  {ref.fingerprint}")
+        say(f"{hit.score:7.3f}  {ref.path}:{ref.start_line}-{ref.end_line}  [{hit.language}]  {ref.fingerprint}")
         if show_text:
             for line in hit.text.splitlines():
-                typer.echo("    " + line)
+                say("    " + line)
 
 
 @code_app.command("snippet")
@@ -160,5 +161,6 @@ def code_snippet(
     result = _run(url, lambda c: c.read_code_snippet(scope, fingerprint, path, file_sha256, start_line, end_line))
     if printed_as_json(result, as_json):
         return
-    sys.stdout.write(result.text)
+    # Lines as they are, save what would act on the terminal (--json has them exact).
+    sys.stdout.write(terminal_safe(result.text))
     sys.stdout.flush()

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from powercontext.cli.terminal import say
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -65,7 +67,7 @@ EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNREACHABLE = 1, 2
 
 def fail(message: str, code: int = EXIT_REFUSED) -> typer.Exit:
     """Print ``error: message`` on stderr; raise the returned ``Exit`` (code 1 unless told)."""
-    typer.echo(f"error: {message}", err=True)
+    say(f"error: {message}", err=True)
     return typer.Exit(code)
 
 

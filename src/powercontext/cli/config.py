@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from powercontext.cli.common import JsonOption, print_json
+from powercontext.cli.terminal import say
 
 config_app = typer.Typer(no_args_is_help=True, help="Show the settings in effect (environment, file, defaults).")
 
@@ -45,10 +46,10 @@ def config_show(config: ConfigOption = None, as_json: JsonOption = False) -> Non
     if as_json:
         print_json({"file": str(path), "file_exists": path.is_file(), "settings": rows})
         return
-    typer.echo(f"file: {path}" + ("" if path.is_file() else " (absent)"))
+    say(f"file: {path}" + ("" if path.is_file() else " (absent)"))
     width = max(len(r["key"]) for r in rows)
     for row in rows:
-        typer.echo(f"{row['key']:<{width}}  {row['value']}  ({row['source']})")
+        say(f"{row['key']:<{width}}  {row['value']}  ({row['source']})")
 
 
 def _without_password(value: str) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from powercontext.cli.common import fail, parse_section
+from powercontext.cli.terminal import say
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -40,15 +41,16 @@ def recorded_environment() -> dict[str, str]:
 
 class _RichProgress:
     def __init__(self) -> None:
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from powercontext.cli.rich_terminal import TerminalConsole
 
         self.bar = Progress(
             TextColumn("{task.description:<8}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeRemainingColumn(),
-            console=Console(stderr=True),  # stdout carries only the scores
+            console=TerminalConsole(stderr=True),  # stdout carries only the scores
             transient=False,
         )
         self.task: Any = None
@@ -186,7 +188,7 @@ def _in_process_settings() -> Settings:
     try:
         return Settings.from_env(db="unused")
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        say(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -222,7 +224,7 @@ def _write_reports(report: dict[str, Any], out: Path) -> None:
 
 def _print_summary(suite_name: str, report: dict[str, Any], k: int, out: Path) -> None:
     overall = report["overall"]
-    typer.echo(
+    say(
         f"{suite_name}: hit@{k} {overall['hit_at_k']:.3f}  MRR {overall['mrr']:.3f}  recall@{k} "
         f"{overall['recall_at_k']:.3f}  outdated instead {overall['outdated_instead']:.3f}  "
         f"abstain bytes {overall['abstain_mean_bytes']:.0f}  p50 {overall['latency_ms']['p50']:.1f} ms"
@@ -232,8 +234,8 @@ def _print_summary(suite_name: str, report: dict[str, Any], k: int, out: Path) -
             figures = f"hit@{k} {group['hit_at_k']:.3f}  MRR {group['mrr']:.3f}"
         else:
             figures = f"mean bytes injected {group['abstain_mean_bytes']:.0f}"
-        typer.echo(f"  {name:<12} {figures}  n={group['queries']}")
-    typer.echo(f"wrote {out / 'report.json'} and {out / 'report.html'}")
+        say(f"  {name:<12} {figures}  n={group['queries']}")
+    say(f"wrote {out / 'report.json'} and {out / 'report.html'}")
 
 
 def _read_baseline(path: Path) -> dict[str, Any]:
@@ -270,10 +272,10 @@ def eval_compare(
 
         print_json(comparison)
     else:
-        typer.echo(format_comparison(comparison))
+        say(format_comparison(comparison))
     target = out or after.parent / "compare.json"
     try:
         target.write_text(json.dumps(comparison, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
         raise fail(f"cannot write {target}: {exc.strerror}") from None
-    typer.echo(f"wrote {target}", err=as_json)
+    say(f"wrote {target}", err=as_json)

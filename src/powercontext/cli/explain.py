@@ -59,10 +59,11 @@ def _number(value: float | None) -> str:
 
 def print_explanation(explained: ContextExplanation) -> None:
     """One row per candidate in fate order (injected first), then where each expected id landed."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from powercontext.cli.rich_terminal import TerminalConsole
+
+    console = TerminalConsole()
     table = Table(title=f"Candidates (query terms: {' '.join(explained.query_terms) or 'none'})")
     for column in ("fate", "family", "scope", "identity", "rank", "bm25", "cosine", "fused", "matched"):
         table.add_column(column, overflow="fold")

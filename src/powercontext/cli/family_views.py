@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.table import Table
 
+from powercontext.cli.rich_terminal import TerminalConsole
 from powercontext.contract.common import ArtifactRef
 from powercontext.contract.families import (
     Experience,
@@ -16,8 +16,8 @@ from powercontext.contract.families import (
 )
 
 
-def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+def _console() -> TerminalConsole:
+    return TerminalConsole(highlight=False, soft_wrap=True)
 
 
 def print_topic(topic: TopicMemory) -> None:

@@ -13,6 +13,7 @@ import typer
 
 from powercontext.cli.common import DEFAULT_URL, JsonOption, print_json
 from powercontext.cli.hosts_report import HostsReport
+from powercontext.cli.terminal import say
 from powercontext.hosts.registry import names_text, titles_text
 
 if TYPE_CHECKING:
@@ -48,17 +49,17 @@ def _show(changes: list[FileChange], dry_run: bool, report: HostsReport | None =
         return
     for change in changes:
         verb = "remove" if change.after is None else ("create" if change.before is None else "update")
-        typer.echo(f"{'would ' if dry_run else ''}{verb} {change.path}: {change.why}")
+        say(f"{'would ' if dry_run else ''}{verb} {change.path}: {change.why}")
         if dry_run:
-            typer.echo(change.diff().rstrip("\n"))
+            say(change.diff().rstrip("\n"))
 
 
 def _consent(trust: list[FileChange], yes: bool) -> bool:
     if not trust or yes:
         return True
-    typer.echo("The host runs PowerContext only once you trust it. Install would record:")
+    say("The host runs PowerContext only once you trust it. Install would record:")
     for change in trust:
-        typer.echo(f"  {change.path}: {change.why}")
+        say(f"  {change.path}: {change.why}")
     if not sys.stdin.isatty():
         return False
     return typer.confirm("Record this trust?", default=False)
@@ -95,7 +96,7 @@ def hosts_install(
             report.emit("planned")
         else:
             for line in _path_warnings(host):
-                typer.echo(line, err=True)
+                say(line, err=True)
         return
     # --json never prompts: trust is recorded only with --yes.
     trust_ok = yes if report is not None else _consent([c for c in changes if c.trust], yes)
@@ -113,16 +114,14 @@ def hosts_install(
         report.emit("installed" if changes else "already-installed")
         return
     if not changes:
-        typer.echo(f"{host} is already installed in {ctx.project}")
+        say(f"{host} is already installed in {ctx.project}")
     if skipped:
-        typer.echo(f"NOT recorded: {host} will not use what it was not trusted with (above) until you run:", err=True)
-        typer.echo(f"  powercontext hosts install {host} --yes" + (f" --scope {scope}" if scope else ""), err=True)
+        say(f"NOT recorded: {host} will not use what it was not trusted with (above) until you run:", err=True)
+        say(f"  powercontext hosts install {host} --yes" + (f" --scope {scope}" if scope else ""), err=True)
         raise typer.Exit(1)
     for line in _path_warnings(host):
-        typer.echo(line, err=True)
-    typer.echo(
-        f"ready: the next {host} prompt in {ctx.project} gets PowerContext recall (check: powercontext hosts doctor)"
-    )
+        say(line, err=True)
+    say(f"ready: the next {host} prompt in {ctx.project} gets PowerContext recall (check: powercontext hosts doctor)")
 
 
 def _path_warnings(host: str) -> list[str]:
@@ -148,7 +147,7 @@ def _path_warnings(host: str) -> list[str]:
 def _error(report: HostsReport | None, exit_code: int, error_code: str, message: str) -> typer.Exit:
     if report is not None:
         return report.fail(exit_code, error_code, message)
-    typer.echo(f"error: {message}", err=True)
+    say(f"error: {message}", err=True)
     return typer.Exit(exit_code)
 
 
@@ -171,7 +170,7 @@ def hosts_uninstall(
     if report is not None:
         report.emit(("planned" if dry_run else "uninstalled") if changes else "not-installed")
     elif not changes:
-        typer.echo(f"nothing to do: nothing of PowerContext's for {host} in {ctx.project}")
+        say(f"nothing to do: nothing of PowerContext's for {host} in {ctx.project}")
 
 
 @hosts_app.command("doctor")
@@ -194,7 +193,7 @@ def hosts_doctor(
         try:
             spec_for(name)
         except UnknownHost as exc:
-            typer.echo(f"error: {exc}", err=True)
+            say(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
     where = (cwd or Path.cwd()).resolve()
     settings = settings_for(HookSettings.from_env(), where)
@@ -206,9 +205,9 @@ def hosts_doctor(
     else:
         width = max(len(c.name) for c in checks)
         for check in checks:
-            typer.echo(f"{_MARK[check.status]} {check.name.ljust(width)}  {check.detail}")
+            say(f"{_MARK[check.status]} {check.name.ljust(width)}  {check.detail}")
             if check.status == "fail" and check.fix:
-                typer.echo(f"  {' ' * width} fix: {check.fix}")
+                say(f"  {' ' * width} fix: {check.fix}")
     if any(c.status == "fail" for c in checks):
         raise typer.Exit(1)
 

@@ -25,6 +25,7 @@ from powercontext.cli.prompts import prompt_app
 from powercontext.cli.scope import scope_app
 from powercontext.cli.server import server_app
 from powercontext.cli.store import store_app
+from powercontext.cli.terminal import say
 
 # Plain help: Rich's help renderer alone costs ~180 ms per start, more than everything else together.
 app = typer.Typer(
@@ -77,16 +78,16 @@ def inspect(
     if as_json:
         _print_json({"url": address})
     else:
-        typer.echo(address)
+        say(address)
     if not no_browser and not webbrowser.open(address):
-        typer.echo("no browser found here: open the address above in one", err=True)
+        say("no browser found here: open the address above in one", err=True)
 
 
 def _show_version(value: bool) -> None:
     if value:
         from powercontext import __version__
 
-        typer.echo(f"powercontext {__version__}")
+        say(f"powercontext {__version__}")
         raise typer.Exit()
 
 
@@ -134,7 +135,7 @@ def _apply_config(args: list[str]) -> None:
     try:
         apply_config_file(explicit)
     except ConfigFileError as exc:
-        typer.echo(f"error: config-file: {exc}", err=True)
+        say(f"error: config-file: {exc}", err=True)
         raise SystemExit(2) from None
 
 

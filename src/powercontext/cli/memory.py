@@ -26,6 +26,7 @@ from powercontext.cli.common import (
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.server import settings_from_options
+from powercontext.cli.terminal import say
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -40,13 +41,13 @@ def _print_memory(memory: AtomicMemory, as_json: bool) -> None:
     if printed_as_json(memory, as_json):
         return
     ref = memory.artifact_address.artifact
-    typer.echo(
+    say(
         f"{ref.artifact_id} revision {ref.revision} (head {memory.head_revision}, {memory.state}, {memory.kind},"
         f" observed {memory.observed_at[:10]})"
     )
     if memory.merged_into:
-        typer.echo(f"merged into {memory.merged_into}")
-    typer.echo(memory.text)
+        say(f"merged into {memory.merged_into}")
+    say(memory.text)
 
 
 def _print_page(page: AtomicMemoryList, as_json: bool) -> None:
@@ -54,9 +55,9 @@ def _print_page(page: AtomicMemoryList, as_json: bool) -> None:
         return
     for memory in page.items:
         ref = memory.artifact_address.artifact
-        typer.echo(f"{ref.artifact_id}@{ref.revision}  [{memory.kind}]  {memory.state}  {memory.text}")
+        say(f"{ref.artifact_id}@{ref.revision}  [{memory.kind}]  {memory.state}  {memory.text}")
     if page.next_cursor is not None:
-        typer.echo(f"more: --cursor {page.next_cursor}", err=True)
+        say(f"more: --cursor {page.next_cursor}", err=True)
 
 
 @memory_app.command("add")
@@ -92,9 +93,9 @@ def memory_add(
     _print_memory(memory, as_json)
     if as_json or not memory.possibly_supersedes:
         return
-    typer.echo("\nThis may replace earlier memories on the same subject (nothing was changed):")
+    say("\nThis may replace earlier memories on the same subject (nothing was changed):")
     for artifact_id in memory.possibly_supersedes:
-        typer.echo(f"  {artifact_id}: if it is outdated, run  powercontext memory retire {artifact_id} -s {scope}")
+        say(f"  {artifact_id}: if it is outdated, run  powercontext memory retire {artifact_id} -s {scope}")
 
 
 def _memory_text(text: str | None, file: Path | None) -> str:
@@ -145,7 +146,7 @@ def memory_reindex(
     settings = settings_from_options(db, store=store_url)
     provider = build_embedding_provider(settings.embeddings)
     if not provider.configured:
-        typer.echo("error: no embedding provider is configured; set POWERCONTEXT_EMBEDDINGS (see docs)", err=True)
+        say("error: no embedding provider is configured; set POWERCONTEXT_EMBEDDINGS (see docs)", err=True)
         raise typer.Exit(2)
     store = open_store(settings.store_location())
     try:
@@ -158,7 +159,7 @@ def memory_reindex(
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
     except InferenceError as exc:
-        typer.echo(f"error: {exc.reason}: the provider failed; finished batches are kept, rerun to continue", err=True)
+        say(f"error: {exc.reason}: the provider failed; finished batches are kept, rerun to continue", err=True)
         raise typer.Exit(1) from None
     finally:
         store.close()
@@ -166,7 +167,7 @@ def memory_reindex(
     if as_json:
         _print_json({"embedded": report.embedded, "remaining": report.remaining, "model_id": provider.model_id})
         return
-    typer.echo(f"embedded {report.embedded} memories with {provider.model_id}; {report.remaining} still without one")
+    say(f"embedded {report.embedded} memories with {provider.model_id}; {report.remaining} still without one")
 
 
 @memory_app.command("import")
@@ -190,19 +191,19 @@ def memory_import(
     """
     items = _read_import_file(file)
     if not items:
-        typer.echo("nothing to import", err=True)
+        say("nothing to import", err=True)
         if as_json:
             _print_json({"scope_id": scope, "imported": 0, "existed": 0})
         return
     try:
         written, existed = _run(url, _uploader(scope, items))
     except typer.Exit:
-        typer.echo("the failed batch wrote nothing; earlier batches were kept; re-run to resume safely", err=True)
+        say("the failed batch wrote nothing; earlier batches were kept; re-run to resume safely", err=True)
         raise
     if as_json:
         _print_json({"scope_id": scope, "imported": written, "existed": existed})
         return
-    typer.echo(f"imported {written} memories into {scope}; {existed} already existed")
+    say(f"imported {written} memories into {scope}; {existed} already existed")
 
 
 def _read_import_file(file: Path) -> list[AtomicMemoryCreate]:
@@ -244,13 +245,14 @@ def _uploader(
     scope: str, items: list[AtomicMemoryCreate]
 ) -> Callable[[PowerContextClient], Awaitable[tuple[int, int]]]:
     """The client call that sends ``items`` in batches of ``IMPORT_BATCH``: (written, already existed)."""
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from powercontext.cli.rich_terminal import TerminalConsole
 
     async def upload(client: PowerContextClient) -> tuple[int, int]:
         written = existed = 0
         # On stderr (stdout carries the summary or --json) and kept when done, as `eval run` shows its own.
-        console = Console(stderr=True)
+        console = TerminalConsole(stderr=True)
         with Progress(
             TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console
         ) as bar:
@@ -290,10 +292,10 @@ def memory_search(
     result = _run(url, lambda c: c.search_memory(scope, query, mode, limit))  # type: ignore[arg-type]
     if printed_as_json(result, as_json):
         return
-    typer.echo(f"mode {result.mode}, {len(result.hits)} hit(s)")
+    say(f"mode {result.mode}, {len(result.hits)} hit(s)")
     for hit in result.hits:
         ref = hit.artifact_address.artifact
-        typer.echo(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  [{hit.kind}]  {hit.text}")
+        say(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  [{hit.kind}]  {hit.text}")
 
 
 @memory_app.command("list")

@@ -22,6 +22,7 @@ from powercontext.cli.common import (
     printed_as_json,
     run,
 )
+from powercontext.cli.terminal import say
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -49,14 +50,14 @@ def print_resolved(view: ResolvedPromptView, with_text: bool = False) -> None:
         source = f"built-in version {view.builtin_version}"
         if view.head_revision:
             source += f" (prompt Artifact revision {view.head_revision} is {view.head_state or 'auto'})"
-    typer.echo(f"{view.key} in {view.scope_id}: {source}; definition version {view.definition_version}")
-    typer.echo(f"compiled digest {view.compiled_digest}; {view.demonstration_count} demonstrations")
+    say(f"{view.key} in {view.scope_id}: {source}; definition version {view.definition_version}")
+    say(f"compiled digest {view.compiled_digest}; {view.demonstration_count} demonstrations")
     if with_text:
         if view.compiled_text is None:
-            typer.echo("(the compiled text is shown only to callers that may write this Scope)", err=True)
+            say("(the compiled text is shown only to callers that may write this Scope)", err=True)
         else:
-            typer.echo("")
-            typer.echo(view.compiled_text)
+            say("")
+            say(view.compiled_text)
 
 
 def _emit(view: ResolvedPromptView, as_json: bool, with_text: bool = False) -> None:
@@ -99,7 +100,7 @@ def prompt_list(scope: ScopeOption, url: UrlOption = DEFAULT_URL, as_json: JsonO
         return
     for i in items:
         head = f"head revision {i.head_revision} ({i.head_mode}, {i.head_state})" if i.head_revision else "no Artifact"
-        typer.echo(f"{i.key}\t{i.status}\t{i.compiled_digest or '-'}\t{head}")
+        say(f"{i.key}\t{i.status}\t{i.compiled_digest or '-'}\t{head}")
 
 
 @prompt_app.command("show")

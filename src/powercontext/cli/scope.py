@@ -8,6 +8,7 @@ import typer
 
 from powercontext.cli.common import DEFAULT_URL, JsonOption, UrlOption, printed_as_json
 from powercontext.cli.common import run as _run
+from powercontext.cli.terminal import say
 
 scope_app = typer.Typer(no_args_is_help=True, help="Create and list Scopes.")
 
@@ -26,7 +27,7 @@ def scope_create(
     scope = _run(url, lambda c: c.create_scope(scope_id, title or scope_id, reference or []))
     if printed_as_json(scope, as_json):
         return
-    typer.echo(f"created Scope {scope.scope_id}")
+    say(f"created Scope {scope.scope_id}")
 
 
 @scope_app.command("list")
@@ -37,4 +38,4 @@ def scope_list(url: UrlOption = DEFAULT_URL, as_json: JsonOption = False) -> Non
         return
     for s in scopes:
         refs = f"  (references: {', '.join(s.context_references)})" if s.context_references else ""
-        typer.echo(f"{s.scope_id}\t{s.title}{refs}")
+        say(f"{s.scope_id}\t{s.title}{refs}")

@@ -9,6 +9,7 @@ import typer
 
 from powercontext.cli.common import StoreOption
 from powercontext.cli.config import ConfigOption
+from powercontext.cli.terminal import say
 
 if TYPE_CHECKING:
     from powercontext.settings import Settings
@@ -43,18 +44,18 @@ def server_run(
     where = settings.store_location().display()
 
     def announce() -> None:  # once the store is open: a refused store prints its error alone
-        typer.echo(f"PowerContext on http://{settings.host}:{settings.port}  (store: {where})", err=True)
+        say(f"PowerContext on http://{settings.host}:{settings.port}  (store: {where})", err=True)
 
     try:
         serve(settings, announce)
     except StoreOpenRefused as exc:
-        typer.echo(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
         raise typer.Exit(STORE_REFUSED_EXIT) from None
     except AccessFileError as exc:
-        typer.echo(f"error: POWERCONTEXT_ACCESS_FILE: {exc}", err=True)
+        say(f"error: POWERCONTEXT_ACCESS_FILE: {exc}", err=True)
         raise typer.Exit(2) from None
     except EngineUnavailable as exc:
-        typer.echo(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -67,7 +68,7 @@ def settings_from_options(
     try:
         return Settings.from_env(db=str(db) if db else None, host=host, port=port, store=store)
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        say(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -93,7 +94,7 @@ def refuse_taken_port(host: str, port: int) -> None:
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 return
-            typer.echo(
+            say(
                 f"error: port-in-use: {host}:{port} is taken by another process; stop it or pass another --port",
                 err=True,
             )

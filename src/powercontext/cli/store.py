@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from powercontext.cli.common import JsonOption, print_json
+from powercontext.cli.terminal import say
 
 if TYPE_CHECKING:
     from powercontext.store.base import Store
@@ -40,10 +41,10 @@ def store_copy(
     else:
         _print_counts(counts)
     if not all(c.matches for c in counts):
-        typer.echo("error: row counts differ; rerun the same command to resume the copy", err=True)
+        say("error: row counts differ; rerun the same command to resume the copy", err=True)
         raise typer.Exit(1)
     if not as_json:
-        typer.echo(f"copied {from_location.display()} to {to_location.display()}: every table matches")
+        say(f"copied {from_location.display()} to {to_location.display()}: every table matches")
 
 
 def _parse_locations(source: str, target: str) -> tuple[StoreLocation, StoreLocation]:
@@ -52,10 +53,10 @@ def _parse_locations(source: str, target: str) -> tuple[StoreLocation, StoreLoca
     try:
         from_location, to_location = parse_store_url(source), parse_store_url(target)
     except BadStoreUrl as exc:
-        typer.echo(f"error: {exc}", err=True)
+        say(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if from_location == to_location:
-        typer.echo("error: --from and --to name the same store", err=True)
+        say("error: --from and --to name the same store", err=True)
         raise typer.Exit(2)
     return from_location, to_location
 
@@ -67,14 +68,14 @@ def _open_stores(from_location: StoreLocation, to_location: StoreLocation) -> tu
     try:
         return open_store(from_location), open_store(to_location)
     except EngineUnavailable as exc:
-        typer.echo(f"error: {exc}", err=True)
+        say(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
 def _copy_with_progress(src: Store, dst: Store, batch_size: int) -> list[TableCount]:
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from powercontext.cli.rich_terminal import TerminalConsole
     from powercontext.code.identifiers import identifier_terms, path_terms
     from powercontext.store.copy import copy_store
 
@@ -87,7 +88,7 @@ def _copy_with_progress(src: Store, dst: Store, batch_size: int) -> list[TableCo
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=Console(stderr=True),  # stdout carries the result (and --json) only
+        console=TerminalConsole(stderr=True),  # stdout carries the result (and --json) only
     ) as bar:
         task = bar.add_task("copying", total=None)
         return copy_store(
@@ -102,7 +103,7 @@ def _copy_with_progress(src: Store, dst: Store, batch_size: int) -> list[TableCo
 
 
 def _print_counts(counts: list[Any]) -> None:
-    typer.echo(f"{'table':<24}{'source':>10}{'destination':>14}")
+    say(f"{'table':<24}{'source':>10}{'destination':>14}")
     for count in counts:
         mark = "" if count.matches else "  MISMATCH"
-        typer.echo(f"{count.table:<24}{count.source:>10}{count.destination:>14}{mark}")
+        say(f"{count.table:<24}{count.source:>10}{count.destination:>14}{mark}")

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
+from powercontext.cli.rich_terminal import TerminalConsole, safe_text
 from powercontext.contract.prepare import PreparedContext
 from powercontext.contract.receipt import PreparedContextReceipt, SelectedArtifact
 
 
 def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
     """The content exactly as an agent gets it, then what the Receipt says about it."""
-    console = Console()
+    console = TerminalConsole()
     if not console.is_terminal:
         # Piped or redirected: no terminal width to fit, so lines are never broken (ids stay whole for grep/copy).
-        console = Console(width=_UNBOUNDED_WIDTH)
+        console = TerminalConsole(width=_UNBOUNDED_WIDTH)
     if prepared.status == "empty":
         console.print("[bold]empty[/bold]: nothing to inject for this request", highlight=False)
     else:
@@ -57,7 +56,7 @@ def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
     )
 
 
-def _print_selected(console: Console, receipt: PreparedContextReceipt) -> None:
+def _print_selected(console: TerminalConsole, receipt: PreparedContextReceipt) -> None:
     """A table when it fits the terminal, else one line per item: an id is never broken across lines."""
     rows = _selected_rows(receipt)
     widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(_SELECTED_COLUMNS)]
@@ -66,7 +65,7 @@ def _print_selected(console: Console, receipt: PreparedContextReceipt) -> None:
         for header, width in zip(_SELECTED_COLUMNS, widths, strict=True):
             table.add_column(header, no_wrap=True, min_width=width)
         for row in rows:
-            table.add_row(*(Text(cell) for cell in row))  # ids are data, never Rich markup
+            table.add_row(*(safe_text(cell) for cell in row))  # ids are data, never Rich markup
         console.print(table)
         return
     console.print("Selected (injection order):", highlight=False)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
 
-from powercontext.hosts.adapter import Check
+from powercontext.hosts.adapter import Check, HostAdapter, HostContext
 from powercontext.hosts.files import FileChange, read_text
 
 RUNNER_MARKER = "// @powercontext-recall-runner: install puts assets/recall_runner.js here\n"
@@ -39,8 +39,9 @@ def plugin_text(name: str) -> str:
 
 
 def plugin_file_change(path: Path, root: Path, text: str | None, why: str) -> FileChange:
-    """Write (``text``) or remove (None) one plugin file PowerContext owns whole."""
-    return FileChange(path, root, read_text(path, root), text, why)
+    """Write (``text``) or remove (None) one plugin file PowerContext owns whole (removing a Python file also
+    removes the bytecode the host compiled from it)."""
+    return FileChange(path, root, read_text(path, root), text, why, owns_bytecode=path.suffix == ".py")
 
 
 def plugin_check(name: str, path: Path, root: Path, expected: str, fix: str) -> Check:
@@ -66,3 +67,17 @@ def interpreter_check(name: str, project: Path, env: Mapping[str, str]) -> Check
         hint = "or set POWERCONTEXT_PYTHON, or run `powercontext hosts install` again from its venv"
         return Check(name, "fail", f"no interpreter with PowerContext found; {fix}, {hint}", fix)
     return Check(name, "ok", f"runs {interpreter} -m powercontext.hosts.hook")
+
+
+def user_level_in_use_elsewhere(adapter: HostAdapter, ctx: HostContext) -> bool:
+    """Whether another project on this machine still has ``adapter``'s host installed, so the user-level plugin
+    ``hosts uninstall`` would otherwise remove must stay. The projects asked are those ``hosts install``
+    recorded in the machine settings (``machine.recorded_projects``)."""
+    from dataclasses import replace
+
+    from powercontext.hosts.machine import recorded_projects
+
+    for project in recorded_projects(ctx.env):
+        if project != ctx.project and project.is_dir() and adapter.installed(replace(ctx, project=project)):
+            return True
+    return False

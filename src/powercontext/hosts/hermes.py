@@ -10,8 +10,8 @@ Install writes:
   no user plugin it was not told to). Recorded only with consent (``--yes`` or an answered prompt). When the
   file already has its own top-level ``plugins:`` key, install asks the user to add ``powercontext`` there.
 
-Uninstall removes the project's opt-in; the user plugin and its enabling block stay for the user's other
-projects (they do nothing in a project without the opt-in file).
+Uninstall removes the project's opt-in, and the user plugin and its enabling block once no other project on
+this machine still has Hermes installed (``extension.user_level_in_use_elsewhere``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,14 @@ import re
 from pathlib import Path
 
 from powercontext.hosts.adapter import Check, HostContext
-from powercontext.hosts.extension import asset_text, interpreter_check, plugin_check, plugin_file_change
-from powercontext.hosts.files import FileChange, InstallError, read_text, with_block
+from powercontext.hosts.extension import (
+    asset_text,
+    interpreter_check,
+    plugin_check,
+    plugin_file_change,
+    user_level_in_use_elsewhere,
+)
+from powercontext.hosts.files import FileChange, InstallError, read_text, with_block, without_block
 
 OPT_IN = Path(".hermes") / "powercontext.json"
 OPT_IN_TEXT = json.dumps({"recall": True, "plugin": "powercontext"}, indent=2) + "\n"
@@ -33,8 +39,6 @@ _OWN_PLUGINS_KEY = re.compile(r"^plugins\s*:", re.MULTILINE)
 
 
 def _outside_our_block(text: str) -> str:
-    from powercontext.hosts.files import without_block
-
     return without_block(text, ENABLE_BLOCK)
 
 
@@ -75,8 +79,17 @@ class Hermes:
         return changes
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
-        change = plugin_file_change(ctx.project / OPT_IN, ctx.project, None, "opt this project out of recall")
-        return [change] if change.changed else []
+        changes = [plugin_file_change(ctx.project / OPT_IN, ctx.project, None, "opt this project out of recall")]
+        if not user_level_in_use_elsewhere(self, ctx):
+            home = self.home(ctx)
+            why = "the recall plugin (no other project on this machine uses it)"
+            changes += [plugin_file_change(path, home, None, why) for path, _ in self._plugin_files(ctx)]
+            config = home / "config.yaml"
+            before = read_text(config, home)
+            if before is not None:
+                after = _outside_our_block(before)
+                changes.append(FileChange(config, home, before, after, "stop enabling the plugin"))
+        return [c for c in changes if c.changed]
 
     def installed(self, ctx: HostContext) -> bool:
         try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,14 @@ def project_settings(project: Path, env: Mapping[str, str] | None = None) -> dic
     if not isinstance(entry, dict):
         return {}
     return {k: v for k, v in entry.items() if k in ("url", "token", "python") and isinstance(v, str) and v.strip()}
+
+
+def recorded_projects(env: Mapping[str, str] | None = None) -> list[Path]:
+    """Every project ``hosts install`` recorded on this machine (an entry stays while any host is installed)."""
+    projects = _load(machine_config_path(env)).get("projects")
+    if not isinstance(projects, dict):
+        return []
+    return [Path(p) for p in projects if isinstance(p, str) and Path(p).is_absolute()]
 
 
 def render_with(path: Path, project: Path, entry: dict[str, str] | None) -> str | None:
@@ -87,6 +94,8 @@ def hook_interpreter(project: Path, env: Mapping[str, str] | None = None) -> str
     recorded = project_settings(project, env).get("python")
     if recorded and Path(recorded).is_file():
         return recorded
+    import shutil  # not at module level: the per-prompt hook imports this module (shutil brings bz2, lzma, ...)
+
     script = shutil.which("powercontext", path=env.get("PATH"))
     return _shebang_interpreter(script) if script else None
 

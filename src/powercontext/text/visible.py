@@ -58,14 +58,22 @@ def json_escape(char: str) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
+def _terminal_keeps(match: re.Match[str]) -> bool:
+    found = match.group()
+    if found in _TERMINAL_KEEPS:
+        return True
+    # CR before LF only ends a line (a CRLF file); alone it returns to the line's start and hides what was printed.
+    return found == "\r" and match.string.startswith("\n", match.end())
+
+
 def has_invisible(text: str) -> bool:
-    """Whether ``text`` holds any character ``terminal_text`` would escape (newline and tab aside)."""
-    return any(m.group() not in _TERMINAL_KEEPS for m in INVISIBLE.finditer(text))
+    """Whether ``text`` holds any character ``terminal_text`` would escape (newline, tab and CRLF aside)."""
+    return any(not _terminal_keeps(m) for m in INVISIBLE.finditer(text))
 
 
 def terminal_text(text: str) -> str:
-    """``text`` with every invisible character but newline and tab shown as its escape (``--json`` is the
+    """``text`` with every invisible character but newline, tab and CRLF shown as its escape (``--json`` is the
     exact form; this one is for people)."""
     if not has_invisible(text):
         return text
-    return INVISIBLE.sub(lambda m: m.group() if m.group() in _TERMINAL_KEEPS else visible_escape(m.group()), text)
+    return INVISIBLE.sub(lambda m: m.group() if _terminal_keeps(m) else visible_escape(m.group()), text)

@@ -1,4 +1,4 @@
-// The hook runner, the same for every host whose plugin is a JavaScript or TypeScript file (OpenCode, Pi):
+// The hook runner, the same for every host whose plugin is a JavaScript or TypeScript file (OpenCode, Pi, DSH):
 // `powercontext hosts install` copies it into the host's file, whose HOST names the host.
 import { spawn } from "node:child_process"
 import { readFileSync, statSync } from "node:fs"

@@ -28,9 +28,9 @@ router = scope_router("experience", "/experience")
     summary="Propose an Experience: it waits, pending, for review",
 )
 def create_experience_candidate(
-    scope_id: str, body: ExperienceCandidateCreate, store: FamilyStoreDep
+    scope_id: str, body: ExperienceCandidateCreate, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> ExperienceCandidate:
-    return candidate_view(store.propose_experience(scope_id, experience_draft(body)))
+    return candidate_view(runtime.writes.propose_experience(scope_id, experience_draft(body)))
 
 
 @router.get("/candidates/{candidate_id}", summary="Read a Candidate and its review outcome")
@@ -42,15 +42,17 @@ def get_experience_candidate(scope_id: str, candidate_id: str, store: FamilyStor
     "/candidates/{candidate_id}/review", responses=errors(409), summary="Approve, reject or revise a pending Candidate"
 )
 def review_experience_candidate(
-    scope_id: str, candidate_id: str, body: ExperienceReview, store: FamilyStoreDep
+    scope_id: str, candidate_id: str, body: ExperienceReview, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> ExperienceReviewResult:
+    writes = runtime.writes
     if isinstance(body, ApproveDecision):
-        candidate, experience = store.approve_candidate(scope_id, candidate_id, body.expected_candidate_revision)
+        candidate, experience = writes.approve_candidate(scope_id, candidate_id, body.expected_candidate_revision)
         return ExperienceReviewResult(candidate=candidate_view(candidate), experience=experience_view(experience))
     if isinstance(body, RejectDecision):
-        rejected = store.reject_candidate(scope_id, candidate_id, body.expected_candidate_revision, body.reason)
+        rejected = writes.reject_candidate(scope_id, candidate_id, body.expected_candidate_revision, body.reason)
         return ExperienceReviewResult(candidate=candidate_view(rejected), experience=None)
-    revised = store.revise_candidate(scope_id, candidate_id, body.expected_candidate_revision, experience_draft(body))
+    draft = experience_draft(body)
+    revised = writes.revise_candidate(scope_id, candidate_id, body.expected_candidate_revision, draft)
     return ExperienceReviewResult(candidate=candidate_view(revised), experience=None)
 
 
@@ -69,8 +71,8 @@ def search_experience(
     summary="Retire an Experience (its revisions stay readable exactly)",
 )
 def change_experience_lifecycle(
-    scope_id: str, artifact_id: str, body: ExperienceLifecycle, store: FamilyStoreDep
+    scope_id: str, artifact_id: str, body: ExperienceLifecycle, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> Experience:
     return experience_view(
-        store.change_experience_lifecycle(scope_id, artifact_id, body.action, body.expected_revision)
+        runtime.writes.change_experience_lifecycle(scope_id, artifact_id, body.action, body.expected_revision)
     )

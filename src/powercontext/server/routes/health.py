@@ -39,11 +39,12 @@ async def health_ready(request: Request) -> Any:
 
 
 def _detail(request: Request) -> dict[str, Any]:
-    """Background work a ready Server is still doing (the vector backfill's counts; never content)."""
+    """The Server's background work, each job's content-free progress under its name (``jobs.background``)."""
     runtime = request.app.state.runtime
-    if runtime is None or not runtime.embedder.configured:
+    if runtime is None:
         return {}
-    return {"embeddings": runtime.vector_backfill.detail()}
+    detail: dict[str, Any] = runtime.background.detail()
+    return detail
 
 
 @router.get("/v1/capabilities", summary="Capabilities")

@@ -22,7 +22,6 @@ from powercontext.contract.memory import (
 )
 from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
 from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
-from powercontext.store.base import MemoryEdit, MemoryMerge
 
 router = scope_router("atomic-memory", "/atomic-memory")
 
@@ -49,8 +48,8 @@ def list_atomic_memories(
 def create_atomic_memory(scope_id: str, body: AtomicMemoryCreate, runtime: RuntimeDep) -> AtomicMemoryCreated:
     """The answer lists ``possibly_supersedes``: earlier active memories on the same subject that this one may
     replace (retire them if so; nothing is changed here)."""
-    record = runtime.create_memories(scope_id, [new_memory(body)])[0]
-    older = [r.key.artifact_id for r in runtime.possibly_superseded(record)]
+    record = runtime.writes.create_memories(scope_id, [new_memory(body)])[0]
+    older = [r.key.artifact_id for r in runtime.writes.possibly_superseded(record)]
     return AtomicMemoryCreated(**memory_view(record).model_dump(), possibly_supersedes=older)
 
 
@@ -64,7 +63,7 @@ def create_atomic_memory(scope_id: str, body: AtomicMemoryCreate, runtime: Runti
 def create_atomic_memories(scope_id: str, body: AtomicMemoryBatchCreate, runtime: RuntimeDep) -> Response:
     """All items or none. An item whose ``idempotency_key`` was already used with the same body is answered
     with the stored Atomic Memory and ``replayed: true``, so a retried import writes no duplicates."""
-    records = runtime.create_memories(scope_id, [new_memory(item) for item in body.items])
+    records = runtime.writes.create_memories(scope_id, [new_memory(item) for item in body.items])
     # Serialised here, from models validated once: returned as a model, the 500-item answer would be validated
     # again on its way out (measured: ~20 µs per memory, a tenth of a SQLite import's time).
     answer = AtomicMemoryBatch(items=[batch_item_view(r) for r in records])
@@ -86,18 +85,16 @@ def search_atomic_memory(
     "/merges", status_code=201, responses=errors(409), summary="Merge exact active revisions into a new Atomic Memory"
 )
 def merge_atomic_memories(scope_id: str, body: AtomicMemoryMerge, runtime: RuntimeDep) -> AtomicMemory:
-    sources = tuple((s.artifact_id, s.revision) for s in body.sources)
-    merge = MemoryMerge(sources, body.text, body.kind, tuple(body.tags), runtime.embedding_for(body.text))
-    return memory_view(runtime.store.merge_memories(scope_id, merge))
+    sources = [(s.artifact_id, s.revision) for s in body.sources]
+    return memory_view(runtime.writes.merge_memories(scope_id, sources, body.text, body.kind, body.tags))
 
 
 @router.put("/{artifact_id}", responses=errors(409), summary="Revise")
 def revise_atomic_memory(
     scope_id: str, artifact_id: str, body: AtomicMemoryRevise, runtime: RuntimeDep
 ) -> AtomicMemory:
-    tags = None if body.tags is None else tuple(body.tags)
-    edit = MemoryEdit(body.text, body.kind, tags, runtime.embedding_for(body.text))
-    record = runtime.store.revise_memory(scope_id, artifact_id, body.expected_revision, edit)
+    writes = runtime.writes
+    record = writes.revise_memory(scope_id, artifact_id, body.expected_revision, body.text, body.kind, body.tags)
     return memory_view(record)
 
 
@@ -105,4 +102,5 @@ def revise_atomic_memory(
 def change_atomic_memory_lifecycle(
     scope_id: str, artifact_id: str, body: AtomicMemoryLifecycle, runtime: RuntimeDep
 ) -> AtomicMemory:
-    return memory_view(runtime.store.change_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))
+    writes = runtime.writes
+    return memory_view(writes.change_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))

@@ -24,8 +24,8 @@ def committed_head(scope_id: str, runtime: Runtime, store: FamilyStore) -> Profi
 @router.put(
     "", responses=errors(409), summary="Commit the next Profile snapshot (compare-and-swap on expected_revision)"
 )
-def commit_profile(scope_id: str, body: ProfileCommit, store: FamilyStoreDep) -> Profile:
-    record = store.commit_profile(scope_id, body.expected_revision or 0, profile_entries(body.entries))
+def commit_profile(scope_id: str, body: ProfileCommit, runtime: RuntimeDep, store: FamilyStoreDep) -> Profile:
+    record = runtime.writes.commit_profile(scope_id, body.expected_revision or 0, profile_entries(body.entries))
     return profile_view(record)
 
 

@@ -160,7 +160,7 @@ def set_prompt(scope_id: str, body: PromptWrite, runtime: RuntimeDep, prompt_key
             )
         )
         validate(definition, content)
-        return store.commit_prompt(scope_id, prompt_key, body.expected_revision, content)
+        return runtime.writes.commit_prompt(scope_id, prompt_key, body.expected_revision, content)
 
     return _write(runtime, scope_id, prompt_key, commit)
 
@@ -177,5 +177,7 @@ def change_prompt_lifecycle(
         runtime,
         scope_id,
         prompt_key,
-        lambda store, _: store.change_prompt_lifecycle(scope_id, prompt_key, body.action, body.expected_revision),
+        lambda _store, _: runtime.writes.change_prompt_lifecycle(
+            scope_id, prompt_key, body.action, body.expected_revision
+        ),
     )

@@ -35,7 +35,7 @@ def create_scope(body: ScopeCreate, runtime: RuntimeDep, principal: PrincipalDep
     if not principal.can_write(body.scope_id):
         raise ScopeForbidden("create")
     _require_readable(principal, body.context_references)
-    record = runtime.store.create_scope(body.scope_id, body.title, body.context_references)
+    record = runtime.writes.create_scope(body.scope_id, body.title, body.context_references)
     return _visible(record, principal)
 
 
@@ -59,5 +59,5 @@ def update_scope(scope_id: str, body: ScopeUpdate, runtime: RuntimeDep, principa
     a reference that is missing or unreadable. References the caller may not read are kept, after the new ones."""
     _require_readable(principal, body.context_references)
     edit = ScopeEdit(body.title, tuple(body.context_references))
-    record = runtime.store.update_scope(scope_id, edit, keep=lambda ref: not principal.can_read(ref))
+    record = runtime.writes.update_scope(scope_id, edit, keep=lambda ref: not principal.can_read(ref))
     return _visible(record, principal)

@@ -21,7 +21,7 @@ router = scope_router("topic-memory", "/topic-memory")
 def create_topic_memory(
     scope_id: str, body: TopicMemoryCreate, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> TopicMemory:
-    return topic_view(runtime.create_topic(store, scope_id, new_topic(body)))
+    return topic_view(runtime.writes.create_topic(scope_id, new_topic(body)))
 
 
 @router.post(
@@ -48,12 +48,13 @@ def revise_topic_memory(
     scope_id: str, artifact_id: str, body: TopicMemoryRevise, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> TopicMemory:
     edit = TopicEdit(body.title, body.body, None if body.tags is None else tuple(body.tags))
-    record = runtime.revise_topic(store, scope_id, artifact_id, body.expected_revision, edit)
+    record = runtime.writes.revise_topic(scope_id, artifact_id, body.expected_revision, edit)
     return topic_view(record)
 
 
 @router.post("/{artifact_id}/lifecycle", responses=errors(409), summary="Retire or restore a Topic Memory")
 def change_topic_memory_lifecycle(
-    scope_id: str, artifact_id: str, body: TopicMemoryLifecycle, store: FamilyStoreDep
+    scope_id: str, artifact_id: str, body: TopicMemoryLifecycle, runtime: RuntimeDep, store: FamilyStoreDep
 ) -> TopicMemory:
-    return topic_view(store.change_topic_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))
+    writes = runtime.writes
+    return topic_view(writes.change_topic_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))

@@ -17,10 +17,12 @@ from powercontext.store.core.embeddings import Embeddings
 from powercontext.store.core.families import Families
 from powercontext.store.core.memory_writes import MemoryWrites
 from powercontext.store.core.scopes import Scopes
+from powercontext.store.core.sources import SourceWrites
 from powercontext.store.core.text_search import TextSearch
 
 __all__ = ["SqlStore"]
 
 
-class SqlStore(TextSearch, Scopes, MemoryWrites, Embeddings, Families, CodeIndex, ConnectionPool):
-    """The shared part of ``Store``, ``FamilyStore``, ``PromptStore`` and ``CodeStore`` (see the module doc)."""
+class SqlStore(TextSearch, Scopes, SourceWrites, MemoryWrites, Embeddings, Families, CodeIndex, ConnectionPool):
+    """The shared part of ``Store``, ``FamilyStore``, ``PromptStore``, ``SourceStore`` and ``CodeStore`` (see the
+    module doc)."""

@@ -78,9 +78,9 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
         self._open_pool(_Changes(), StoreHealth(location.path if location.backend == "seekdb" else None))
         self._fts = self._fulltext = FtsWriter()
         self._mirror = native_vectors.VectorMirror(self._run_ddl)
-        # The engine makes its directory: the lock file below lives there.
         ensure_database(location)
-        # Embedded: one engine per process, so writers take an operating-system lock, never a row lock.
+        # Embedded: one engine per process, so writers take an operating-system lock, never a row lock. Its file
+        # lives in the engine's directory, which opening the engine (``ensure_database``) creates when new.
         self._engine_lock = EngineWriterLock(location.path) if location.backend == "seekdb" and location.path else None
         self._writer = self._connect()
         if self._engine_lock is not None:

@@ -1,0 +1,1 @@
+"""Background work with one owner: ``background.BackgroundWork`` starts, drains and reports every job."""
