@@ -129,23 +129,31 @@ def fuse(
     return [dataclasses.replace(first[key], score=scores[key]) for key in ordered]  # type: ignore[type-var]
 
 
+ScoreRange = tuple[float, float]  # (lowest, highest) score of the list a channel read
+
+
 def fuse_scores(
-    channels: Sequence[tuple[Sequence[T], float]], limit: int, key_of: Callable[[T], Hashable] = _record_key
+    channels: Sequence[tuple[Sequence[T], float]],
+    limit: int,
+    key_of: Callable[[T], Hashable] = _record_key,
+    ranges: Sequence[ScoreRange | None] | None = None,
 ) -> list[T]:
     """Relative-score fusion of ranked lists (of frozen dataclasses with a higher-is-better ``score``).
 
     Each list's scores are mapped onto 0..1 by its own minimum and maximum (a list whose scores are all
     equal maps to 1), so a channel's confident top hit keeps its lead instead of being flattened to a rank;
     an item missing from a list gets 0 from it. The fused score is the weighted sum; ties keep first-seen
-    order (fts before vector).
+    order (fts before vector). ``ranges`` (one per channel, or None) gives the range to map from instead:
+    that of the whole list the channel read, when a relevance floor has since dropped part of it.
     """
     scores: dict[Hashable, float] = {}
     first: dict[Hashable, T] = {}
-    for hits, weight in channels:
+    for index, (hits, weight) in enumerate(channels):
         if not hits:
             continue
         raw = [float(hit.score) for hit in hits]  # type: ignore[attr-defined]
-        low, high = min(raw), max(raw)
+        given = ranges[index] if ranges is not None else None
+        low, high = given if given is not None else (min(raw), max(raw))
         span = high - low
         for hit, value in zip(hits, raw, strict=True):
             key = key_of(hit)
@@ -281,56 +289,82 @@ class ChannelSearch(Generic[H]):
         """
         channel_depth = _channel_depth(limit)
 
-        def vector_side() -> tuple[Vector | FallbackReason, list[H]]:
+        def vector_side() -> tuple[Vector | FallbackReason, ChannelList[H]]:
             planned = channel.query_vector(round, normalized, scope_id)
-            return planned, ([] if isinstance(planned, str) else self._vectors(scope_id, planned, channel_depth, probe))
+            if isinstance(planned, str):
+                return planned, ChannelList([], None)
+            return planned, self._vector_list(scope_id, planned, channel_depth, probe)
 
         pending = _submit(vector_side)
-        fts = self._fts(scope_id, normalized, channel_depth, probe)
+        fts = self._fts_list(scope_id, normalized, channel_depth, probe)
         planned, vec = pending.result()
         if isinstance(planned, str):
             return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", planned)
         return SearchOutcome(self._fuse(fts, vec, depth, probe), "hybrid", "none")
 
     def _fts(self, scope_id: str, normalized: str, limit: int, probe: ChannelProbe | None = None) -> list[H]:
+        return self._fts_list(scope_id, normalized, limit, probe).hits
+
+    def _vectors(self, scope_id: str, vector: Vector, limit: int, probe: ChannelProbe | None = None) -> list[H]:
+        return self._vector_list(scope_id, vector, limit, probe).hits
+
+    def _fts_list(self, scope_id: str, normalized: str, limit: int, probe: ChannelProbe | None) -> ChannelList[H]:
         terms = query_terms(normalized, SEARCH_QUERY_TERMS)
         hits = self._text(scope_id, terms, limit)
         if self._floor is None:
-            return hits
+            return ChannelList(hits, None)
         kept, dropped = self._floor.fts(scope_id, terms, hits)
         if probe is not None and dropped:
             probe.below_floor(dropped)
-        return kept
+        return ChannelList(kept, _score_range(hits))
 
-    def _vectors(self, scope_id: str, vector: Vector, limit: int, probe: ChannelProbe | None = None) -> list[H]:
+    def _vector_list(self, scope_id: str, vector: Vector, limit: int, probe: ChannelProbe | None) -> ChannelList[H]:
         assert self._vector is not None
         hits = self._vector(scope_id, self._embedder.model_id, vector, limit)
         if self._floor is None:
-            return hits
+            return ChannelList(hits, None)
         kept, dropped = self._floor.vector(self._embedder.model_id, hits)
         if probe is not None and dropped:
             probe.below_floor(dropped)
-        return kept
+        return ChannelList(kept, _score_range(hits))
 
     def _hybrid(
         self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int, probe: ChannelProbe | None
     ) -> list[H]:
         channel_depth = _channel_depth(limit)
-        fts = self._fts(scope_id, normalized, channel_depth, probe)
-        vec = self._vectors(scope_id, vector, channel_depth, probe)
+        fts = self._fts_list(scope_id, normalized, channel_depth, probe)
+        vec = self._vector_list(scope_id, vector, channel_depth, probe)
         return self._fuse(fts, vec, depth, probe)
 
-    def _fuse(self, fts: list[H], vec: list[H], limit: int, probe: ChannelProbe | None = None) -> list[H]:
+    def _fuse(self, fts: ChannelList[H], vec: ChannelList[H], limit: int, probe: ChannelProbe | None) -> list[H]:
+        """Fuses the floored lists; score fusion maps each channel's scores by the range of the whole list it
+        read, so the floor decides which hits take part but not how the remaining ones weigh against each other."""
         w = self.weights
+        lists = [(fts.hits, w.fts), (vec.hits, w.vector)]
         if w.fusion == "rrf":
-            fused = fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
+            fused = fuse(lists, w.k, limit)
         else:
-            fused = fuse_scores([(fts, w.fts), (vec, w.vector)], limit)
+            fused = fuse_scores(lists, limit, ranges=[fts.read_range, vec.read_range])
         if probe is not None:
-            probe.record("fts", fts)
-            probe.record("vector", vec)
+            probe.record("fts", fts.hits)
+            probe.record("vector", vec.hits)
             probe.record("fused", fused)
         return fused
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelList(Generic[H]):
+    """One channel's hits after its relevance floor, and the score range of the list it read before it."""
+
+    hits: list[H]
+    read_range: ScoreRange | None
+
+
+def _score_range(hits: Sequence[ScoredHit]) -> ScoreRange | None:
+    if not hits:
+        return None
+    scores = [float(hit.score) for hit in hits]
+    return min(scores), max(scores)
 
 
 def _channel_depth(limit: int) -> int:
