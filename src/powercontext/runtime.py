@@ -33,6 +33,7 @@ from powercontext.inference.generation_config import (
     build_generation_provider,
 )
 from powercontext.jobs.background import BackgroundWork
+from powercontext.jobs.extraction import ExtractionWorker
 from powercontext.prepare import PreparePipeline, PrepareResult
 from powercontext.prompts.resolver import prompt_capabilities, prompt_resolver_for
 from powercontext.recall.budget import DEFAULT_PREPARE_DEADLINE_MS
@@ -49,6 +50,7 @@ from powercontext.search.embedding import GuardedEmbedder
 from powercontext.search.families import ExperienceSearch
 from powercontext.search.relevance import RelevanceFloor
 from powercontext.settings import Settings
+from powercontext.sources.explicit import ExplicitExtractor
 from powercontext.store.base import (
     FamilyStore,
     ScoredMemory,
@@ -56,6 +58,7 @@ from powercontext.store.base import (
     Store,
 )
 from powercontext.store.code import CodeStore
+from powercontext.store.source_records import SourceStore
 from powercontext.writes.service import WriteService
 
 ATOMIC_MEMORY: Family = "atomic-memory"
@@ -105,7 +108,7 @@ class Runtime:
             ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)
         }
         self.topic_search = self._add_family_readers(hybrid_weights)
-        self.writes = WriteService(store, self.embedder, self.atomic_search)
+        self.writes = self._write_service()
         self.code_search, self.code_reader = self._code_reading(hybrid_weights)
         self.disabled_families = disabled_families
         self.pipeline = PreparePipeline(
@@ -188,6 +191,13 @@ class Runtime:
         if self.embedder.configured:
             work.register("embeddings", backfill)
         return backfill, work
+
+    def _write_service(self) -> WriteService:
+        """The write service, and (when the store holds Sources) its extraction worker among the jobs."""
+        writes = WriteService(self.store, self.embedder, self.atomic_search)
+        if isinstance(self.store, SourceStore):
+            self.background.register("extraction", ExtractionWorker(writes, self.store, ExplicitExtractor()))
+        return writes
 
     def start_background(self) -> None:
         """What a Server starts beside its requests (``jobs.background``): with a provider, loading the model and

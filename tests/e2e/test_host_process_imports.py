@@ -42,6 +42,8 @@ HEAVY = {
     "inspect",
     "tomllib",  # the simple .powercontext.toml that install writes is read without it
     "encodings.idna",  # a loopback URL never needs the IDNA codec
+    "shutil",  # brings bz2, lzma, zlib and fnmatch
+    "importlib.util",  # only adapters are imported by name, and the hook uses none
 }
 
 

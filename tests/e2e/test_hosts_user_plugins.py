@@ -133,3 +133,12 @@ def test_hermes_uninstall_removes_the_user_plugin_and_its_enabling_block_with_th
     assert not plugin_dir.exists()
     assert (hermes_home / "plugins" / "mine").is_dir()
     assert (hermes_home / "config.yaml").read_text(encoding="utf-8") == USER_HERMES
+
+
+def test_install_creates_a_host_config_directory_that_does_not_exist_yet(tmp_path: Path, env: dict[str, str]) -> None:
+    """A fresh machine: ``$DSH_HOME`` named but not there, nor its parent (no DSH run yet)."""
+    dsh_home = tmp_path / "not-yet" / "dsh-home"
+    project = new_project(tmp_path, "proj")
+    done = pc("hosts", "install", "dsh", "--yes", cwd=project, env={**env, "DSH_HOME": str(dsh_home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (dsh_home / "powercontext" / "recall.mjs").is_file() and (dsh_home / "cordis.patch.yml").is_file()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from powercontext.cli.common import print_json
+from powercontext.text.urls import mask_credentials
 
 if TYPE_CHECKING:
     from powercontext.hosts.files import FileChange
@@ -66,5 +67,5 @@ class HostsReport:
 
     def fail(self, exit_code: int, error_code: str, message: str) -> typer.Exit:
         """Print the document with its error; raise the returned ``Exit``."""
-        print_json(self.document("error", {"code": error_code, "message": message}))
+        print_json(self.document("error", {"code": error_code, "message": mask_credentials(message)}))
         return typer.Exit(exit_code)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import typer
 
+from powercontext.text.urls import mask_credentials
 from powercontext.text.visible import terminal_text
 
 
 def terminal_safe(text: str) -> str:
     """``text`` with every control (C0 but newline and tab, DEL, C1), line separator, bidi, tag and other
-    invisible character written as a visible escape (``\\x1b``, ``\\u202e``, ``\\U000e0041``)."""
-    return terminal_text(text)
+    invisible character written as a visible escape (``\\x1b``, ``\\u202e``, ``\\U000e0041``), and the
+    credentials of every URL in it masked (``http://***@host``)."""
+    return mask_credentials(terminal_text(text))
 
 
 def say(message: str = "", *, err: bool = False, nl: bool = True) -> None:

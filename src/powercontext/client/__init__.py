@@ -37,6 +37,7 @@ from powercontext.contract.prepare import PreparedContext as PreparedContext
 from powercontext.contract.scopes import Scope, ScopeList
 from powercontext.server_url import BadServerUrl as BadServerUrl
 from powercontext.server_url import check_server_url
+from powercontext.text.urls import mask_credentials
 
 # The package's public names are ``powercontext.__all__``. The names this module exported before that list
 # moved stay importable from here (the ``X as X`` imports above re-export them).
@@ -97,10 +98,12 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
             response = await self._http.request(method, path, json=json, params=params, **extra)
         except httpx.TransportError as exc:
             raise Unavailable(
-                0, "server-unreachable", f"no answer from {self.base_url} ({type(exc).__name__}); is it running?"
+                0,
+                "server-unreachable",
+                f"no answer from {mask_credentials(self.base_url)} ({type(exc).__name__}); is it running?",
             ) from exc
         if response.status_code >= 400:
-            raise _error_from(response, self.base_url)
+            raise _error_from(response, mask_credentials(self.base_url))
         return model.model_validate_json(response.content)
 
     # -- context ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from powercontext.hosts.recall import HookSettings
 from powercontext.hosts.registry import HOSTS, adapter_for
 from powercontext.hosts.scope import ScopeConfigError, find_repo_root, resolve_scope
 from powercontext.hosts.transport import TransportFailure
+from powercontext.text.urls import mask_credentials
 
 __all__ = ["Check", "run_checks"]
 
@@ -106,7 +107,13 @@ def run_checks(
         except InstallError as exc:  # a host config file it cannot read
             checks.append(Check(name, "fail", str(exc), f"powercontext hosts install {name} --yes"))
     checks.append(_last_run(settings))
-    return checks
+    # The URL may carry a proxy's user and password (--url, POWERCONTEXT_URL): no check repeats them.
+    return [_masked(check) for check in checks]
+
+
+def _masked(check: Check) -> Check:
+    fix = mask_credentials(check.fix) if check.fix is not None else None
+    return Check(check.name, check.status, mask_credentials(check.detail), fix)
 
 
 def _last_run(settings: HookSettings) -> Check:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -95,6 +94,8 @@ def hook_interpreter(project: Path, env: Mapping[str, str] | None = None) -> str
     recorded = project_settings(project, env).get("python")
     if recorded and Path(recorded).is_file():
         return recorded
+    import shutil  # not at module level: the per-prompt hook imports this module (shutil brings bz2, lzma, ...)
+
     script = shutil.which("powercontext", path=env.get("PATH"))
     return _shebang_interpreter(script) if script else None
 

@@ -18,7 +18,6 @@ way, without changing the framework.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -72,6 +71,8 @@ def spec_for(name: str) -> HostSpec:
 
 def adapter_for(name: str) -> HostAdapter:
     """The adapter for ``name`` (``UnknownHost`` lists every known host)."""
+    import importlib  # here, not at module level: the per-prompt hook imports this module, never an adapter
+
     module_name, _, class_name = spec_for(name).adapter.partition(":")
     module = importlib.import_module(f"powercontext.hosts.{module_name}")
     adapter: HostAdapter = getattr(module, class_name)()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,36 @@ class AccessFileError(ValueError):
     """The access file is unreadable or malformed; the message says where, never a token."""
 
 
+def refuse_loose_permissions(path: Path) -> None:
+    """Refuse an access file that someone else could rewrite, as ssh refuses a loose ``authorized_keys``: whoever
+    can write it (or replace it in its directory) can grant themselves every Scope. POSIX only."""
+    if os.name != "posix":
+        return
+    try:
+        file_stat = path.stat()
+        directory_stat = path.resolve().parent.stat()
+    except OSError as exc:
+        raise AccessFileError(f"cannot be read ({type(exc).__name__})") from None
+    mode = stat.S_IMODE(file_stat.st_mode)
+    if mode & 0o022:
+        who = " and ".join(w for w, bit in (("group", 0o020), ("others", 0o002)) if mode & bit)
+        raise AccessFileError(
+            f"{path} is writable by {who} (mode {mode:04o}), so anyone who can write it can grant themselves "
+            f"access; fix: chmod go-w {path}"
+        )
+    if file_stat.st_uid not in (os.getuid(), 0):
+        raise AccessFileError(
+            f"{path} is owned by uid {file_stat.st_uid}, neither this user nor root; fix: chown {os.getuid()} {path}"
+        )
+    directory_mode = stat.S_IMODE(directory_stat.st_mode)
+    if directory_mode & 0o022 and not directory_mode & stat.S_ISVTX:
+        parent = path.resolve().parent
+        raise AccessFileError(
+            f"its directory {parent} is writable by others (mode {directory_mode:04o}), so the file can be "
+            f"replaced; fix: chmod go-w {parent}, or move the file to a directory only you can write"
+        )
+
+
 class AccessTable:
     def __init__(self, principals: dict[str, Principal]) -> None:
         self._by_digest = principals
@@ -35,6 +67,7 @@ class AccessTable:
     def load(cls, path: Path) -> AccessTable:
         """``{"principals": [{"name", "token_sha256", "read": [patterns], "write": [patterns],
         "index": [patterns], "metrics": bool}]}``."""
+        refuse_loose_permissions(path)
         try:
             data: Any = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

@@ -90,6 +90,31 @@ TABLES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
     ),
     ("code_chunks", ("id",), ("id", "file", "start_line", "end_line", "snippet_sha256", "text")),
     ("code_chunk_embeddings", ("chunk",), ("chunk", "model_id", "vector")),
+    (
+        "sources",
+        ("id",),
+        (
+            "id",
+            "scope_id",
+            "source_id",
+            "kind",
+            "content",
+            "content_digest",
+            "redactions",
+            "origin_host",
+            "origin_session",
+            "origin_turn",
+            "observed_at",
+            "created_at",
+            "status",
+            "reason",
+            "attempts",
+            "lease_owner",
+            "lease_until",
+            "next_attempt_at",
+        ),
+    ),
+    ("revision_sources", ("artifact", "revision", "source_row"), ("artifact", "revision", "source_row")),
 )
 
 # (path, chunk text) -> (path terms, chunk terms), both space-separated: the code indexer's tokenizer.

@@ -18,9 +18,11 @@ from powercontext.store.core.embeddings import Embeddings
 from powercontext.store.core.families import Families
 from powercontext.store.core.memory_writes import MemoryWrites
 from powercontext.store.core.scopes import Scopes
+from powercontext.store.core.sources import SourceWrites
 
 __all__ = ["SqlStore"]
 
 
-class SqlStore(Scopes, MemoryWrites, Embeddings, Families, CodeIndex, ConnectionPool):
-    """The shared part of ``Store``, ``FamilyStore``, ``PromptStore`` and ``CodeStore`` (see the module doc)."""
+class SqlStore(Scopes, SourceWrites, MemoryWrites, Embeddings, Families, CodeIndex, ConnectionPool):
+    """The shared part of ``Store``, ``FamilyStore``, ``PromptStore``, ``SourceStore`` and ``CodeStore`` (see the
+    module doc)."""
