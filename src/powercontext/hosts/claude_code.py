@@ -65,6 +65,7 @@ def _workspace_trust(ctx: HostContext, add: bool) -> FileChange:
         entry.pop(TRUST_KEY, None)
         if not entry and isinstance(projects, dict):
             del projects[str(ctx.project)]  # the entry install created: nothing else in it
+            prune_empty(data, "projects")
         changed = True
     after = json.dumps(data, indent=2, ensure_ascii=False) + "\n" if changed else before
     why = "trust this workspace in Claude Code (it reads local MCP approvals only in trusted workspaces)"

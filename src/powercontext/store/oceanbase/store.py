@@ -78,9 +78,10 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
         self._open_pool(_Changes(), StoreHealth(location.path if location.backend == "seekdb" else None))
         self._fts = FtsWriter()
         self._mirror = native_vectors.VectorMirror(self._run_ddl)
-        # Embedded: one engine per process, so writers take an operating-system lock, never a row lock.
-        self._engine_lock = EngineWriterLock(location.path) if location.backend == "seekdb" and location.path else None
         ensure_database(location)
+        # Embedded: one engine per process, so writers take an operating-system lock, never a row lock. Its file
+        # lives in the engine's directory, which opening the engine (``ensure_database``) creates when new.
+        self._engine_lock = EngineWriterLock(location.path) if location.backend == "seekdb" and location.path else None
         self._writer = self._connect()
         if self._engine_lock is not None:
             keep_redo_until_commit(self._writer.raw)
