@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES
-from tests.faults.support import start, store_url
+from tests.faults.support import create_scope, start, store_url
 from tests.seekdb_support import engine_socket
 from tests.support import TLS, wait_until
 
@@ -135,6 +135,11 @@ def test_a_writer_lock_left_by_a_crash_is_reported_by_readiness(tmp_path: Path) 
             assert r.status_code == 503, r.text
             assert r.json()["reason"] == "store-locked"
             assert "powercontext store copy" in r.json()["message"]
+            # A write that needs none of the orphan's rows succeeds; the orphan is still there, and so is the reason.
+            create_scope(server.url, "after-the-crash")
+            assert writer_row_held(server.process.pid)
+            r = httpx.get(server.url + "/health/ready", verify=TLS)
+            assert (r.status_code, r.json().get("reason")) == (503, "store-locked"), r.text
         finally:
             server.stop()
         assert "event=store.writer_lock.stale" in log.read_text()
