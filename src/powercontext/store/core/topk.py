@@ -24,7 +24,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core.bm25 import B, K1, Postings, idf
+from powercontext.store.core.bm25 import K1, B, Postings, idf
 
 # Bounds are summed in another order than scores: a relative slack keeps float rounding from pruning a tie.
 _SLACK: Final = 1e-9
