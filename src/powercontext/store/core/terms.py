@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from powercontext.store.core.family_rows import scope_tag
+from powercontext.text.tokenize import MAX_QUERY_TERMS
 from powercontext.text.tokenize import terms as index_terms
 
 if TYPE_CHECKING:
@@ -15,43 +16,33 @@ if TYPE_CHECKING:
 
 MEMORY_INDEX: Final = "atomic_memory_fts"
 
-POSTING_BUDGET: Final = 8_000
 # A reserved term (the tokenizer never yields it) whose count is the Scope's number of active heads.
 ACTIVE_DOCS: Final = ""
-# In a small Scope a word in half the memories is still a topic, not a stop word.
-COMMON_TERM_MIN_DOCS: Final = 1_000
+# The rarest query terms a search ranks (a query's further terms are dropped): bounds the postings one search
+# reads, whatever a client sends. The one budget rule of every family's search.
+MAX_RANKED_TERMS: Final = MAX_QUERY_TERMS
 
 
-def affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
-    """The query terms worth scoring, rarest first, and whether BM25 ranking is affordable.
+def ranked_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> list[str]:
+    """The query terms the Scope's memories hold, rarest first, at most ``MAX_RANKED_TERMS``.
 
-    BM25 cost grows with the postings of every OR-ed term, while a common term adds almost nothing
-    to the ranking: found in half of a large Scope or more, its IDF is clamped to ~0. So the rarest
-    term is always kept, and further terms are added, rarest first, while they are not that common
-    and their document counts fit ``POSTING_BUDGET``. Terms found nowhere are dropped: a query of only those
-    is a zero-hit search that scans nothing.
+    Every one of them is ranked: the top-k BM25 (core/topk.py) scores only the memories that can still make
+    the cut, so no posting budget cuts terms, and a term in most memories still adds its (small, positive) IDF.
+    Terms found nowhere are dropped: a query of only those is a zero-hit search that reads nothing.
     """
-    if not terms:
-        return [], True
-    marks = ",".join("?" * (len(terms) + 1))
-    counts = dict(
-        conn.execute(
-            f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})",
-            [scope_id, ACTIVE_DOCS, *terms],
+    distinct = list(dict.fromkeys(t for t in terms if t))
+    if not distinct:
+        return []
+    counts: dict[str, int] = {}
+    for start in range(0, len(distinct), 500):
+        part = distinct[start : start + 500]
+        marks = ",".join("?" * len(part))
+        counts.update(
+            conn.execute(
+                f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})", [scope_id, *part]
+            )
         )
-    )
-    active = counts.pop(ACTIVE_DOCS, 0)
-    present = sorted((t for t in terms if t in counts), key=lambda t: counts[t])
-    kept: list[str] = []
-    total = 0
-    for term in present:
-        docs = counts[term]
-        common = active >= COMMON_TERM_MIN_DOCS and 2 * docs >= active
-        if kept and (common or total + docs > POSTING_BUDGET):
-            break
-        kept.append(term)
-        total += docs
-    return kept, total <= POSTING_BUDGET
+    return sorted((t for t in distinct if t in counts), key=lambda t: counts[t])[:MAX_RANKED_TERMS]
 
 
 def term_statistics(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
