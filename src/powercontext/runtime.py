@@ -217,8 +217,9 @@ class Runtime:
         resolve = self.pipeline.resolve_prompt
 
         def related(scope_id: str, text: str) -> list[MemoryRecord]:
-            hits = self.atomic_search.search(scope_id, text[:RELATED_QUERY_CHARS], "auto", RELATED_POOL).hits
-            return [hit.record for hit in hits]
+            # The relevance floor is for what a prompt is shown; what a Source may revise includes what it drops.
+            found = self.atomic_search.search(scope_id, text[:RELATED_QUERY_CHARS], "auto", RELATED_POOL)
+            return [hit.record for hit in (*found.hits, *found.below_floor)][:RELATED_POOL]
 
         self.extraction.extractor = ModelExtractor(self.generation, call, resolve, related)
 
