@@ -31,6 +31,9 @@ log = logging.getLogger("powercontext.jobs")
 
 LEASE_S = 120.0
 POLL_S = 2.0
+# After a capture wakes the worker it waits this long first: the prompt's own prepare request is in flight at that
+# moment, and extraction must not compete with it (the next prompt is seconds away). bench/capture_overhead.py
+SETTLE_S = 1.0
 BATCH = 8
 MAX_ATTEMPTS = 8
 MAX_BACKOFF_S = 600.0
@@ -69,10 +72,11 @@ class ExtractionWorker:
         *,
         lease_s: float = LEASE_S,
         poll_s: float = POLL_S,
+        settle_s: float = SETTLE_S,
         max_attempts: int = MAX_ATTEMPTS,
     ) -> None:
         self._writes, self._store, self._extractor = writes, store, extractor
-        self._lease_s, self._poll_s, self._max_attempts = lease_s, poll_s, max_attempts
+        self._lease_s, self._poll_s, self._settle_s, self._max_attempts = lease_s, poll_s, settle_s, max_attempts
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -126,8 +130,10 @@ class ExtractionWorker:
                 self._note("deferred", type(exc).__name__)
                 claimed = 0
             if not claimed:
-                self._wake.wait(self._poll_s)
+                woken = self._wake.wait(self._poll_s)
                 self._wake.clear()
+                if woken:
+                    self._stop.wait(self._settle_s)
 
     def _extract(self, claim: ClaimedSource) -> None:
         try:

@@ -196,7 +196,7 @@ class SourceWrites(MemoryWrites):
         at = now()
         with self._write() as conn:
             source_row = self._held(conn, claim)
-            counts = TermCounts(ref.scope_id)
+            counts = TermCounts(ref.scope_id, self._fulltext)
             for op in operations:
                 if isinstance(op, CreateMemory):
                     item = NewMemory(op.text, op.kind, op.tags, embedding=op.embedding, observed_at=ref.observed_at)
