@@ -63,9 +63,9 @@ console.log(JSON.stringify({ times, floor, injected }))
 
 WORKBUDDY_DRIVER = r"""
 import { spawnSync } from "node:child_process"
-const [count] = process.argv.slice(2)
+const [count, python] = process.argv.slice(2)
 const prompts = %PROMPTS%
-const times = []
+const times = [], floor = [], direct = []
 let injected = 0
 for (let i = 0; i < Number(count); i++) {
   const prompt = prompts[i % 3]
@@ -74,8 +74,14 @@ for (let i = 0; i < Number(count); i++) {
   const done = spawnSync("/bin/sh", ["-c", "powercontext hook workbuddy"], { input, encoding: "utf8" })
   times.push(performance.now() - started)
   if (done.stdout.includes("additionalContext")) injected++
+  const hooked = performance.now()
+  spawnSync(python, ["-m", "powercontext.hosts.hook", "workbuddy"], { input, encoding: "utf8" })
+  direct.push(performance.now() - hooked)
+  const spawned = performance.now()
+  spawnSync(python, ["-c", "pass"])
+  floor.push(performance.now() - spawned)
 }
-console.log(JSON.stringify({ times, floor: [], injected }))
+console.log(JSON.stringify({ times, floor, direct, injected, prepares: 2 * Number(count) }))
 """
 
 PYTHON_DRIVER = r"""
@@ -162,7 +168,7 @@ def drive(host: str, base: Path, project: Path, env: dict[str, str], count: int)
         script = base / f"drive-{host}.mjs"
         script.write_text((DSH_DRIVER if host == "dsh" else WORKBUDDY_DRIVER).replace("%PROMPTS%", prompts), "utf-8")
         plugin = Path(env["DSH_HOME"]) / "powercontext" / "recall.mjs"
-        args = [plugin.as_uri(), str(count), sys.executable] if host == "dsh" else [str(count)]
+        args = [plugin.as_uri(), str(count), sys.executable] if host == "dsh" else [str(count), sys.executable]
         command = [program, str(script), *args]
     else:
         script = base / "drive.py"
@@ -204,7 +210,9 @@ def main() -> None:
                 server_before = process_cpu_ms(server.process.pid)
                 results[host] = drive(host, base, project, env, args.prompts)
                 if results[host] is not None:
-                    results[host]["server_cpu"] = (process_cpu_ms(server.process.pid) - server_before) / args.prompts
+                    prepares = results[host].get("prepares", args.prompts)
+                    assert isinstance(prepares, int)
+                    results[host]["server_cpu"] = (process_cpu_ms(server.process.pid) - server_before) / prepares
     load = os.getloadavg()[0]
     print(f"memories {args.memories}, prompts {args.prompts}, load average {load:.2f} (2 cores: idle is < 1)")
     print(
@@ -220,10 +228,13 @@ def main() -> None:
         line = f"{host:10s} added per prompt p50 {median(times):6.1f} ms (target <= 100 ms)"
         if floor:
             line += f"; its runtime's spawn of `python -c pass` p50 {median(floor):5.1f} ms"
+        direct = result.get("direct")
+        if isinstance(direct, list) and direct:
+            line += f"; `python -m powercontext.hosts.hook` from the same runtime p50 {median(direct):5.1f} ms"
         cpu = result.get("cpu")
         if isinstance(cpu, list) and cpu:
             line += f"; hook CPU p50 {median(cpu):5.1f} ms"
-        line += f"; Server CPU {result['server_cpu']:5.1f} ms/prompt"
+        line += f"; Server CPU {result['server_cpu']:5.1f} ms/prepare"
         print(f"{line}; context injected {result['injected']}/{args.prompts}")
 
 

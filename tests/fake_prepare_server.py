@@ -1,7 +1,8 @@
 """A misbehaving prepare endpoint, run as a real process: ``python tests/fake_prepare_server.py PORT RECORD_FILE``.
 
 The first path segment picks the behaviour (``/<mode>/v1/context/prepare``), so one process serves every
-case. ``record`` appends each request body it receives to RECORD_FILE and answers a valid ``ready``.
+case. ``record`` appends each prepare body it receives to RECORD_FILE (other bodies, such as captured Sources, to
+RECORD_FILE.sources) and answers a valid ``ready``.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length)
         mode = self.path.strip("/").split("/")[0]
         if mode == "record":
-            with self.record_file.open("a", encoding="utf-8") as out:
+            # Prepare bodies go to RECORD_FILE; anything else the hook sends (captured Sources) beside it.
+            prepare = self.path.endswith("/v1/context/prepare")
+            target = self.record_file if prepare else self.record_file.with_name(self.record_file.name + ".sources")
+            with target.open("a", encoding="utf-8") as out:
                 out.write(raw.decode("utf-8") + "\n")
         if mode == "slow":
             time.sleep(5)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import glob
 import os
 import shutil
 import tempfile
@@ -151,6 +152,13 @@ def _cpu_seconds(pid: str | None) -> float:
 def _stat_fields(pid: str) -> list[str]:
     """``/proc/<pid>/stat`` after the command name, which may itself hold spaces and parentheses."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def engine_socket(pid: int) -> dict[str, str]:
+    """pymysql options for the embedded engine that process ``pid`` opened (its private unix socket)."""
+    sockets = glob.glob(f"{tempfile.gettempdir()}/pylibseekdb-uds-{pid}-*/run/sql.sock")
+    assert len(sockets) == 1, f"the engine socket of process {pid} was not found: {sockets}"
+    return {"unix_socket": sockets[0], "user": "root"}
 
 
 def new_engine_dir(parent: Path, name: str = "engine") -> Path:

@@ -152,14 +152,24 @@ def _as_text(key: str, value: object, path: Path) -> str:
     raise ConfigFileError(f"{path}: {key} takes a string, a number, a boolean or a list of strings")
 
 
+def _is_file(path: Path, named: bool) -> bool:
+    """Whether ``path`` is a file; ``ConfigFileError`` when that cannot be known (a directory on its way this user
+    may not enter): the file may hold settings the user counts on, so it is not taken as absent."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        where = "" if named else f"; name another with --config or {CONFIG_VARIABLE}, or set HOME for this user"
+        raise ConfigFileError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}){where}") from None
+
+
 def apply_config_file(explicit: str | None = None, env: MutableMapping[str, str] = os.environ) -> Path | None:
     """Set, in ``env``, every variable the file holds and ``env`` lacks; return the file, or None if the default
     file is absent. ``ConfigFileError`` when the file is named but missing, or is malformed."""
     path, named = config_path(explicit, env)
-    if not named and not path.is_file():
+    if not _is_file(path, named):
+        if named:
+            raise ConfigFileError(f"{path}: no such file")
         return None
-    if named and not path.is_file():
-        raise ConfigFileError(f"{path}: no such file")
     for variable, value in read_config_file(path).items():
         if not env.get(variable, "").strip():
             env[variable] = value

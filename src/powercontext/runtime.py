@@ -30,9 +30,11 @@ from powercontext.inference.generation import GenerationProvider, NoGeneration
 from powercontext.inference.generation_config import (
     DEFAULT_MAX_REQUESTS,
     InferenceSettings,
+    ModelCallConfig,
     build_generation_provider,
 )
 from powercontext.jobs.background import BackgroundWork
+from powercontext.jobs.extraction import ExtractionWorker
 from powercontext.prepare import PreparePipeline, PrepareResult
 from powercontext.prompts.resolver import prompt_capabilities, prompt_resolver_for
 from powercontext.recall.budget import DEFAULT_PREPARE_DEADLINE_MS
@@ -49,16 +51,23 @@ from powercontext.search.embedding import GuardedEmbedder
 from powercontext.search.families import ExperienceSearch
 from powercontext.search.relevance import RelevanceFloor
 from powercontext.settings import Settings
+from powercontext.sources.explicit import ExplicitExtractor
+from powercontext.sources.model import ModelExtractor
 from powercontext.store.base import (
     FamilyStore,
+    MemoryRecord,
     ScoredMemory,
     ScoredTopic,
     Store,
 )
 from powercontext.store.code import CodeStore
+from powercontext.store.source_records import SourceStore
 from powercontext.writes.service import WriteService
 
 ATOMIC_MEMORY: Family = "atomic-memory"
+# The active memories a Source is extracted against: found by a search for its text (its first characters).
+RELATED_POOL = 30
+RELATED_QUERY_CHARS = 2000
 
 
 class Runtime:
@@ -105,7 +114,7 @@ class Runtime:
             ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)
         }
         self.topic_search = self._add_family_readers(hybrid_weights)
-        self.writes = WriteService(store, self.embedder, self.atomic_search)
+        self.writes = self._write_service()
         self.code_search, self.code_reader = self._code_reading(hybrid_weights)
         self.disabled_families = disabled_families
         self.pipeline = PreparePipeline(
@@ -178,6 +187,8 @@ class Runtime:
             model_call_limit=inference.generation.max_requests,
         )
         runtime.report_vector_index()
+        if generation.configured:
+            runtime.extract_with_model(inference.expansion_call())
         return runtime
 
     def _background_work(self) -> tuple[VectorBackfill, BackgroundWork]:
@@ -188,6 +199,29 @@ class Runtime:
         if self.embedder.configured:
             work.register("embeddings", backfill)
         return backfill, work
+
+    def _write_service(self) -> WriteService:
+        """The write service, and (when the store holds Sources) its extraction worker among the jobs."""
+        writes = WriteService(self.store, self.embedder, self.atomic_search)
+        self.extraction: ExtractionWorker | None = None
+        if isinstance(self.store, SourceStore):
+            self.extraction = ExtractionWorker(writes, self.store, ExplicitExtractor())
+            self.background.register("extraction", self.extraction)
+        return writes
+
+    def extract_with_model(self, call: ModelCallConfig) -> None:
+        """Extract Sources with the generation model (``sources.model``) instead of explicit statements only;
+        before ``start_background``."""
+        if self.extraction is None:
+            return
+        resolve = self.pipeline.resolve_prompt
+
+        def related(scope_id: str, text: str) -> list[MemoryRecord]:
+            # The relevance floor is for what a prompt is shown; what a Source may revise includes what it drops.
+            found = self.atomic_search.search(scope_id, text[:RELATED_QUERY_CHARS], "auto", RELATED_POOL)
+            return [hit.record for hit in (*found.hits, *found.below_floor)][:RELATED_POOL]
+
+        self.extraction.extractor = ModelExtractor(self.generation, call, resolve, related)
 
     def start_background(self) -> None:
         """What a Server starts beside its requests (``jobs.background``): with a provider, loading the model and

@@ -128,3 +128,32 @@ def test_every_variable_the_server_and_cli_read_can_come_from_the_file() -> None
     }
     hook = {n for n in named if n.startswith("POWERCONTEXT_HOOK_")}
     assert {s.variable for s in SETTINGS} == named - not_settings - hook
+
+
+def test_a_data_directory_this_user_cannot_enter_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    """The default file's directory is another user's (a service started with root's HOME, say): whether the file
+    exists cannot be known, so the command stops and says so, rather than crash or run without the settings."""
+    locked = tmp_path / "locked"
+    (locked / "powercontext").mkdir(parents=True)
+    prefix: tuple[str, ...] = ()
+    if os.geteuid() == 0:  # root enters any directory: run as nobody, for whom pytest's 0700 root is closed
+        prefix = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    else:
+        locked.chmod(0)
+    try:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+        result = subprocess.run(
+            [*prefix, *CLI, "config", "show"],
+            capture_output=True,
+            text=True,
+            env={**base, "XDG_DATA_HOME": str(locked)},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        locked.chmod(0o700)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: config-file: {locked / 'powercontext' / 'powercontext.toml'}: cannot be read (Permission denied);"
+        " name another with --config or POWERCONTEXT_CONFIG, or set HOME for this user"
+    )

@@ -3,13 +3,15 @@
 Each test is one bug or one attack from issue 36, run through the real CLI in a throwaway HOME:
 
 * uninstalling one host keeps ``.powercontext.toml`` while another installed host still reads it;
-* ``--url`` is recorded for every host (it was dropped for OpenCode);
-* ``doctor --host opencode`` runs only OpenCode's checks;
+* ``--url`` is recorded for every host (it was dropped for OpenCode), and no committed file names it;
+* ``doctor --host HOST`` runs only that host's checks (``--host opencode`` ran Claude Code's too);
+* install then uninstall gives back the project and the user's host config exactly, for every host;
 * an unknown host's error lists every registered host;
 * a symlink planted where install used to put its temporary file is never written through;
 * ``.claude`` linked to a directory outside the project is refused, nothing is written there;
 * ``.mcp.json`` / ``.codex/hooks.json`` linked to a secrets file is refused: the secret is never read into a
-  project file, printed by ``--dry-run`` or changed.
+  project file, printed by ``--dry-run`` or changed;
+* for every host, each project file or directory install writes, planted as a link, is refused.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def test_uninstalling_claude_code_keeps_the_scope_file_opencode_still_reads(proj
     assert not (project / ".powercontext.toml").exists()
 
 
-@pytest.mark.parametrize("host", ["opencode", "pi", "claude-code"])
+@pytest.mark.parametrize("host", HOSTS)
 def test_install_url_is_recorded_for_every_host(host: str, project: Path, env: dict[str, str]) -> None:
     url = "http://127.0.0.1:9"
     done = pc("hosts", "install", host, "--url", url, "--yes", cwd=project, env=env)
@@ -81,16 +83,19 @@ def test_install_url_is_recorded_for_every_host(host: str, project: Path, env: d
     assert entry["url"] == url
     for committed in project.rglob("*"):
         if committed.is_file() and ".git" not in committed.parts:
-            assert url not in committed.read_text(encoding="utf-8"), f"{committed} is not portable"
+            text = committed.read_text(encoding="utf-8")
+            assert url not in text and VENV_BIN not in text, f"{committed} is not portable"
 
 
-def test_doctor_for_one_host_runs_only_that_hosts_checks(project: Path, env: dict[str, str]) -> None:
-    for host in ("claude-code", "opencode"):
-        assert pc("hosts", "install", host, "--yes", cwd=project, env=env).returncode == 0
-    doctor = pc("hosts", "doctor", "--host", "opencode", "--url", "http://127.0.0.1:9", cwd=project, env=env)
-    names = [line.split()[1] for line in doctor.stdout.splitlines() if line[:1] in "✔!✘"]
-    assert "opencode-plugin" in names and "opencode-hook" in names, doctor.stdout
-    assert not [n for n in names if n.startswith("claude-code")], doctor.stdout
+@pytest.mark.parametrize("host", HOSTS)
+def test_doctor_for_one_host_runs_only_that_hosts_checks(host: str, project: Path, env: dict[str, str]) -> None:
+    other = "opencode" if host == "claude-code" else "claude-code"
+    for name in (other, host):
+        assert pc("hosts", "install", name, "--yes", cwd=project, env=env).returncode == 0
+    doctor = pc("hosts", "doctor", "--host", host, "--url", "http://127.0.0.1:9", "--json", cwd=project, env=env)
+    names = [c["name"] for c in json.loads(doctor.stdout)["checks"]]
+    assert [n for n in names if n.startswith(f"{host}-")], doctor.stdout
+    assert not [n for n in names if n.startswith(f"{other}-")], doctor.stdout
 
 
 @pytest.mark.parametrize(
@@ -208,3 +213,44 @@ def test_every_project_path_install_writes_is_refused_when_planted_as_a_link(
         assert "symbolic link" in done.stderr and str(project / first) in done.stderr
         assert (list(victim.iterdir()) == []) if is_dir else victim.read_text(encoding="utf-8") == "the user's own\n"
         (project / first).unlink()
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every file with its text, and every empty directory (as ``path/``), under ``root``."""
+    tree: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        name = str(path.relative_to(root))
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            # A JSON file is edited as data: compared as data (key order and layout may change).
+            tree[name] = json.dumps(json.loads(text), sort_keys=True) if path.suffix == ".json" else text
+        elif path.is_dir() and not any(path.iterdir()):
+            tree[name + "/"] = ""
+    return tree
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_uninstall_leaves_the_project_and_the_users_config_as_they_were(
+    host: str, project: Path, env: dict[str, str]
+) -> None:
+    """Every host: install (with a Scope, a URL and consent) then uninstall gives back the project and the home
+    directory exactly, the user's own config lines included: no file, block, entry or directory is left."""
+    home = Path(env["HOME"])
+    (home / ".config").mkdir()
+    (home / ".hermes").mkdir()
+    (home / ".hermes" / "config.yaml").write_text("model:\n  default: mine\n", encoding="utf-8")
+    (home / ".dsh").mkdir()
+    (home / ".dsh" / "cordis.patch.yml").write_text("- id: time-context\n  disabled: true\n", encoding="utf-8")
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text('model = "mine"\n', encoding="utf-8")
+    (home / ".claude.json").write_text('{"numStartups": 3}\n', encoding="utf-8")
+    before = (_tree(project), _tree(home))
+    done = pc(
+        "hosts", "install", host, "--scope", "project:x", "--url", "http://127.0.0.1:9", "--yes", cwd=project, env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (_tree(project), _tree(home)) != before
+    done = pc("hosts", "uninstall", host, cwd=project, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _tree(project) == before[0]
+    assert _tree(home) == before[1]

@@ -2,15 +2,14 @@
 
 The second Server opens the same ``seekdb:///dir``, which attaches it to the first one's engine (its
 private unix socket; nothing binds a network port). That is the multi-process situation of an
-``oceanbase://`` deployment: separate sessions, one database, the shared writer lock.
+``oceanbase://`` deployment: separate sessions, one database, the shared writer lock (on the embedded
+engine ``flock`` on a file in its directory).
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import signal
-import tempfile
 import threading
 import time
 import uuid
@@ -22,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from powercontext.store.oceanbase.writer_lock import LOCK_FILE
 from tests.conftest import LiveServer, live_server
 from tests.seekdb_support import new_engine_dir, require_seekdb
 
@@ -112,8 +112,8 @@ def test_compare_and_set_across_servers_has_exactly_one_winner(two_servers: tupl
 def writer_lock_probe(options: dict[str, Any]) -> Callable[[], bool]:
     """A check, on its own session, whether another session holds the store's writer lock right now.
 
-    Every write transaction locks the ``store_locks`` row first (store.py), so "held" means some
-    Server is inside a write transaction. ``FOR UPDATE NOWAIT`` answers at once (1205) instead of queueing.
+    On a seekdb server every write transaction locks the ``store_locks`` row first (store.py), so "held"
+    means some Server is inside a write transaction. ``FOR UPDATE NOWAIT`` answers at once (1205) instead of queueing.
     """
     import pymysql
 
@@ -197,17 +197,33 @@ def kill_during_batch_leaves_all_or_nothing(
     return found
 
 
-def embedded_engine_socket(owner: LiveServer) -> dict[str, Any]:
-    """pymysql options for the embedded engine that ``owner`` opened (its private unix socket)."""
-    sockets = glob.glob(f"{tempfile.gettempdir()}/pylibseekdb-uds-{owner.process.pid}-*/run/sql.sock")
-    assert len(sockets) == 1, f"the owner's engine socket was not found: {sockets}"
-    return {"unix_socket": sockets[0], "user": "root"}
+def engine_writer_lock_probe(engine_dir: Path, victim: LiveServer) -> Callable[[], bool]:
+    """A check whether ``victim`` holds the embedded engine's writer lock right now.
+
+    On ``seekdb:///dir`` writers take ``flock`` on a file in the engine directory instead of the ``store_locks``
+    row (store/oceanbase/writer_lock.py), for the whole write transaction. The kernel lists every such lock, with
+    its owner, in ``/proc/locks``; reading it takes nothing from the writer."""
+    lock_file = engine_dir / LOCK_FILE
+    assert lock_file.is_file(), f"no writer lock file in {engine_dir}"
+    info = lock_file.stat()
+    file_id = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+
+    owner = str(victim.process.pid)
+
+    def held() -> bool:
+        # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; a lock still waited for has "->" after the number.
+        rows = (line.split() for line in Path("/proc/locks").read_text().splitlines())
+        return any("->" not in f and f[1:2] == ["FLOCK"] and f[4:6] == [owner, file_id] for f in rows)
+
+    return held
 
 
 def test_a_server_killed_during_a_batch_leaves_no_partial_batch(tmp_path: Path) -> None:
     require_seekdb()
-    url = f"seekdb://{new_engine_dir(tmp_path)}"
-    with live_server(tmp_path, store=url, log_name="owner.log") as owner:
-        held = writer_lock_probe(embedded_engine_socket(owner))
-        with live_server(tmp_path, store=url, log_name="victim.log") as victim:
-            kill_during_batch_leaves_all_or_nothing(owner, victim, held)
+    engine = new_engine_dir(tmp_path)
+    url = f"seekdb://{engine}"
+    with (
+        live_server(tmp_path, store=url, log_name="owner.log") as owner,
+        live_server(tmp_path, store=url, log_name="victim.log") as victim,
+    ):
+        kill_during_batch_leaves_all_or_nothing(owner, victim, engine_writer_lock_probe(engine, victim))

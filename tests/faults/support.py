@@ -45,8 +45,12 @@ class Server:
 
 
 def server_env() -> dict[str, str]:
+    """The environment of a Server under test: none of the caller's settings, the info log, and no embedding
+    model (the faults are the store's; the local model, the default when installed, would cost each Server start
+    and each 500-item batch seconds of CPU, time in which a kill or a full disk is not what is being tested)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
     env["POWERCONTEXT_LOG_LEVEL"] = "info"
+    env["POWERCONTEXT_EMBEDDINGS"] = "none"
     return env
 
 

@@ -50,16 +50,22 @@ def make_store(path: Path, memories: int = 0) -> None:
     conn.close()
 
 
-def run_server(store: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def run_server(store: str, prefix: tuple[str, ...] = (), home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``server run`` on ``store``; with ``prefix`` (another user, a mount namespace) as a new process, whose home
+    is ``home`` when given: another user has a data directory of its own, not root's."""
     args = ["server", "run", "--port", str(free_port()), "--store", store]
     if not prefix:
         return forked.run([*forked.POWERCONTEXT, *args], timeout=120, env=server_env())
+    env = server_env()
+    if home is not None:
+        env.pop("XDG_DATA_HOME", None)
+        env["HOME"] = str(home)
     return subprocess.run(
         [*prefix, sys.executable, "-m", "powercontext", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env=server_env(),
+        env=env,
         check=False,
     )
 
@@ -148,7 +154,7 @@ def test_a_read_only_file_is_refused_for_a_user_without_root_s_override(shared_d
         os.chown(store, NOBODY, NOBODY)
     store.chmod(0o444)
     before = sha256(store)
-    assert_refused(run_server(f"sqlite://{store}", as_non_root()), "is read-only for this user")
+    assert_refused(run_server(f"sqlite://{store}", as_non_root(), shared_dir), "is read-only for this user")
     assert sha256(store) == before
 
 
@@ -160,7 +166,8 @@ def test_a_read_only_directory_is_refused(shared_dir: Path) -> None:
         os.chown(store, NOBODY, NOBODY)
     store.parent.chmod(0o555)
     before = sha256(store)
-    assert_refused(run_server(f"sqlite://{store}", as_non_root()), f"the directory {store.parent} is read-only")
+    said = f"the directory {store.parent} is read-only"
+    assert_refused(run_server(f"sqlite://{store}", as_non_root(), shared_dir), said)
     assert sha256(store) == before
     assert sorted(p.name for p in store.parent.iterdir()) == ["powercontext.db"]
 

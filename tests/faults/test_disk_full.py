@@ -78,7 +78,7 @@ def test_a_full_disk_answers_store_full_and_loses_nothing(tmp_path: Path) -> Non
         scope_id = unique("full")
         create_scope(url, scope_id)
         ledger = Ledger()
-        with httpx.Client(base_url=url, verify=TLS) as http:
+        with httpx.Client(base_url=url, verify=TLS, timeout=60) as http:  # a loaded machine: seconds per batch
             assert ledger.send(http, scope_id, [item("before", n) for n in range(100)]) == 201
 
             filler = seen_by_server / "filler"

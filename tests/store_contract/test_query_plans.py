@@ -73,14 +73,15 @@ def _seed(store: SqliteStore) -> None:
     store.finish_code_index(SCOPE, "dir:one", [])
 
 
-_TEMP_VOCAB = re.compile(r"\btemp\.((\w+_fts_[sc][0-9a-f]{24})_instances)\b")
+_TEMP_VOCAB = re.compile(r"\btemp\.((\w+_fts_[sc][0-9a-f]{24})_(instances|rows))\b")
 
 
 def _plan(conn: Any, statement: str) -> list[str]:
     # The searches read postings through ``fts5vocab`` tables in their connection's temp schema: this one
     # gets the same ones.
-    for name, table in _TEMP_VOCAB.findall(statement):
-        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {table}, instance)")
+    for name, table, kind in _TEMP_VOCAB.findall(statement):
+        kind = "instance" if kind == "instances" else "row"
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {table}, {kind})")
     return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement)]
 
 

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
-from powercontext.search.channels import ChannelSearch, fuse, fuse_scores
+from powercontext.search.channels import ChannelSearch
 from powercontext.search.embedding import GuardedEmbedder
+from powercontext.search.fusion import fuse, fuse_scores
+from powercontext.search.relevance import RelevanceFloor
 from powercontext.store.base import NewMemory
 from powercontext.store.sqlite import SqliteStore
 
@@ -48,6 +50,20 @@ def test_score_fusion_weights_missing_items_and_flat_lists() -> None:
     assert fuse_scores([([], 1.0), ([], 1.0)], 5, key_of=by_name) == []
 
 
+def test_score_fusion_maps_each_channel_by_the_range_of_the_list_it_read() -> None:
+    # The vector channel read cosines 0.9 .. 0.1; a relevance floor then dropped everything below 0.5.
+    fts = [Hit("a", 8.0), Hit("b", 4.0), Hit("c", 0.0)]
+    vec = [Hit("b", 0.9), Hit("a", 0.5)]
+    floored = fuse_scores([(fts, 1.0), (vec, 1.0)], 3, key_of=by_name)
+    # Without the read range the floor's survivor at 0.5 counts as the vector channel's worst (0), so "b" wins.
+    assert names(floored) == ["b", "a", "c"]
+    read = fuse_scores([(fts, 1.0), (vec, 1.0)], 3, key_of=by_name, ranges=[(0.0, 8.0), (0.1, 0.9)])
+    # a: 1 + 0.4 / 0.8 = 1.5; b: 0.5 + 1 = 1.5 (first seen wins the tie); c: 0
+    assert [(h.name, round(h.score, 6)) for h in read] == [("a", 1.5), ("b", 1.5), ("c", 0.0)]
+    # None for one channel keeps that list's own range.
+    assert fuse_scores([(fts, 1.0), (vec, 1.0)], 3, key_of=by_name, ranges=[None, None]) == floored
+
+
 def test_a_long_query_keeps_a_distinctive_term_beyond_its_first_32(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "t.db")
     store.create_scope("s", "s", ())
@@ -64,4 +80,29 @@ def test_a_long_query_keeps_a_distinctive_term_beyond_its_first_32(tmp_path: Pat
     outcome = search.search("s", f"{preamble} routine zanzibar", "fts", 3)
     assert outcome.mode == "fts"
     assert "zanzibar" in outcome.hits[0].record.text
+    store.close()
+
+
+def test_a_search_reports_the_hits_its_floor_dropped_apart_from_its_results(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "t.db")
+    store.create_scope("s", "s", ())
+    store.create_memories(
+        "s",
+        [
+            NewMemory("Kafka retention is seven days on the ingest queue.", "fact", ()),
+            NewMemory("The queue dashboard lives in Grafana.", "fact", ()),
+            *(NewMemory(f"Queue note {i} about the weekly sync.", "fact", ()) for i in range(8)),
+        ],
+    )
+    search = ChannelSearch(
+        store.search_text,
+        None,
+        GuardedEmbedder(build_embedding_provider(EmbeddingConfig())),
+        floor=RelevanceFloor(store.term_statistics),
+    )
+    outcome = search.search("s", "kafka retention queue", "fts", 16)
+    assert [h.record.text for h in outcome.hits] == ["Kafka retention is seven days on the ingest queue."]
+    # "queue" alone (in every memory) is below the floor: read, dropped, and reported apart from the results.
+    assert len(outcome.below_floor) == 9
+    assert all("Kafka" not in h.record.text for h in outcome.below_floor)
     store.close()

@@ -19,6 +19,7 @@ from powercontext.contract.common import (
     utf8_bytes_schema,
 )
 from powercontext.contract.observed import ObservedAt
+from powercontext.contract.sources import SourceRef
 
 # The models a client returns or takes; importable from here, and the results also from ``powercontext``.
 __all__ = [
@@ -114,6 +115,11 @@ class AtomicMemory(StrictModel):
     )
     merged_into: str | None = Field(description="Artifact id of the merge result, when state is merged.")
     merged_from: list[ArtifactAddress]
+    source_refs: list[SourceRef] = Field(
+        default_factory=list,
+        description="The Sources this revision was written from (lineage; never their content). Filled by the "
+        "exact reads; other answers leave it empty.",
+    )
 
 
 class AtomicMemoryCreated(AtomicMemory):

@@ -34,6 +34,7 @@ from powercontext.hosts.files import (
     render_json,
 )
 from powercontext.hosts.mcp_probe import mcp_checks
+from powercontext.hosts.stop_hook import with_stop_hook, without_stop_hook
 
 SERVER = "powercontext"
 TRUST_KEY = "hasTrustDialogAccepted"
@@ -64,6 +65,7 @@ def _workspace_trust(ctx: HostContext, add: bool) -> FileChange:
         entry.pop(TRUST_KEY, None)
         if not entry and isinstance(projects, dict):
             del projects[str(ctx.project)]  # the entry install created: nothing else in it
+            prune_empty(data, "projects")
         changed = True
     after = json.dumps(data, indent=2, ensure_ascii=False) + "\n" if changed else before
     why = "trust this workspace in Claude Code (it reads local MCP approvals only in trusted workspaces)"
@@ -88,7 +90,7 @@ class ClaudeCode:
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
         settings_path, mcp_path, local_path = self.paths(ctx.project)
         root = ctx.project
-        changes = [HooksFile(settings_path, root).registration(self.name)[0]]
+        changes = [with_stop_hook(HooksFile(settings_path, root).registration(self.name)[0], self.name)]
         before = read_text(mcp_path, root)
         mcp = parse_json_object(mcp_path, before)
         servers = mcp.setdefault("mcpServers", {})
@@ -112,7 +114,7 @@ class ClaudeCode:
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         settings_path, mcp_path, local_path = self.paths(ctx.project)
         root = ctx.project
-        changes = [HooksFile(settings_path, root).removal()]
+        changes = [without_stop_hook(HooksFile(settings_path, root).removal())]
         before = read_text(mcp_path, root)
         mcp = parse_json_object(mcp_path, before)
         if isinstance(mcp.get("mcpServers"), dict):

@@ -90,8 +90,7 @@ class Dsh:
         if not user_level_in_use_elsewhere(self, ctx):
             home = self.home(ctx)
             why = "the recall plugin (no other project on this machine uses it)"
-            plugin = plugin_file_change(home / PLUGIN, home, None, why, owned_dir=home / PLUGIN.parent)
-            changes += [self._patch_change(ctx, install=False), plugin]
+            changes += [self._patch_change(ctx, install=False), plugin_file_change(home / PLUGIN, home, None, why)]
         return [c for c in changes if c.changed]
 
     def installed(self, ctx: HostContext) -> bool:

@@ -38,10 +38,10 @@ def plugin_text(name: str) -> str:
     return head + asset_text("recall_runner.js") + tail
 
 
-def plugin_file_change(path: Path, root: Path, text: str | None, why: str, owned_dir: Path | None = None) -> FileChange:
-    """Write (``text``) or remove (None) one plugin file PowerContext owns whole; removing it also removes
-    ``owned_dir`` (a directory only PowerContext writes to) once that is empty."""
-    return FileChange(path, root, read_text(path, root), text, why, owned_dir=owned_dir)
+def plugin_file_change(path: Path, root: Path, text: str | None, why: str) -> FileChange:
+    """Write (``text``) or remove (None) one plugin file PowerContext owns whole (removing a Python file also
+    removes the bytecode the host compiled from it)."""
+    return FileChange(path, root, read_text(path, root), text, why, owns_bytecode=path.suffix == ".py")
 
 
 def plugin_check(name: str, path: Path, root: Path, expected: str, fix: str) -> Check:

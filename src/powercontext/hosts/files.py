@@ -76,9 +76,8 @@ class FileChange:
     why: str
     trust: bool = False  # records the user's trust in the host's config: needs consent (or --yes)
     private: bool = False  # per-machine secrets possible: written with mode 0600
-    # On removal: the directory PowerContext owns whole (a user-level plugin's) that the file is in, removed
-    # with it once empty, after the file's own bytecode (``__pycache__/<stem>.*.pyc``, written by the host).
-    owned_dir: Path | None = None
+    # On removal, also remove the bytecode the host wrote for this Python plugin file (``__pycache__``).
+    owns_bytecode: bool = False
 
     @property
     def changed(self) -> bool:
@@ -145,24 +144,31 @@ def _make_dirs(directory: Path, root: Path) -> None:
         confined(path, root)  # raced by a link: refuse before writing below it
 
 
-def _remove_owned_dir(removed: Path, owned: Path, root: Path) -> None:
-    """After ``removed`` is gone: its bytecode, then every empty directory from its parent up to ``owned``."""
+def _remove_bytecode(removed: Path, root: Path) -> None:
+    """The bytecode a host wrote for a removed ``.py`` plugin file (``__pycache__/<stem>.*.pyc``), and that
+    ``__pycache__`` when nothing else is in it."""
     cache = removed.parent / "__pycache__"
-    if removed.suffix == ".py" and confined(cache, root).is_dir() and not cache.is_symlink():
-        for entry in os.scandir(cache):
-            is_ours = entry.name.startswith(f"{removed.stem}.") and entry.name.endswith(".pyc")
-            if is_ours and entry.is_file(follow_symlinks=False):
-                os.unlink(entry.path)
-        with contextlib.suppress(OSError):
-            os.rmdir(cache)  # only when empty
-    directory = confined(removed.parent, root)
-    owned = confined(owned, root)
-    while directory.is_relative_to(owned):
+    if removed.suffix != ".py" or not confined(cache, root).is_dir() or cache.is_symlink():
+        return
+    for entry in os.scandir(cache):
+        is_ours = entry.name.startswith(f"{removed.stem}.") and entry.name.endswith(".pyc")
+        if is_ours and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+    with contextlib.suppress(OSError):
+        os.rmdir(cache)  # only when empty
+
+
+def _prune_empty_dirs(directory: Path, root: Path) -> None:
+    """Remove ``directory`` and its parents while they are empty, up to (never including) ``root``: install
+    creates the directories its files need, so uninstall leaves none of them behind empty."""
+    stop = Path(os.path.abspath(root))
+    current = Path(os.path.abspath(directory))
+    while current != stop and current.is_relative_to(stop):
         try:
-            os.rmdir(directory)  # only when empty; never a link's target
+            os.rmdir(confined(current, root))  # only when empty; a link is refused by confined
         except OSError:
             return
-        directory = directory.parent
+        current = current.parent
 
 
 def apply_change(change: FileChange) -> None:
@@ -172,8 +178,9 @@ def apply_change(change: FileChange) -> None:
     confined(change.path, change.root)
     if change.after is None:
         change.path.unlink(missing_ok=True)  # unlink removes a link itself, never its target
-        if change.owned_dir is not None:
-            _remove_owned_dir(change.path, change.owned_dir, change.root)
+        if change.owns_bytecode:
+            _remove_bytecode(change.path, change.root)
+        _prune_empty_dirs(change.path.parent, change.root)
         return
     _make_dirs(change.path.parent, change.root)
     tmp = change.path.with_name(f".{change.path.name}.powercontext-{secrets.token_hex(8)}.tmp")

@@ -83,8 +83,7 @@ class Hermes:
         if not user_level_in_use_elsewhere(self, ctx):
             home = self.home(ctx)
             why = "the recall plugin (no other project on this machine uses it)"
-            owned = home / "plugins" / PLUGIN
-            changes += [plugin_file_change(path, home, None, why, owned) for path, _ in self._plugin_files(ctx)]
+            changes += [plugin_file_change(path, home, None, why) for path, _ in self._plugin_files(ctx)]
             config = home / "config.yaml"
             before = read_text(config, home)
             if before is not None:

@@ -1,4 +1,8 @@
-"""The ``UserPromptSubmit`` hook: ``powercontext hook claude-code|codex`` (or ``python -m powercontext.hosts.hook``).
+"""The ``UserPromptSubmit`` hook: ``powercontext hook claude-code|codex`` (or ``python -m powercontext.hosts.hook``),
+and the ``Stop`` hook: ``powercontext hook <host> stop`` (capture of the final answer, ``hosts.capture``).
+
+The prompt is also captured as a Source, beside the recall request (``hosts.capture``; off with
+``POWERCONTEXT_CAPTURE=off``).
 
 Input: the host's hook JSON on stdin (both hosts send ``prompt``, ``cwd`` and ``session_id``). Output on
 success: the host's documented JSON form on stdout,
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from powercontext.hosts import HOSTS
+from powercontext.hosts.capture import capture_reply, start_prompt_capture
 from powercontext.hosts.recall import HookSettings, RecallOutcome, recall_for_prompt
 
 MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
@@ -112,6 +117,20 @@ def _record(host: str, outcome: RecallOutcome, settings: HookSettings, elapsed_m
         record_diagnostics(request, settings, host, settings.timeout_s)
 
 
+def _cwd_of(raw: Any) -> Path:
+    return Path(raw) if isinstance(raw, str) and raw and "\x00" not in raw else Path.cwd()
+
+
+def run_stop_hook(host: str, stdin: IO[bytes], settings: HookSettings) -> bool:
+    """The ``Stop`` hook (``powercontext hook <host> stop``): capture the agent's final answer as a ``reply``
+    Source. Writes nothing on stdout (a Stop hook's output could keep the agent going); whether it was stored."""
+    data = _read_input(stdin)
+    if data is None:
+        return False
+    cwd = _cwd_of(data.get("cwd"))
+    return capture_reply(host, data, cwd, settings_for(settings, cwd))
+
+
 def run_hook(host: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str], settings: HookSettings) -> RecallOutcome:
     """One hook invocation; returns what happened (the caller always exits 0)."""
     started = time.monotonic()
@@ -124,9 +143,12 @@ def run_hook(host: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str], sett
     elif not isinstance(prompt, str) or not prompt.strip():
         outcome = RecallOutcome("skipped", "no_prompt")
     else:
-        cwd = Path(cwd_raw) if isinstance(cwd_raw, str) and cwd_raw and "\x00" not in cwd_raw else Path.cwd()
+        cwd = _cwd_of(cwd_raw)
         settings = settings_for(settings, cwd)
+        capture = start_prompt_capture(host, prompt, cwd, data, settings)  # beside recall, not after it
         outcome, request = recall_for_prompt(prompt, cwd, settings)
+        if capture is not None:
+            capture.wait()
     if outcome.injected and outcome.content is not None:
         stdout.write(host_output(host, outcome.content))
         stdout.flush()
@@ -160,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         # The context is UTF-8 whatever the locale says; hosts read the hook's stdout as UTF-8 JSON.
         if hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(encoding="utf-8")
+        if args[1:2] == ["stop"]:
+            run_stop_hook(host, sys.stdin.buffer, HookSettings.from_env())
+            return 0
         run_hook(host, sys.stdin.buffer, sys.stdout, sys.stderr, HookSettings.from_env())
     except BaseException:  # fail open whatever happens, including an interrupt; same line shape as every path
         _write_quietly(sys.stderr, diagnostic_line(host, RecallOutcome("skipped", "internal_error")) + "\n")

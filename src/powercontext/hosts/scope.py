@@ -40,6 +40,7 @@ class RepoConfig(NamedTuple):
     path: Path
     scope_id: str | None
     max_bytes: int | None
+    capture: bool | None = None  # ``capture = false`` turns capture off for the repository
 
 
 class ScopeResolution(NamedTuple):
@@ -89,7 +90,10 @@ def load_config(path: Path) -> RepoConfig:
     max_bytes = data.get("max_bytes")
     if max_bytes is not None and (type(max_bytes) is not int or not 512 <= max_bytes <= 32768):
         raise ScopeConfigError(f"{CONFIG_FILE}: max_bytes must be an integer from 512 to 32768")
-    return RepoConfig(path, scope_id, max_bytes)
+    capture = data.get("capture")
+    if capture is not None and not isinstance(capture, bool):
+        raise ScopeConfigError(f"{CONFIG_FILE}: capture must be true or false")
+    return RepoConfig(path, scope_id, max_bytes, capture)
 
 
 # One line of the TOML subset ``hosts install`` writes: a bare key = a basic string without escapes, or a

@@ -74,7 +74,9 @@ class BackgroundWork:
                 log.error("event=jobs.drain.failed job=%s reason=%s", name, type(exc).__name__)
 
     def detail(self) -> dict[str, dict[str, object]]:
-        """Each job's content-free progress, by name (what ``/health/ready`` shows)."""
+        """Each job's content-free progress, by name (what ``/health/ready`` shows); a job with nothing to report
+        (an empty detail) is left out."""
         with self._lock:
             jobs = list(self._jobs.items())
-        return {name: job.detail() for name, job in jobs}
+        details = ((name, job.detail()) for name, job in jobs)
+        return {name: detail for name, detail in details if detail}

@@ -103,7 +103,14 @@ class AtomicMemoryReader:
                 hits = (
                     outcome.hits[:pool]
                     if history
-                    else newer_first(outcome.hits, pool, _observed, _text, self._hit_vectors(scope_id, outcome))
+                    else newer_first(
+                        outcome.hits,
+                        pool,
+                        _observed,
+                        _text,
+                        self._hit_vectors(scope_id, outcome, _successors_only(outcome)),
+                        _successors_only(outcome),
+                    )
                 )
             if recorder is not None:  # the pool as the Builder receives it: fused, then newer first
                 recorder.record("fused", hits)
@@ -112,7 +119,7 @@ class AtomicMemoryReader:
         return groups
 
     def _hit_vectors(
-        self, scope_id: str, outcome: SearchOutcome[ScoredMemory]
+        self, scope_id: str, outcome: SearchOutcome[ScoredMemory], extra: Sequence[ScoredMemory]
     ) -> Callable[[], list[Vector | None]] | None:
         """The hits' stored embeddings by the model that ranked them, read only if the rule asks; None when the
         search used no vectors (fts, or the provider failed): the rule then uses the same terms as without."""
@@ -122,10 +129,21 @@ class AtomicMemoryReader:
         model_id = self._search.model_id
 
         def vectors() -> list[Vector | None]:
-            stored = read(scope_id, model_id, [h.record.key for h in outcome.hits])
-            return [stored.get(h.record.key) for h in outcome.hits]
+            hits = [*outcome.hits, *extra]  # the order newer_first reads them in
+            stored = read(scope_id, model_id, [h.record.key for h in hits])
+            return [stored.get(h.record.key) for h in hits]
 
         return vectors
+
+
+def _successors_only(outcome: SearchOutcome[ScoredMemory]) -> list[ScoredMemory]:
+    """The hits below the relevance floor that may still enter as a kept hit's successor: under full text only.
+
+    A statement that something changed ("EKS upgraded from 1.29 to 1.30") often shares one word with the question
+    and its subject with the statement it replaces, so full text alone would drop it at the floor. Under hybrid
+    the vector channel already vouches for such paraphrases, and pulling more from below the floor only pushed
+    answers down (docs/evaluation.md, "The relevance floor")."""
+    return outcome.below_floor if outcome.mode == "fts" else []
 
 
 class _ChannelsOnly:

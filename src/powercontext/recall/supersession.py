@@ -192,15 +192,20 @@ def newer_first(
     observed: Callable[[T], str],
     text: Callable[[T], str],
     vectors: Callable[[], Sequence[Vector | None]] | None = None,
+    successors_only: Sequence[T] = (),
 ) -> list[T]:
     """``hits`` (ranked, possibly deeper than ``limit``) as the first ``limit`` in rank order with each
     one's successors moved just above it; successors found past ``limit`` are added (at most ``MAX_PULLED``).
 
-    ``vectors`` (the hits' stored embeddings, in hit order; asked for only when some hit could be a successor)
-    adds the nearest-neighbour test to the subject rule."""
+    ``successors_only`` are hits that may enter only as the successor of one of the first ``limit`` (those the
+    search's relevance floor dropped: a statement that something changed often shares a single word with the
+    question, but its subject with the statement it replaces). ``vectors`` (the embeddings of ``hits`` then
+    ``successors_only``, in that order; asked for only when some hit could be a successor) adds the
+    nearest-neighbour test to the subject rule."""
+    reach = min(limit, len(hits))
+    hits = [*hits, *successors_only]
     texts = [text(h) for h in hits]
     times = [observed(h) for h in hits]
-    reach = min(limit, len(hits))
     oldest = min(times[:reach], default="")
     # The only possible successors: statements of change observed after at least one hit they could pass.
     changers = [j for j in range(1, len(hits)) if times[j] > oldest and says_something_changed(texts[j])]
@@ -215,11 +220,11 @@ def newer_first(
             continue
         successors = []
         for j in changers:
-            if j <= i or j in placed or times[j] <= times[i] or (j >= limit and pulled >= MAX_PULLED):
+            if j <= i or j in placed or times[j] <= times[i] or (j >= reach and pulled >= MAX_PULLED):
                 continue
             if subjects.same(i, j):
                 successors.append(j)
-                pulled += j >= limit
+                pulled += j >= reach
         for j in sorted(successors, key=lambda j: times[j], reverse=True):
             order.append(j)
             placed.add(j)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -22,6 +22,7 @@ from powercontext.domain.errors import RequestRefused
 from powercontext.domain.identity import ArtifactKey
 from powercontext.inference.errors import InferenceError, InferenceTimeout
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
+from powercontext.search.fusion import ScoreRange, fuse, fuse_scores
 from powercontext.search.relevance import BelowFloor, RelevanceFloor
 from powercontext.text.normalize import normalize_query
 from powercontext.text.tokenize import only_function_words, query_terms
@@ -103,57 +104,13 @@ class SearchOutcome(Generic[H]):
     hits: list[H]
     mode: ActualMode
     fallback_reason: FallbackReason
+    # The hits the channels read but their relevance floors dropped (and fusion did not keep), in rank order:
+    # never results, but a newer statement on the subject of a kept hit may be found among them
+    # (recall/supersession.py).
+    below_floor: list[H] = dataclasses.field(default_factory=list)
 
 
 T = TypeVar("T")
-
-
-def _record_key(hit: Any) -> Hashable:
-    key: Hashable = hit.record.key
-    return key
-
-
-def fuse(
-    channels: Sequence[tuple[Sequence[T], float]], k: int, limit: int, key_of: Callable[[T], Hashable] = _record_key
-) -> list[T]:
-    """Reciprocal-rank fusion of ranked lists (of frozen dataclasses with a ``score`` field); ties keep
-    first-seen order (fts before vector). ``key_of`` says when two hits are the same item."""
-    scores: dict[Hashable, float] = {}
-    first: dict[Hashable, T] = {}
-    for hits, weight in channels:
-        for rank, hit in enumerate(hits, start=1):
-            key = key_of(hit)
-            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
-            first.setdefault(key, hit)
-    ordered = sorted(scores, key=lambda key: -scores[key])[:limit]
-    return [dataclasses.replace(first[key], score=scores[key]) for key in ordered]  # type: ignore[type-var]
-
-
-def fuse_scores(
-    channels: Sequence[tuple[Sequence[T], float]], limit: int, key_of: Callable[[T], Hashable] = _record_key
-) -> list[T]:
-    """Relative-score fusion of ranked lists (of frozen dataclasses with a higher-is-better ``score``).
-
-    Each list's scores are mapped onto 0..1 by its own minimum and maximum (a list whose scores are all
-    equal maps to 1), so a channel's confident top hit keeps its lead instead of being flattened to a rank;
-    an item missing from a list gets 0 from it. The fused score is the weighted sum; ties keep first-seen
-    order (fts before vector).
-    """
-    scores: dict[Hashable, float] = {}
-    first: dict[Hashable, T] = {}
-    for hits, weight in channels:
-        if not hits:
-            continue
-        raw = [float(hit.score) for hit in hits]  # type: ignore[attr-defined]
-        low, high = min(raw), max(raw)
-        span = high - low
-        for hit, value in zip(hits, raw, strict=True):
-            key = key_of(hit)
-            normalised = (value - low) / span if span > 0 else 1.0
-            scores[key] = scores.get(key, 0.0) + weight * normalised
-            first.setdefault(key, hit)
-    ordered = sorted(scores, key=lambda key: -scores[key])[:limit]
-    return [dataclasses.replace(first[key], score=scores[key]) for key in ordered]  # type: ignore[type-var]
 
 
 TextReader = Callable[[str, Sequence[str], int], list[H]]  # (scope_id, terms, limit)
@@ -239,23 +196,23 @@ class ChannelSearch(Generic[H]):
             vectors = mode in ("vector", "hybrid") or (mode == "auto" and self.vectors_available)
             return SearchOutcome([], ("vector" if mode == "vector" else "hybrid") if vectors else "fts", "none")
         if mode == "fts" or (mode == "auto" and (self._vector is None or not self._complete(scope_id))):
-            return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", "none")
+            return _single(self._fts_list(scope_id, normalized, depth, probe), "fts", "none")
         if mode in ("vector", "hybrid"):
             try:
                 vector: Vector = self._embedder.embed([normalized])[0]
             except InferenceError as exc:
                 raise SearchInferenceFailed(exc) from None
             if mode == "vector":
-                return SearchOutcome(self._vectors(scope_id, vector, depth, probe), "vector", "none")
-            return SearchOutcome(self._hybrid(scope_id, normalized, vector, limit, depth, probe), "hybrid", "none")
+                return _single(self._vector_list(scope_id, vector, depth, probe), "vector", "none")
+            return self._hybrid(scope_id, normalized, vector, limit, depth, probe)
         # auto: hybrid when the provider is configured and answers, else fts with the honest reason.
         channel = channel or VectorChannel(self._embedder)
         if channel.will_compute(scope_id, normalized):
             return self._auto_overlapped(scope_id, normalized, limit, depth, channel, round, probe)
         planned = channel.query_vector(round, normalized, scope_id)
         if isinstance(planned, str):
-            return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", planned)
-        return SearchOutcome(self._hybrid(scope_id, normalized, planned, limit, depth, probe), "hybrid", "none")
+            return _single(self._fts_list(scope_id, normalized, depth, probe), "fts", planned)
+        return self._hybrid(scope_id, normalized, planned, limit, depth, probe)
 
     def _complete(self, scope_id: str) -> bool:
         return self._vectors_complete is None or self._vectors_complete(scope_id)
@@ -281,56 +238,94 @@ class ChannelSearch(Generic[H]):
         """
         channel_depth = _channel_depth(limit)
 
-        def vector_side() -> tuple[Vector | FallbackReason, list[H]]:
+        def vector_side() -> tuple[Vector | FallbackReason, ChannelList[H]]:
             planned = channel.query_vector(round, normalized, scope_id)
-            return planned, ([] if isinstance(planned, str) else self._vectors(scope_id, planned, channel_depth, probe))
+            if isinstance(planned, str):
+                return planned, ChannelList([], None)
+            return planned, self._vector_list(scope_id, planned, channel_depth, probe)
 
         pending = _submit(vector_side)
-        fts = self._fts(scope_id, normalized, channel_depth, probe)
+        fts = self._fts_list(scope_id, normalized, channel_depth, probe)
         planned, vec = pending.result()
         if isinstance(planned, str):
-            return SearchOutcome(self._fts(scope_id, normalized, depth, probe), "fts", planned)
-        return SearchOutcome(self._fuse(fts, vec, depth, probe), "hybrid", "none")
+            return _single(self._fts_list(scope_id, normalized, depth, probe), "fts", planned)
+        return self._fuse(fts, vec, depth, probe)
 
-    def _fts(self, scope_id: str, normalized: str, limit: int, probe: ChannelProbe | None = None) -> list[H]:
+    def _fts_list(self, scope_id: str, normalized: str, limit: int, probe: ChannelProbe | None) -> ChannelList[H]:
         terms = query_terms(normalized, SEARCH_QUERY_TERMS)
         hits = self._text(scope_id, terms, limit)
         if self._floor is None:
-            return hits
+            return ChannelList(hits, None)
         kept, dropped = self._floor.fts(scope_id, terms, hits)
         if probe is not None and dropped:
             probe.below_floor(dropped)
-        return kept
+        return _floored(hits, kept)
 
-    def _vectors(self, scope_id: str, vector: Vector, limit: int, probe: ChannelProbe | None = None) -> list[H]:
+    def _vector_list(self, scope_id: str, vector: Vector, limit: int, probe: ChannelProbe | None) -> ChannelList[H]:
         assert self._vector is not None
         hits = self._vector(scope_id, self._embedder.model_id, vector, limit)
         if self._floor is None:
-            return hits
+            return ChannelList(hits, None)
         kept, dropped = self._floor.vector(self._embedder.model_id, hits)
         if probe is not None and dropped:
             probe.below_floor(dropped)
-        return kept
+        return _floored(hits, kept)
 
     def _hybrid(
         self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int, probe: ChannelProbe | None
-    ) -> list[H]:
+    ) -> SearchOutcome[H]:
         channel_depth = _channel_depth(limit)
-        fts = self._fts(scope_id, normalized, channel_depth, probe)
-        vec = self._vectors(scope_id, vector, channel_depth, probe)
+        fts = self._fts_list(scope_id, normalized, channel_depth, probe)
+        vec = self._vector_list(scope_id, vector, channel_depth, probe)
         return self._fuse(fts, vec, depth, probe)
 
-    def _fuse(self, fts: list[H], vec: list[H], limit: int, probe: ChannelProbe | None = None) -> list[H]:
+    def _fuse(
+        self, fts: ChannelList[H], vec: ChannelList[H], limit: int, probe: ChannelProbe | None
+    ) -> SearchOutcome[H]:
+        """Fuses the floored lists; score fusion maps each channel's scores by the range of the whole list it
+        read, so the floor decides which hits take part but not how the remaining ones weigh against each other."""
         w = self.weights
+        lists = [(fts.hits, w.fts), (vec.hits, w.vector)]
         if w.fusion == "rrf":
-            fused = fuse([(fts, w.fts), (vec, w.vector)], w.k, limit)
+            fused = fuse(lists, w.k, limit)
         else:
-            fused = fuse_scores([(fts, w.fts), (vec, w.vector)], limit)
+            fused = fuse_scores(lists, limit, ranges=[fts.read_range, vec.read_range])
         if probe is not None:
-            probe.record("fts", fts)
-            probe.record("vector", vec)
+            probe.record("fts", fts.hits)
+            probe.record("vector", vec.hits)
             probe.record("fused", fused)
-        return fused
+        fused_keys = {hit.record.key for hit in fused}
+        below: dict[ArtifactKey, H] = {}
+        for hit in (*fts.dropped, *vec.dropped):
+            if hit.record.key not in fused_keys:
+                below.setdefault(hit.record.key, hit)
+        return SearchOutcome(fused, "hybrid", "none", list(below.values()))
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelList(Generic[H]):
+    """One channel's hits after its relevance floor, the score range of the list it read before it, and the
+    hits the floor dropped (in rank order)."""
+
+    hits: list[H]
+    read_range: ScoreRange | None
+    dropped: list[H] = dataclasses.field(default_factory=list)
+
+
+def _floored(read: list[H], kept: list[H]) -> ChannelList[H]:
+    kept_keys = {hit.record.key for hit in kept}
+    return ChannelList(kept, _score_range(read), [hit for hit in read if hit.record.key not in kept_keys])
+
+
+def _single(found: ChannelList[H], mode: ActualMode, reason: FallbackReason) -> SearchOutcome[H]:
+    return SearchOutcome(found.hits, mode, reason, found.dropped)
+
+
+def _score_range(hits: Sequence[ScoredHit]) -> ScoreRange | None:
+    if not hits:
+        return None
+    scores = [float(hit.score) for hit in hits]
+    return min(scores), max(scores)
 
 
 def _channel_depth(limit: int) -> int:

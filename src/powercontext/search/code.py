@@ -8,9 +8,10 @@ from typing import Literal, Protocol
 
 from powercontext.code.identifiers import code_query_terms
 from powercontext.domain.identity import CodeRangeText
-from powercontext.search.channels import HybridWeights, fuse
+from powercontext.search.channels import HybridWeights
 from powercontext.search.code_definitions import split_definitions
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
+from powercontext.search.fusion import fuse
 from powercontext.store.code import CodeStore, ScoredCodeChunk
 from powercontext.text.normalize import normalize_query
 

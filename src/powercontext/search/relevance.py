@@ -15,11 +15,17 @@ term; the smoothed IDF of scikit-learn's TF-IDF). Unlike BM25's IDF it never fal
 nearly every memory (a service's name in its own notes, a person's name in a chat): matching such a term is
 still evidence, only weaker than matching a rare one. A term the Scope lacks weighs most.
 
-Both floors were set from the distribution of *unrelated* query-memory pairs, not from labelled answers: the
-queries of one project scored against the memories of another, unrelated project (payments vs. Kubernetes
-platform, the two Scopes of ``project-memory``: 100,000 pairs). Each floor is the level that one unrelated pair in
-twenty reaches (the 95th percentile). The 99th percentile was measured too and costs answers: paraphrased
-questions share few words with their answer (docs/evaluation.md has both measurements and how to repeat them).
+The floors were set from the distribution of *unrelated* query-memory pairs, not from labelled answers: each
+query of a suite scored against the memories of the suite's other Scopes, with their statistics, as if asked there
+(``tools/floor_calibration.py``). Two suites of different shapes: the two projects of ``project-memory``
+(payments vs. Kubernetes platform, ~100,000 pairs) and the thirteen chats of ``examples/eval/conversations``
+(~650,000 pairs). A full-text floor only ever judges hits, i.e. pairs sharing at least one query term, so its
+null distribution is that of the unrelated pairs that share one; every memory is a vector hit, so the cosine's is
+that of all pairs. Each floor is the level one unrelated hit in twenty reaches (the 95th percentile), the lower of
+the two suites' (the more permissive): IDF share 0.200 (project-memory; 0.298 in the chats), IDF mass 5.42 (the
+chats, whose Scopes are smaller; 10.29 in project-memory), cosine 0.248 (project-memory; 0.390 between chats, which
+share their small-talk topics). The 99th percentile was measured too and costs answers: paraphrased questions
+share few words with their answer (docs/evaluation.md has the measurements and how to repeat them).
 Hybrid search applies each channel's floor to its own list before fusion, so a hit is kept when either channel
 vouches for it.
 
@@ -37,9 +43,9 @@ from typing import Final, Literal, Protocol, TypeVar, cast
 from powercontext.domain.identity import ArtifactKey
 from powercontext.text.tokenize import term_set
 
-# Unrelated pairs (see the module docstring): 95th percentile of the IDF share 0.107 and of the IDF mass 4.84.
-FTS_SHARE_FLOOR: Final = 0.107
-FTS_MASS_FLOOR: Final = 4.84
+# Unrelated hits (see the module docstring): 95th percentile of the IDF share 0.200 and of the IDF mass 5.42.
+FTS_SHARE_FLOOR: Final = 0.200
+FTS_MASS_FLOOR: Final = 5.42
 # The local model's (all-MiniLM-L6-v2, int8) 95th percentile of cosine over unrelated pairs: 0.248.
 COSINE_FLOORS: Final[Mapping[str, float]] = {"local:all-MiniLM-L6-v2:int8-v1": 0.25}
 

@@ -34,6 +34,7 @@ from powercontext.server.routes import (
     prompts,
     root,
     scopes,
+    sources,
     topics,
 )
 from powercontext.server.routes.deps import errors
@@ -145,6 +146,7 @@ def _include_routes(app: FastAPI, inspector: bool) -> None:
         experiences.router,
         profile.router,
         prompts.router,
+        sources.router,
         artifacts.router,
         context.router,
         code.router,

@@ -88,6 +88,29 @@ def refused_response(request: Request, exc: RequestRefused) -> JSONResponse:
     return response
 
 
+def driver_error_response(request: Request, exc: Exception) -> JSONResponse:
+    """A driver error that escaped the store's write transaction, so met by a read (a damaged page, an I/O
+    error): the storage fault's stable code, noted for readiness too; a bug of ours stays 500 internal-error."""
+    if isinstance(exc, _NOT_STORAGE):
+        _log.error("event=request.failed error_type=%s request_id=%s", type(exc).__name__, request_id_of(request))
+        return error_response(
+            request,
+            500,
+            "internal-error",
+            "the server failed unexpectedly; retry, and report it with this request_id if it persists",
+        )
+    fault = storage_fault(exc, "read")
+    if fault is None:
+        _log.warning("event=store.unavailable error_type=%s request_id=%s", type(exc).__name__, request_id_of(request))
+        unavailable = StoreUnavailable()
+        return error_response(request, unavailable.status, unavailable.code, str(unavailable))
+    log_storage_fault(request, fault)
+    health = getattr(getattr(getattr(request.app.state, "runtime", None), "store", None), "health", None)
+    if isinstance(health, StoreHealth):  # readiness reports it too
+        health.note_fault(fault)
+    return error_response(request, fault.status, fault.code, str(fault))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -105,27 +128,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(sqlite.DatabaseError)
     async def _driver(request: Request, exc: Exception) -> JSONResponse:
-        # A driver error that escaped the store's write transaction: a read (a damaged page, an I/O error).
-        if isinstance(exc, _NOT_STORAGE):
-            _log.error("event=request.failed error_type=%s request_id=%s", type(exc).__name__, request_id_of(request))
-            return error_response(
-                request,
-                500,
-                "internal-error",
-                "the server failed unexpectedly; retry, and report it with this request_id if it persists",
-            )
-        fault = storage_fault(exc, "read")
-        if fault is None:
-            _log.warning(
-                "event=store.unavailable error_type=%s request_id=%s", type(exc).__name__, request_id_of(request)
-            )
-            unavailable = StoreUnavailable()
-            return error_response(request, unavailable.status, unavailable.code, str(unavailable))
-        log_storage_fault(request, fault)
-        health = getattr(getattr(getattr(request.app.state, "runtime", None), "store", None), "health", None)
-        if isinstance(health, StoreHealth):  # readiness reports it too
-            health.note_fault(fault)
-        return error_response(request, fault.status, fault.code, str(fault))
+        return driver_error_response(request, exc)
 
     @app.exception_handler(CodeError)
     async def _code(request: Request, exc: CodeError) -> JSONResponse:

@@ -68,6 +68,7 @@ class MemoryEdit:
     kind: str | None = None
     tags: tuple[str, ...] | None = None
     embedding: Embedding | None = None  # of the new text; None: the revision has none
+    observed_at: str | None = None  # canonical UTC; None: when it is recorded
 
 
 @dataclass(frozen=True, slots=True)

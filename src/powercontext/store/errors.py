@@ -129,6 +129,22 @@ class FamilyUnsupported(StoreError):
         super().__init__("this store does not implement Topic Memory, Experience and Profile")
 
 
+class SourceNotFound(StoreError):
+    code, status = "source-not-found", 404
+
+    def __init__(self) -> None:
+        super().__init__("no Source with this id exists in this Scope")
+
+
+class SourceLeaseLost(StoreError):
+    """A worker's lease on a Source expired or was taken over: it must apply nothing (never seen by a client)."""
+
+    code, status = "source-lease-lost", 409
+
+    def __init__(self) -> None:
+        super().__init__("this worker no longer holds the Source's lease; another worker extracts it")
+
+
 class StoreUnavailable(StoreError):
     code, status = "store-unavailable", 503
 

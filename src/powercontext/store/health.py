@@ -11,7 +11,9 @@ Each check is cheap enough for every ``/health/ready`` (microseconds, no lock, n
   background for a larger one: ``IntegrityCheck``), or a damaged page met by any read or write; this one stays
   until the Server restarts on a repaired store;
 - on embedded seekdb, a writer lock still held by a transaction recovered from before a crash
-  (``oceanbase/writer_lock.py``), until a write succeeds.
+  (``oceanbase/writer_lock.py``); this one stays until the Server restarts on a store without it: the engine
+  never ends such a transaction, and a write that succeeds does not show it has gone (writers on the embedded
+  engine do not take that row, and a write fails only if it needs one of the rows the transaction holds).
 """
 
 from __future__ import annotations
@@ -66,10 +68,9 @@ class StoreHealth:
                 self._fault, self._fault_room, self._fault_at = fault, self._free_bytes(), time.monotonic()
 
     def note_write_ok(self) -> None:
-        if self._fault is not None or self._stale_lock is not None:
+        if self._fault is not None:
             with self._lock:
                 self._fault = None
-                self._stale_lock = None
 
     def note_damaged(self, verdict: str) -> None:
         with self._lock:

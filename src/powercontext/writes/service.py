@@ -29,6 +29,7 @@ from powercontext.store.base import (
     ScoredMemory,
     Store,
 )
+from powercontext.writes.capture import SourceCapture
 from powercontext.writes.families import FamilyWrites
 
 # How many full-text hits for a new memory's text are checked for what it may supersede.
@@ -43,12 +44,14 @@ def _text_of(record: MemoryRecord) -> str:
     return record.text
 
 
-class WriteService(FamilyWrites):
-    """Every write of Scopes, Atomic Memory, Topic Memory, Experience, Profile and Prompts (see the module)."""
+class WriteService(SourceCapture, FamilyWrites):
+    """Every write of Scopes, Atomic Memory, Topic Memory, Experience, Profile, Prompts and Sources (see the
+    module)."""
 
     def __init__(self, store: Store, embedder: GuardedEmbedder, atomic_search: ChannelSearch[ScoredMemory]) -> None:
         super().__init__(store, embedder)
         self._atomic_search = atomic_search
+        self._capture_listeners = []
 
     # -- Scopes --------------------------------------------------------------------------------------------------
 

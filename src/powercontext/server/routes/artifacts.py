@@ -18,7 +18,10 @@ from powercontext.server.mapping import memory_view
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, family_store_of, scope_router
 from powercontext.server.routes.profile import committed_head
 from powercontext.server.routes.prompts import prompt_artifact_view, prompt_store_of, require_body_access
+from powercontext.server.routes.sources import source_ref_view
+from powercontext.store.base import MemoryRecord
 from powercontext.store.errors import ArtifactNotFound
+from powercontext.store.source_records import SourceStore
 
 router = scope_router("artifacts", "/artifacts")
 
@@ -52,16 +55,26 @@ def _prompt_head(runtime: Runtime, scope_id: str, prompt_key: str) -> PromptArti
     return prompt_artifact_view(head)
 
 
+def _memory_exact(runtime: Runtime, record: MemoryRecord) -> AtomicMemory:
+    """The exact read of an Atomic Memory revision, with its lineage (the Sources it was written from)."""
+    view = memory_view(record)
+    store = runtime.store
+    if not isinstance(store, SourceStore):
+        return view
+    refs = store.source_refs([record.key]).get(record.key, ())
+    return view.model_copy(update={"source_refs": [source_ref_view(ref) for ref in refs]})
+
+
 # One reader per family; the handlers below have no per-family branches.
 HEADS: Final[dict[ArtifactFamily, HeadReader]] = {
-    "atomic-memory": lambda rt, s, a: memory_view(rt.store.read_head(s, a)),
+    "atomic-memory": lambda rt, s, a: _memory_exact(rt, rt.store.read_head(s, a)),
     "topic-memory": lambda rt, s, a: topic_view(family_store_of(rt).read_topic_head(s, a)),
     "experience": lambda rt, s, a: experience_view(family_store_of(rt).read_experience_head(s, a)),
     "profile": _profile_head,
     "prompt": _prompt_head,
 }
 REVISIONS: Final[dict[ArtifactFamily, RevisionReader]] = {
-    "atomic-memory": lambda rt, s, a, r: memory_view(rt.store.read_revision(s, a, r)),
+    "atomic-memory": lambda rt, s, a, r: _memory_exact(rt, rt.store.read_revision(s, a, r)),
     "topic-memory": lambda rt, s, a, r: topic_view(family_store_of(rt).read_topic_revision(s, a, r)),
     "experience": lambda rt, s, a, r: experience_view(family_store_of(rt).read_experience_revision(s, a, r)),
     "profile": _profile_revision,

@@ -55,4 +55,4 @@ def ensure_table(conn: Any, index: str, tag: str) -> str:
 
 def missing_table(exc: Exception) -> bool:
     """Whether a read failed only because the Scope never indexed anything there (no table yet)."""
-    return "no such table" in str(exc)
+    return "no such table" in str(exc) or "no such fts5 table" in str(exc)

@@ -7,11 +7,15 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from powercontext.store.core import scope_fts
 from powercontext.store.core.family_rows import scope_tag
 from powercontext.text.tokenize import terms as index_terms
+
+if TYPE_CHECKING:
+    from powercontext.store.core.fulltext import FullTextIndex
+
+MEMORY_INDEX: Final = "atomic_memory_fts"
 
 POSTING_BUDGET: Final = 8_000
 # A reserved term (the tokenizer never yields it) whose count is the Scope's number of active heads.
@@ -92,30 +96,24 @@ def term_statistics(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[int
 
 
 class TermCounts:
-    """The ``fts_term_docs`` changes of one write transaction, applied once by ``flush``."""
+    """The ``fts_term_docs`` changes of one write transaction, applied once by ``flush``; the index writes
+    themselves go through the store's ``FullTextIndex``."""
 
-    def __init__(self, scope_id: str) -> None:
+    def __init__(self, scope_id: str, fulltext: FullTextIndex) -> None:
         self.scope_id = scope_id
         self.deltas: Counter[str] = Counter()
-        self._table: str | None = None  # the Scope's FTS5 table, once this transaction made sure it exists
-
-    def _fts_table(self, conn: Any) -> str:
-        if self._table is None:
-            self._table = scope_fts.ensure_table(conn, "atomic_memory_fts", scope_tag(self.scope_id))
-        return self._table
+        self._fulltext = fulltext
+        self._tag = scope_tag(scope_id)
 
     def index(self, conn: Any, rowid: int, text: str) -> None:
         """Make one active head searchable."""
         terms = index_terms(text)
-        conn.execute(
-            f"INSERT INTO {self._fts_table(conn)} (rowid, scope_tag, terms) VALUES (?, ?, ?)",
-            (rowid, scope_tag(self.scope_id), " ".join(terms)),
-        )
+        self._fulltext.add(conn, MEMORY_INDEX, rowid, self._tag, (" ".join(terms),))
         self.deltas.update({ACTIVE_DOCS, *terms})
 
     def unindex(self, conn: Any, rowid: int, text: str) -> None:
         """Remove one head from search; ``text`` is the body it was indexed with."""
-        conn.execute(f"DELETE FROM {self._fts_table(conn)} WHERE rowid = ?", (rowid,))
+        self._fulltext.remove(conn, MEMORY_INDEX, rowid, self._tag)
         self.deltas.subtract({ACTIVE_DOCS, *index_terms(text)})
 
     def flush(self, conn: Any) -> None:

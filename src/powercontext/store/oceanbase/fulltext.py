@@ -32,7 +32,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from powercontext.store.oceanbase import native_fulltext
+from powercontext.store.core.bm25 import Window
+from powercontext.store.oceanbase import bm25, native_fulltext
 from powercontext.store.oceanbase.postings import TABLES, SegmentCounts, posting_term
 from powercontext.store.oceanbase.segments import add_documents, bump_totals, remove_documents
 
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 
 
 class FtsWriter:
-    """Keeps ``fts_docs``, ``fts_segments`` and ``fts_totals`` in step with the FTS writes of the shared code.
+    """The OceanBase store's ``FullTextIndex`` (core/fulltext.py): keeps ``fts_docs``, ``fts_segments`` and
+    ``fts_totals`` in step with the index writes of the shared code, and ranks the Scope's postings.
 
     Additions and removals are buffered and written by ``flush`` just before the transaction commits,
     a fixed handful of multi-row statements per transaction whatever its size (measured on seekdb:
@@ -77,7 +79,7 @@ class FtsWriter:
         docs, total = self._scope_totals.get((table, scope_tag), (0, 0))
         self._scope_totals[(table, scope_tag)] = (docs + 1, total + tokens)
 
-    def remove(self, conn: Connection, table: str, doc_id: int) -> None:
+    def remove(self, conn: Connection, table: str, doc_id: int, scope_tag: str) -> None:
         self._native_docs.pop((table, doc_id), None)
         if self._docs.pop((table, doc_id), None) is not None:
             # Added earlier in this transaction, after any stored version was queued for removal.
@@ -107,6 +109,26 @@ class FtsWriter:
             added = [(table, doc, tag, text) for (table, doc), (tag, text) in self._native_docs.items()]
             native_fulltext.write(conn, sorted(self._removed), added)
         self.discard()
+
+    def ranked(
+        self,
+        conn: Connection,
+        table: str,
+        scope_tag: str,
+        terms: Sequence[str],
+        limit: int,
+        window: Window = "rank",
+        window_size: int = 0,
+    ) -> list[tuple[float, int]]:
+        """(score, doc_id) best first: the engine's FULLTEXT index on a native database, else exact BM25."""
+        if self.native:
+            # The engine ranks every match itself: no window is needed to bound the work.
+            return native_fulltext.search(conn, table, scope_tag, terms, min(limit, 1 << 16))
+        return bm25.search(conn, table, scope_tag, terms, limit, window, window_size, self.segments)
+
+    def documents(self, conn: Connection, table: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:
+        docs = bm25.term_documents(conn, table, scope_tag, terms)
+        return {term: docs[posting_term(term)] for term in terms if posting_term(term) in docs}
 
     def discard(self) -> None:
         """Forget the buffered changes (the transaction rolled back, or they were flushed)."""

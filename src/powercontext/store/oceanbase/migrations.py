@@ -244,6 +244,41 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
             " SELECT fts_table, scope_tag, COUNT(*), SUM(ntokens) FROM fts_docs GROUP BY fts_table, scope_tag",
         ],
     ),
+    (
+        10,
+        [
+            # Sources and their lineage (see the SQLite migration 10).
+            f"""CREATE TABLE sources (
+              id BIGINT PRIMARY KEY AUTO_INCREMENT,
+              scope_id {KEY} NOT NULL,
+              source_id {KEY} NOT NULL,
+              kind {KEY} NOT NULL,
+              content LONGTEXT NOT NULL,
+              content_digest {KEY} NOT NULL,
+              redactions {JSON_TEXT},
+              origin_host {KEY},
+              origin_session {KEY},
+              origin_turn BIGINT,
+              observed_at VARCHAR(40) NOT NULL,
+              created_at VARCHAR(32) NOT NULL,
+              status {KEY} NOT NULL CHECK (status IN ('pending', 'done', 'failed', 'skipped')),
+              reason LONGTEXT,
+              attempts BIGINT NOT NULL DEFAULT 0,
+              lease_owner {KEY},
+              lease_until VARCHAR(32),
+              next_attempt_at VARCHAR(32),
+              UNIQUE KEY sources_key (scope_id, source_id),
+              KEY sources_by_status (status, next_attempt_at)
+            ) {_T}""",
+            f"""CREATE TABLE revision_sources (
+              artifact BIGINT NOT NULL,
+              revision BIGINT NOT NULL,
+              source_row BIGINT NOT NULL,
+              PRIMARY KEY (artifact, revision, source_row),
+              KEY revision_sources_by_source (source_row)
+            ) {_T}""",
+        ],
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -7,17 +7,11 @@ fields, a code chunk's path and identifier terms (the code indexer's own tokeniz
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from powercontext.code.identifiers import identifier_terms, path_terms
-from powercontext.store.base import ExperienceContent
-from powercontext.store.core import scope_fts
-from powercontext.store.core.code_index import code_scope_tag
-from powercontext.store.core.experiences import EXPERIENCE_FTS, searchable_text
-from powercontext.store.core.family_rows import scope_tag
-from powercontext.store.core.topics import TOPIC_FTS
-from powercontext.text.tokenize import terms as index_terms
+from powercontext.store.core.reindex import index_chunk, index_head
+from powercontext.store.sqlite.fulltext import Fts5Index
 
 _ACTIVE_HEADS = (
     "SELECT a.id, a.scope_id, a.family, r.body, r.fields FROM artifacts a"
@@ -32,25 +26,8 @@ _CHUNKS = (
 
 def index_every_scope(conn: Any) -> None:
     """Fill the per-Scope tables (inside the migration's transaction)."""
+    fulltext = Fts5Index()
     for rowid, scope_id, family, body, fields in conn.execute(_ACTIVE_HEADS).fetchall():
-        if family == "atomic-memory":
-            tag = scope_tag(scope_id)
-            table = scope_fts.ensure_table(conn, "atomic_memory_fts", tag)
-            conn.execute(
-                f"INSERT INTO {table} (rowid, scope_tag, terms) VALUES (?, ?, ?)",
-                (rowid, tag, " ".join(index_terms(body))),
-            )
-        elif family == "topic-memory":
-            parts = json.loads(fields)
-            TOPIC_FTS.add(conn, rowid, scope_id, (parts["title"], parts["body"]))
-        else:
-            parts = json.loads(fields)
-            content = ExperienceContent(parts["situation"], parts["what_worked"], parts["what_to_avoid"])
-            EXPERIENCE_FTS.add(conn, rowid, scope_id, (searchable_text(content),))
+        index_head(fulltext, conn, rowid, scope_id, family, body, fields)
     for chunk_id, scope_id, path, text in conn.execute(_CHUNKS).fetchall():
-        tag = code_scope_tag(scope_id)
-        table = scope_fts.ensure_table(conn, "code_fts", tag)
-        conn.execute(
-            f"INSERT INTO {table} (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
-            (chunk_id, tag, " ".join(path_terms(path)), " ".join(identifier_terms(text))),
-        )
+        index_chunk(fulltext, conn, chunk_id, scope_id, " ".join(path_terms(path)), " ".join(identifier_terms(text)))

@@ -234,6 +234,47 @@ MIGRATIONS: list[tuple[int, str]] = [
         DROP TABLE experience_fts;
         """,
     ),
+    (
+        10,
+        """
+        -- Sources: exact evidence captured from agent sessions (prompts, replies, transcripts, notes),
+        -- stored redacted (redactions lists what was replaced, never the secret). The extraction columns
+        -- are the background worker's: a pending Source is claimed with a lease (lease_owner until
+        -- lease_until) that another Server may take over once it expires.
+        CREATE TABLE sources (
+          id INTEGER PRIMARY KEY,
+          scope_id TEXT NOT NULL REFERENCES scopes(scope_id),
+          source_id TEXT NOT NULL,
+          kind TEXT NOT NULL,
+          content TEXT NOT NULL,
+          content_digest TEXT NOT NULL,
+          redactions TEXT NOT NULL DEFAULT '[]',
+          origin_host TEXT,
+          origin_session TEXT,
+          origin_turn INTEGER,
+          observed_at TEXT NOT NULL,
+          created_at TEXT NOT NULL,
+          status TEXT NOT NULL CHECK (status IN ('pending', 'done', 'failed', 'skipped')),
+          reason TEXT,
+          attempts INTEGER NOT NULL DEFAULT 0,
+          lease_owner TEXT,
+          lease_until TEXT,
+          next_attempt_at TEXT,
+          UNIQUE (scope_id, source_id)
+        );
+        CREATE INDEX sources_by_status ON sources (status, next_attempt_at);
+
+        -- Lineage: the Sources an exact revision was written from.
+        CREATE TABLE revision_sources (
+          artifact INTEGER NOT NULL,
+          revision INTEGER NOT NULL,
+          source_row INTEGER NOT NULL REFERENCES sources(id),
+          PRIMARY KEY (artifact, revision, source_row),
+          FOREIGN KEY (artifact, revision) REFERENCES revisions(artifact, revision)
+        ) WITHOUT ROWID;
+        CREATE INDEX revision_sources_by_source ON revision_sources (source_row);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

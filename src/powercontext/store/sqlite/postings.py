@@ -29,12 +29,12 @@ def read_postings(conn: Any, table: str, columns: Sequence[str], terms: Sequence
     if averages is None:
         return Postings(0, 0, {}, {})
     n_rows, *column_tokens = _varints(averages[0])
-    vocab = _instance_vocab(conn, table)
+    vocab = temp_vocab(conn, table, "instance")
     marks = ",".join("?" * len(terms))
     tf2 = "SUM(v.col = ?)" if len(columns) > 1 else "0"
     # Instances grouped per (term, document): the term's frequency in each text column, and the document's size.
     rows = conn.execute(
-        f"SELECT v.term, v.doc, SUM(v.col = ?), {tf2}, d.sz FROM temp.{vocab} v"
+        f"SELECT v.term, v.doc, SUM(v.col = ?), {tf2}, d.sz FROM {vocab} v"
         f" JOIN {table}_docsize d ON d.id = v.doc"
         f" WHERE v.term IN ({marks}) AND v.col IN ({','.join('?' * len(columns))}) GROUP BY v.term, v.doc",
         [columns[0], *columns[1:2], *terms, *columns],
@@ -74,19 +74,20 @@ def window_postings(
     return Postings(n_rows, sum(column_tokens), {t: counts.get(t, 0) for t in grouped}, arrays)
 
 
-def _instance_vocab(conn: Any, table: str) -> str:
-    """The connection's ``temp`` vocabulary table over ``table``, created on its first search of that table."""
-    name = f"{table}_instances"
+def temp_vocab(conn: Any, table: str, kind: str) -> str:
+    """The connection's ``temp`` ``fts5vocab`` table of ``kind`` (``row``, ``instance``) over ``table``, created
+    on its first use; the database file is not touched."""
+    name = f"{table}_{'instances' if kind == 'instance' else 'rows'}"
     if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (name,)).fetchone() is not None:
-        return name
-    # Readers run with query_only, which refuses even a temp-schema CREATE; the database file is not touched.
+        return f"temp.{name}"
+    # Readers run with query_only, which refuses even a temp-schema CREATE.
     (query_only,) = conn.execute("PRAGMA query_only").fetchone()
     conn.execute("PRAGMA query_only = OFF")
     try:
-        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {table}, instance)")
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {table}, {kind})")
     finally:
         conn.execute(f"PRAGMA query_only = {'ON' if query_only else 'OFF'}")
-    return name
+    return f"temp.{name}"
 
 
 def _size(blob: bytes) -> int:

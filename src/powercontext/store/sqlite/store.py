@@ -3,7 +3,7 @@
 One writer connection behind a lock serializes writes inside this process (so concurrent HTTP
 writers queue instead of meeting "database is locked"); a busy timeout covers other processes.
 Readers use one connection per thread and never block the writer (WAL). The statements shared with the
-OceanBase store are ``core.store.SqlStore``'s; FTS5 ranking is ``search.SqliteSearch``.
+OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``fulltext.Fts5Index``.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
 from powercontext.store.errors import StoreUnavailable
 from powercontext.store.faults import storage_fault
 from powercontext.store.health import IntegrityCheck, StoreHealth
+from powercontext.store.sqlite.fulltext import Fts5Index
 from powercontext.store.sqlite.migrations import LATEST_VERSION, apply_migrations
 from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES, check_file, check_open, refusal
-from powercontext.store.sqlite.search import SqliteSearch
 
 _BUSY_TIMEOUT_MS = 10_000
 
 
-class SqliteStore(SqliteSearch, SqlStore):
+class SqliteStore(SqlStore):
     """The embedded default store (``Store``, ``FamilyStore``, ``PromptStore``, ``CodeStore``). Thread-safe."""
 
     _DRIVER_ERRORS = (sqlite.Error,)
@@ -41,6 +41,7 @@ class SqliteStore(SqliteSearch, SqlStore):
         check_file(self.path)  # a store that cannot work is refused before anything is written to it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._open_pool(VectorChanges(), StoreHealth(self.path.parent, self.path))
+        self._fulltext = Fts5Index()
         self._writer = self._connect()
         try:
             check_open(self._writer, self.path, LATEST_VERSION)

@@ -1,0 +1,89 @@
+"""Source wire models: captured evidence (a prompt, a reply, a transcript, a note, a document) and its extraction."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StrictInt, field_validator
+
+from powercontext.contract.common import NON_BLANK, ArtifactAddress, StrictModel, utf8_bytes_schema
+from powercontext.contract.observed import ObservedAt
+
+__all__ = ["Source", "SourceCreate", "SourceCreated", "SourceList", "SourceOrigin", "SourceRef"]
+
+# A Source is one turn or one document, not a repository: larger content is refused, never truncated.
+MAX_SOURCE_BYTES = 64 * 1024
+
+SourceKind = Literal["prompt", "reply", "transcript", "note", "document"]
+ExtractionStatus = Literal["pending", "done", "failed", "skipped"]
+OriginText = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
+
+
+class SourceOrigin(StrictModel):
+    """Where a Source was captured: the host (``claude-code``, ``codex``, …), its session and the turn."""
+
+    host: OriginText | None = None
+    session_id: OriginText | None = None
+    turn: Annotated[StrictInt, Field(ge=0, le=2**31 - 1)] | None = None
+
+
+class SourceCreate(StrictModel):
+    kind: SourceKind
+    content: str = Field(
+        min_length=1,
+        pattern=NON_BLANK,
+        description="UTF-8 text, 1..65536 bytes. What looks like a secret is redacted before it is stored.",
+        json_schema_extra=utf8_bytes_schema(MAX_SOURCE_BYTES),
+    )
+    observed_at: ObservedAt | None = Field(default=None, description="When it was said; default: when recorded.")
+    origin: SourceOrigin = Field(default_factory=SourceOrigin)
+
+    @field_validator("content")
+    @classmethod
+    def _content_bytes(cls, value: str) -> str:
+        size = len(value.encode("utf-8"))
+        if size > MAX_SOURCE_BYTES:
+            raise ValueError(f"content is {size} UTF-8 bytes; the limit is {MAX_SOURCE_BYTES}")
+        return value
+
+
+class Redaction(StrictModel):
+    type: str = Field(description="The secret detector's type name, e.g. 'AWS Access Key'.")
+    count: StrictInt
+
+
+class Extraction(StrictModel):
+    status: ExtractionStatus
+    reason: str | None = Field(
+        description="Why a Source is still pending or failed ('waiting-for-model', a provider error code, …)."
+    )
+    attempts: StrictInt
+    writes: list[ArtifactAddress] = Field(description="The exact Atomic Memory revisions written from this Source.")
+
+
+class SourceRef(StrictModel):
+    """A Source as lineage names it: identity, kind, when and where it was observed; never its content."""
+
+    scope_id: str
+    source_id: str
+    kind: SourceKind
+    observed_at: str
+    origin: SourceOrigin
+
+
+class SourceCreated(SourceRef):
+    content_digest: str = Field(description="sha256 of the stored (redacted) content.")
+    redactions: list[Redaction]
+    extraction: Extraction
+
+
+class Source(SourceCreated):
+    """The exact read: the stored content (redacted), its digest, origin and extraction."""
+
+    content: str
+    created_at: str
+
+
+class SourceList(StrictModel):
+    items: list[SourceCreated] = Field(description="Newest first; content only in the exact read.")
+    next_cursor: str | None

@@ -1,0 +1,136 @@
+"""Sources in the store: what a capture records, what the extraction worker claims and applies, and the port.
+
+A Source is exact, immutable evidence (its content is stored redacted, once); only its extraction state moves:
+``pending`` → ``done`` (operations applied, in one transaction with the state change), ``skipped`` (nothing to
+extract), or ``failed`` (given up after too many attempts). A pending Source is claimed with a lease; the worker
+that holds it applies the operations, and a worker whose lease expired (or was taken over) applies nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from powercontext.domain.identity import ArtifactKey
+from powercontext.store.base import Embedding
+
+SourceKind = Literal["prompt", "reply", "transcript", "note", "document"]
+ExtractionStatus = Literal["pending", "done", "failed", "skipped"]
+# A pending Source's reason when only a model can extract it: claimed again only once a model is configured.
+WAITING_FOR_MODEL = "waiting-for-model"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOrigin:
+    """Where a captured Source came from: the host, its session, the turn within it."""
+
+    host: str | None = None
+    session_id: str | None = None
+    turn: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewSource:
+    kind: SourceKind
+    content: str  # already redacted
+    content_digest: str  # sha256 of the stored (redacted) content
+    redactions: tuple[tuple[str, int], ...]  # (detector type, how many) replaced before storing
+    origin: SourceOrigin
+    observed_at: str | None = None  # canonical UTC; None: when it is recorded
+    status: ExtractionStatus = "pending"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """A Source as lineage names it: its identity and where and when it was observed (never its content)."""
+
+    scope_id: str
+    source_id: str
+    kind: SourceKind
+    observed_at: str
+    origin: SourceOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    ref: SourceRef
+    content: str
+    content_digest: str
+    redactions: tuple[tuple[str, int], ...]
+    created_at: str
+    status: ExtractionStatus
+    reason: str | None
+    attempts: int
+    writes: tuple[ArtifactKey, ...]  # the exact revisions written from this Source, in write order
+
+
+@dataclass(frozen=True, slots=True)
+class CreateMemory:
+    text: str
+    kind: str
+    tags: tuple[str, ...] = ()
+    embedding: Embedding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviseMemory:
+    artifact_id: str
+    expected_revision: int
+    text: str
+    embedding: Embedding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetMemory:
+    artifact_id: str
+    expected_revision: int
+
+
+SourceOperation = CreateMemory | ReviseMemory | ForgetMemory
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedSource:
+    """A pending Source this worker holds the lease of, until ``lease_until``."""
+
+    record: SourceRecord
+    lease_owner: str
+    lease_until: str
+
+
+@runtime_checkable
+class SourceStore(Protocol):
+    """Sources and their lineage. Same transaction and read rules as ``Store``."""
+
+    def create_source(self, scope_id: str, source: NewSource) -> SourceRecord: ...
+    def read_source(self, scope_id: str, source_id: str) -> SourceRecord: ...
+    def list_sources(self, scope_id: str, before: int | None, limit: int) -> list[tuple[int, SourceRecord]]:
+        """Newest first, each with its position (pass the last one as ``before`` for the next page)."""
+        ...
+
+    def claim_sources(self, owner: str, lease_s: float, limit: int, with_model: bool) -> list[ClaimedSource]:
+        """Lease up to ``limit`` pending Sources due now whose lease is free or expired (oldest first); without
+        a model, those waiting for one are left alone. Each claim counts an attempt."""
+        ...
+
+    def finish_source(
+        self, claim: ClaimedSource, operations: Sequence[SourceOperation], status: ExtractionStatus
+    ) -> SourceRecord:
+        """Apply ``operations`` with the Source as lineage, and set ``status``, in one transaction; refused
+        (``SourceLeaseLost``) when the claim's lease is no longer this worker's."""
+        ...
+
+    def defer_source(self, claim: ClaimedSource, reason: str, retry_at: str | None, give_up: bool) -> SourceRecord:
+        """Release the lease and leave the Source pending with ``reason`` (due again at ``retry_at``; None: once
+        a model is configured), or mark it ``failed`` when ``give_up``."""
+        ...
+
+    def pending_sources(self) -> dict[str, int]:
+        """Pending Sources per Scope."""
+        ...
+
+    def source_refs(self, keys: Sequence[ArtifactKey]) -> dict[ArtifactKey, tuple[SourceRef, ...]]:
+        """The lineage of these exact revisions (those that have any)."""
+        ...
