@@ -187,6 +187,8 @@ class Runtime:
             model_call_limit=inference.generation.max_requests,
         )
         runtime.report_vector_index()
+        if runtime.extraction is not None:
+            runtime.extraction.lease_s = settings.extraction_lease_s
         if generation.configured:
             runtime.extract_with_model(inference.expansion_call())
         return runtime

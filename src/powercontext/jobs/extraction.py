@@ -77,7 +77,7 @@ class ExtractionWorker:
     ) -> None:
         self._writes, self._store = writes, store
         self.extractor = extractor  # replaceable before ``start`` (the Runtime sets the model extractor)
-        self._lease_s, self._poll_s, self._settle_s, self._max_attempts = lease_s, poll_s, settle_s, max_attempts
+        self.lease_s, self._poll_s, self._settle_s, self._max_attempts = lease_s, poll_s, settle_s, max_attempts
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -113,7 +113,7 @@ class ExtractionWorker:
 
     def run_once(self) -> int:
         """Claim and extract one batch now; how many Sources were claimed (the thread's loop, one turn)."""
-        claims = self._store.claim_sources(self._owner, self._lease_s, BATCH, self.extractor.model_backed)
+        claims = self._store.claim_sources(self._owner, self.lease_s, BATCH, self.extractor.model_backed)
         for claim in claims:
             if self._stop.is_set():
                 break  # the rest of the batch keeps its lease until it expires, then is claimed again
