@@ -30,6 +30,7 @@ from powercontext.inference.generation import GenerationProvider, NoGeneration
 from powercontext.inference.generation_config import (
     DEFAULT_MAX_REQUESTS,
     InferenceSettings,
+    ModelCallConfig,
     build_generation_provider,
 )
 from powercontext.jobs.background import BackgroundWork
@@ -51,8 +52,10 @@ from powercontext.search.families import ExperienceSearch
 from powercontext.search.relevance import RelevanceFloor
 from powercontext.settings import Settings
 from powercontext.sources.explicit import ExplicitExtractor
+from powercontext.sources.model import ModelExtractor
 from powercontext.store.base import (
     FamilyStore,
+    MemoryRecord,
     ScoredMemory,
     ScoredTopic,
     Store,
@@ -62,6 +65,9 @@ from powercontext.store.source_records import SourceStore
 from powercontext.writes.service import WriteService
 
 ATOMIC_MEMORY: Family = "atomic-memory"
+# The active memories a Source is extracted against: found by a search for its text (its first characters).
+RELATED_POOL = 30
+RELATED_QUERY_CHARS = 2000
 
 
 class Runtime:
@@ -181,6 +187,10 @@ class Runtime:
             model_call_limit=inference.generation.max_requests,
         )
         runtime.report_vector_index()
+        if runtime.extraction is not None:
+            runtime.extraction.lease_s = settings.extraction_lease_s
+        if generation.configured:
+            runtime.extract_with_model(inference.expansion_call())
         return runtime
 
     def _background_work(self) -> tuple[VectorBackfill, BackgroundWork]:
@@ -195,9 +205,25 @@ class Runtime:
     def _write_service(self) -> WriteService:
         """The write service, and (when the store holds Sources) its extraction worker among the jobs."""
         writes = WriteService(self.store, self.embedder, self.atomic_search)
+        self.extraction: ExtractionWorker | None = None
         if isinstance(self.store, SourceStore):
-            self.background.register("extraction", ExtractionWorker(writes, self.store, ExplicitExtractor()))
+            self.extraction = ExtractionWorker(writes, self.store, ExplicitExtractor())
+            self.background.register("extraction", self.extraction)
         return writes
+
+    def extract_with_model(self, call: ModelCallConfig) -> None:
+        """Extract Sources with the generation model (``sources.model``) instead of explicit statements only;
+        before ``start_background``."""
+        if self.extraction is None:
+            return
+        resolve = self.pipeline.resolve_prompt
+
+        def related(scope_id: str, text: str) -> list[MemoryRecord]:
+            # The relevance floor is for what a prompt is shown; what a Source may revise includes what it drops.
+            found = self.atomic_search.search(scope_id, text[:RELATED_QUERY_CHARS], "auto", RELATED_POOL)
+            return [hit.record for hit in (*found.hits, *found.below_floor)][:RELATED_POOL]
+
+        self.extraction.extractor = ModelExtractor(self.generation, call, resolve, related)
 
     def start_background(self) -> None:
         """What a Server starts beside its requests (``jobs.background``): with a provider, loading the model and
