@@ -120,6 +120,7 @@ class SyncPowerContextClient:
     read_code_snippet = _blocking(PowerContextClient.read_code_snippet)
     reject_candidate = _blocking(PowerContextClient.reject_candidate)
     retire_experience = _blocking(PowerContextClient.retire_experience)
+    purge_memory = _blocking(PowerContextClient.purge_memory)
     retire_memory = _blocking(PowerContextClient.retire_memory)
     retire_prompt = _blocking(PowerContextClient.retire_prompt)
     review_candidate = _blocking(PowerContextClient.review_candidate)

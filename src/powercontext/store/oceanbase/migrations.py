@@ -279,6 +279,15 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
             ) {_T}""",
         ],
     ),
+    (
+        11,
+        [
+            f"""CREATE TABLE purged_artifacts (
+              artifact BIGINT PRIMARY KEY,
+              purged_at VARCHAR(32) NOT NULL
+            ) {_T}""",
+        ],
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -275,6 +275,17 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX revision_sources_by_source ON revision_sources (source_row);
         """,
     ),
+    (
+        11,
+        """
+        -- Tombstones of purged Artifacts: every revision's text was erased and the Artifact left every index;
+        -- an exact read answers 410 purged.
+        CREATE TABLE purged_artifacts (
+          artifact INTEGER PRIMARY KEY REFERENCES artifacts(id),
+          purged_at TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -8,16 +8,18 @@ OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``fulltext
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from powercontext.store.base import Scored, ScoredMemory
+from powercontext.store.core import scope_fts
 from powercontext.store.core.driver import sqlite
 from powercontext.store.core.embeddings import ARTIFACT_VECTORS, CODE_VECTORS
 from powercontext.store.core.embeddings import generation as vector_generation
-from powercontext.store.core.family_rows import now
+from powercontext.store.core.family_rows import now, scope_tag
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record
 from powercontext.store.core.store import SqlStore
 from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
@@ -43,6 +45,9 @@ class SqliteStore(SqlStore):
         self._open_pool(VectorChanges(), StoreHealth(self.path.parent, self.path))
         self._fulltext = Fts5Index()
         self._writer = self._connect()
+        # Deleted or overwritten content is zeroed in the file, not left in free space: a purged memory's text
+        # (core/purge.py) must not be recoverable from the database file.
+        self._writer.execute("PRAGMA secure_delete = ON")
         try:
             check_open(self._writer, self.path, LATEST_VERSION)
             self._writer.execute("PRAGMA journal_mode = WAL")
@@ -106,6 +111,25 @@ class SqliteStore(SqlStore):
             self.health.note_write_ok()
             # Still under the write lock, so cached matrices see commits in order.
             self._vectors.apply(self._changes)
+
+    def _after_purge(self, scope_id: str) -> None:
+        """Rewrite the Scope's Atomic Memory index without the purged postings (FTS5 keeps deleted entries in its
+        segments until they merge), then copy the WAL into the database and truncate it: with ``secure_delete``
+        every page that held the text is zeroed or rewritten. A checkpoint waits for readers of older snapshots;
+        it is retried briefly, and what it could not reach is checkpointed by a later purge or write."""
+        table = scope_fts.table_name("atomic_memory_fts", scope_tag(scope_id))
+        with self._write() as conn:
+            try:
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            except sqlite.OperationalError as exc:
+                if not scope_fts.missing_table(exc):
+                    raise
+        with self._write_turn():
+            for _ in range(20):
+                busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if not busy:
+                    return
+                time.sleep(0.05)
 
     def _quick_check(self) -> str:
         """SQLite's ``quick_check`` verdict, on a read-only connection of its own (one line)."""
