@@ -11,7 +11,7 @@ from powercontext import __version__
 from powercontext.assembly.builder import BuilderLimits, PreparedContextBuilder
 from powercontext.assembly.render import date_precision
 from powercontext.code.indexer import CodeIndexer
-from powercontext.contract.capabilities import Capabilities, Limits
+from powercontext.contract.capabilities import Capabilities, ExtractionCapability, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
 from powercontext.contract.explain import ContextExplanation, ExplainContextRequest
 from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES
@@ -24,6 +24,7 @@ from powercontext.contract.prepare import (
     PrepareContextRequest,
 )
 from powercontext.contract.receipt import MAX_RECEIPT_BYTES
+from powercontext.contract.sources import MAX_SOURCE_BYTES
 from powercontext.explain import ContextExplainer
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
 from powercontext.inference.generation import GenerationProvider, NoGeneration
@@ -272,6 +273,7 @@ class Runtime:
             rerank=self.rerank_policy(),
             expansion=self.expansion_policy(),
             prompts=prompt_capabilities(self.store),
+            extraction=self._extraction_capability(),
             limits=Limits(
                 max_bytes_min=MIN_MAX_BYTES,
                 max_bytes_max=MAX_MAX_BYTES,
@@ -283,6 +285,13 @@ class Runtime:
                 receipt_max_bytes=MAX_RECEIPT_BYTES,
             ),
         )
+
+    def _extraction_capability(self) -> ExtractionCapability | None:
+        if self.extraction is None or not isinstance(self.store, SourceStore):
+            return None
+        extractor: Literal["explicit", "model"] = "model" if self.extraction.extractor.model_backed else "explicit"
+        pending = sum(self.store.pending_sources().values())
+        return ExtractionCapability(extractor=extractor, pending_sources=pending, source_max_bytes=MAX_SOURCE_BYTES)
 
     def rerank_policy(self) -> Literal["off", "listwise", "deterministic"]:
         """The rerank this Runtime applies; an injected reranker counts by what it declares."""

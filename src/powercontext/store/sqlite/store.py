@@ -3,7 +3,7 @@
 One writer connection behind a lock serializes writes inside this process (so concurrent HTTP
 writers queue instead of meeting "database is locked"); a busy timeout covers other processes.
 Readers use one connection per thread and never block the writer (WAL). The statements shared with the
-OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``fulltext.Fts5Index``.
+OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``packed.PackedIndex``.
 """
 
 from __future__ import annotations
@@ -15,19 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from powercontext.store.base import Scored, ScoredMemory
-from powercontext.store.core import scope_fts
 from powercontext.store.core.driver import sqlite
 from powercontext.store.core.embeddings import ARTIFACT_VECTORS, CODE_VECTORS
 from powercontext.store.core.embeddings import generation as vector_generation
-from powercontext.store.core.family_rows import now, scope_tag
+from powercontext.store.core.family_rows import now
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record
 from powercontext.store.core.store import SqlStore
 from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
 from powercontext.store.errors import StoreUnavailable
 from powercontext.store.faults import storage_fault
 from powercontext.store.health import IntegrityCheck, StoreHealth
-from powercontext.store.sqlite.fulltext import Fts5Index
 from powercontext.store.sqlite.migrations import LATEST_VERSION, apply_migrations
+from powercontext.store.sqlite.packed import PackedIndex
 from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES, check_file, check_open, refusal
 
 _BUSY_TIMEOUT_MS = 10_000
@@ -43,7 +42,7 @@ class SqliteStore(SqlStore):
         check_file(self.path)  # a store that cannot work is refused before anything is written to it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._open_pool(VectorChanges(), StoreHealth(self.path.parent, self.path))
-        self._fulltext = Fts5Index()
+        self._fulltext: PackedIndex = PackedIndex()
         self._writer = self._connect()
         # Deleted or overwritten content is zeroed in the file, not left in free space: a purged memory's text
         # (core/purge.py) must not be recoverable from the database file.
@@ -98,10 +97,13 @@ class SqliteStore(SqlStore):
                 self.health.note_fault(fault)
                 raise fault from exc
             self._changes = VectorChanges()
+            self._fulltext.discard()
             try:
                 yield conn
+                self._fulltext.flush(conn)  # the transaction's index writes, buffered until now
                 conn.execute("COMMIT")
             except BaseException as exc:
+                self._fulltext.discard()
                 self._roll_back(conn)
                 fault = storage_fault(exc, "write") if isinstance(exc, sqlite.Error) else None
                 if fault is not None:  # a full disk, a read-only file: a stable code, never a 500
@@ -113,17 +115,10 @@ class SqliteStore(SqlStore):
             self._vectors.apply(self._changes)
 
     def _after_purge(self, scope_id: str) -> None:
-        """Rewrite the Scope's Atomic Memory index without the purged postings (FTS5 keeps deleted entries in its
-        segments until they merge), then copy the WAL into the database and truncate it: with ``secure_delete``
-        every page that held the text is zeroed or rewritten. A checkpoint waits for readers of older snapshots;
-        it is retried briefly, and what it could not reach is checkpointed by a later purge or write."""
-        table = scope_fts.table_name("atomic_memory_fts", scope_tag(scope_id))
-        with self._write() as conn:
-            try:
-                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-            except sqlite.OperationalError as exc:
-                if not scope_fts.missing_table(exc):
-                    raise
+        """Copy the WAL into the database and truncate it: the purge's transaction rewrote (packed postings) or
+        zeroed (``secure_delete``) every page that held the text, but older copies of those pages live in the WAL
+        until a checkpoint. A checkpoint waits for readers of older snapshots; it is retried briefly, and what it
+        could not reach is checkpointed by a later purge or write."""
         with self._write_turn():
             for _ in range(20):
                 busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
