@@ -14,6 +14,7 @@ import typer
 from powercontext.cli.common import DEFAULT_URL, JsonOption, print_json
 from powercontext.cli.hosts_report import HostsReport
 from powercontext.cli.terminal import say
+from powercontext.hosts.capture import capture_notice
 from powercontext.hosts.registry import names_text, titles_text
 
 if TYPE_CHECKING:
@@ -122,6 +123,7 @@ def hosts_install(
     for line in _path_warnings(host):
         say(line, err=True)
     say(f"ready: the next {host} prompt in {ctx.project} gets PowerContext recall (check: powercontext hosts doctor)")
+    say(capture_notice(host))
 
 
 def _path_warnings(host: str) -> list[str]:

@@ -75,8 +75,9 @@ class ExtractionWorker:
         settle_s: float = SETTLE_S,
         max_attempts: int = MAX_ATTEMPTS,
     ) -> None:
-        self._writes, self._store, self._extractor = writes, store, extractor
-        self._lease_s, self._poll_s, self._settle_s, self._max_attempts = lease_s, poll_s, settle_s, max_attempts
+        self._writes, self._store = writes, store
+        self.extractor = extractor  # replaceable before ``start`` (the Runtime sets the model extractor)
+        self.lease_s, self._poll_s, self._settle_s, self._max_attempts = lease_s, poll_s, settle_s, max_attempts
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -106,13 +107,13 @@ class ExtractionWorker:
             if not self._troubled:
                 return {}
             running = self._thread is not None and self._thread.is_alive()
-            extractor = "model" if self._extractor.model_backed else "explicit"
+            extractor = "model" if self.extractor.model_backed else "explicit"
             state = "running" if running else "stopped"
             return {"state": state, "extractor": extractor, **self._counts, "last_reason": self._last_reason}
 
     def run_once(self) -> int:
         """Claim and extract one batch now; how many Sources were claimed (the thread's loop, one turn)."""
-        claims = self._store.claim_sources(self._owner, self._lease_s, BATCH, self._extractor.model_backed)
+        claims = self._store.claim_sources(self._owner, self.lease_s, BATCH, self.extractor.model_backed)
         for claim in claims:
             if self._stop.is_set():
                 break  # the rest of the batch keeps its lease until it expires, then is claimed again
@@ -137,7 +138,7 @@ class ExtractionWorker:
 
     def _extract(self, claim: ClaimedSource) -> None:
         try:
-            operations = self._extractor.operations(claim.record)
+            operations = self.extractor.operations(claim.record)
             if operations is None:
                 self._writes.defer_source(claim, WAITING_FOR_MODEL, None, give_up=False)
                 self._note("deferred", WAITING_FOR_MODEL)

@@ -1,7 +1,8 @@
 """Sources and lineage (both stores): capture, the extraction worker's leases, and applying its operations.
 
-``finish_source`` is the one place extracted operations are written: the Atomic Memory writes, one lineage row per
-revision written, and the Source's new state commit together or not at all, and only while the worker still holds
+``finish_source`` is the one place extracted operations are written: the Atomic Memory writes, their lineage rows
+(a revision keeps the Sources of the revision it replaces, then adds this one), and the Source's new state commit
+together or not at all, and only while the worker still holds
 the lease it claimed (the lease's owner and expiry act as a fencing token: a claim by another worker changes them).
 So a Source is extracted once even with several Servers on one store, and a killed worker leaves it pending.
 """
@@ -208,6 +209,12 @@ class SourceWrites(MemoryWrites):
                     edit = MemoryEdit(op.text, embedding=op.embedding, observed_at=ref.observed_at)
                     rowid, record = self._revise_memory(
                         conn, ref.scope_id, op.artifact_id, op.expected_revision, edit, at
+                    )
+                    # The revised statement keeps the evidence of the one it replaces, then this Source's.
+                    conn.execute(
+                        "INSERT INTO revision_sources (artifact, revision, source_row) SELECT artifact, ?, source_row"
+                        " FROM revision_sources WHERE artifact = ? AND revision = ? AND source_row <> ?",
+                        (record.key.revision, rowid, op.expected_revision, source_row),
                     )
                 conn.execute(
                     "INSERT INTO revision_sources (artifact, revision, source_row) VALUES (?, ?, ?)",

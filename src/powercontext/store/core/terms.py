@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from powercontext.store.core.family_rows import scope_tag
 from powercontext.text.tokenize import terms as index_terms
@@ -20,6 +22,30 @@ POSTING_BUDGET: Final = 8_000
 ACTIVE_DOCS: Final = ""
 # In a small Scope a word in half the memories is still a topic, not a stop word.
 COMMON_TERM_MIN_DOCS: Final = 1_000
+MAX_RANKED_TERMS: Final = 32  # the most query terms one search ranks (text.tokenize.MAX_QUERY_TERMS)
+
+
+class SearchShare(NamedTuple):
+    """What one Atomic Memory full-text search may rank: postings and query terms."""
+
+    postings: int = POSTING_BUDGET
+    terms: int = MAX_RANKED_TERMS
+
+
+# One search's share of its prepare's work (recall/fanout.py); a search outside a prepare has the whole budget.
+_WHOLE_BUDGET: Final = SearchShare()
+_share: ContextVar[SearchShare] = ContextVar("search_share", default=_WHOLE_BUDGET)
+
+
+@contextmanager
+def search_share(share: SearchShare) -> Iterator[None]:
+    """Every Atomic Memory full-text search in this context ranks at most ``share.postings`` postings of at most
+    ``share.terms`` terms, the rarest first (the rarest term is always kept)."""
+    token = _share.set(share)
+    try:
+        yield
+    finally:
+        _share.reset(token)
 
 
 def affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
@@ -28,8 +54,9 @@ def affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[li
     BM25 cost grows with the postings of every OR-ed term, while a common term adds almost nothing
     to the ranking: found in half of a large Scope or more, its IDF is clamped to ~0. So the rarest
     term is always kept, and further terms are added, rarest first, while they are not that common
-    and their document counts fit ``POSTING_BUDGET``. Terms found nowhere are dropped: a query of only those
-    is a zero-hit search that scans nothing.
+    and their document counts fit the posting budget (``POSTING_BUDGET``, or the ``search_share`` in force,
+    which also caps how many terms are kept). Terms found nowhere are dropped: a query of only those is a
+    zero-hit search that scans nothing.
     """
     if not terms:
         return [], True
@@ -42,16 +69,17 @@ def affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[li
     )
     active = counts.pop(ACTIVE_DOCS, 0)
     present = sorted((t for t in terms if t in counts), key=lambda t: counts[t])
+    budget, most_terms = _share.get()
     kept: list[str] = []
     total = 0
     for term in present:
         docs = counts[term]
         common = active >= COMMON_TERM_MIN_DOCS and 2 * docs >= active
-        if kept and (common or total + docs > POSTING_BUDGET):
+        if kept and (common or total + docs > budget or len(kept) >= most_terms):
             break
         kept.append(term)
         total += docs
-    return kept, total <= POSTING_BUDGET
+    return kept, total <= budget
 
 
 def term_statistics(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
