@@ -6,7 +6,7 @@ Scopes it references and how long its query is (issue 37).
   importance). The rest are not searched.
 - **Postings.** The full-text search ranks by reading each kept term's postings; one prepare may read about as
   many as one Scope's search may (``POSTING_BUDGET``) in total, shared by the Scopes it searches (never less than
-  ``MIN_SCOPE_POSTINGS`` per Scope). Terms are kept rarest first (``store.core.terms.affordable_terms``), so a
+  ``MIN_SCOPE_POSTINGS`` per Scope). Terms are kept rarest first (``store.core.terms.ranked_terms``), so a
   smaller share keeps the most selective terms.
 - **Query terms** are capped after normalization (``text.tokenize.query_terms``, tokenized once per prepare), and
   each searched Scope ranks at most its share of ``PREPARE_RANKED_TERMS`` (never less than ``MIN_SCOPE_TERMS``),

@@ -279,6 +279,8 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
             ) {_T}""",
         ],
     ),
+    # 11: the SQLite store moves to packed postings; this store has kept them since version 7.
+    (11, []),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

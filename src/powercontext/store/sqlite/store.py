@@ -3,7 +3,7 @@
 One writer connection behind a lock serializes writes inside this process (so concurrent HTTP
 writers queue instead of meeting "database is locked"); a busy timeout covers other processes.
 Readers use one connection per thread and never block the writer (WAL). The statements shared with the
-OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``fulltext.Fts5Index``.
+OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``packed.PackedIndex``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
 from powercontext.store.errors import StoreUnavailable
 from powercontext.store.faults import storage_fault
 from powercontext.store.health import IntegrityCheck, StoreHealth
-from powercontext.store.sqlite.fulltext import Fts5Index
 from powercontext.store.sqlite.migrations import LATEST_VERSION, apply_migrations
+from powercontext.store.sqlite.packed import PackedIndex
 from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES, check_file, check_open, refusal
 
 _BUSY_TIMEOUT_MS = 10_000
@@ -41,7 +41,7 @@ class SqliteStore(SqlStore):
         check_file(self.path)  # a store that cannot work is refused before anything is written to it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._open_pool(VectorChanges(), StoreHealth(self.path.parent, self.path))
-        self._fulltext = Fts5Index()
+        self._fulltext: PackedIndex = PackedIndex()
         self._writer = self._connect()
         try:
             check_open(self._writer, self.path, LATEST_VERSION)
@@ -93,10 +93,13 @@ class SqliteStore(SqlStore):
                 self.health.note_fault(fault)
                 raise fault from exc
             self._changes = VectorChanges()
+            self._fulltext.discard()
             try:
                 yield conn
+                self._fulltext.flush(conn)  # the transaction's index writes, buffered until now
                 conn.execute("COMMIT")
             except BaseException as exc:
+                self._fulltext.discard()
                 self._roll_back(conn)
                 fault = storage_fault(exc, "write") if isinstance(exc, sqlite.Error) else None
                 if fault is not None:  # a full disk, a read-only file: a stable code, never a 500
