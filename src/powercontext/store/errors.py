@@ -110,8 +110,8 @@ class InvalidReference(StoreError):
 class CandidateNotFound(StoreError):
     code, status = "candidate-not-found", 404
 
-    def __init__(self) -> None:
-        super().__init__("no Experience Candidate with this id exists in this Scope")
+    def __init__(self, what: str = "Experience Candidate") -> None:
+        super().__init__(f"no {what} with this id exists in this Scope")
 
 
 class CandidateNotPending(StoreError):
