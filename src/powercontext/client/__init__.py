@@ -32,6 +32,7 @@ from powercontext.contract.memory import (
     AtomicMemoryList,
     AtomicMemorySearchResult,
     MemoryListState,
+    PurgedArtifactView,
 )
 from powercontext.contract.prepare import PrepareContextRequest as PrepareContextRequest
 from powercontext.contract.prepare import PreparedContext as PreparedContext
@@ -210,6 +211,10 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     async def forget_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
         """Forget a memory: prepare and search no longer return it (``change_lifecycle(..., "forget")``)."""
         return await self.change_lifecycle(scope_id, artifact_id, "forget")
+
+    async def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifactView:
+        """Erase every revision of a memory for good (exact reads then fail with ``purged``, 410); irreversible."""
+        return await self._call("POST", f"{_mem(scope_id)}/{_seg(artifact_id)}/purge", PurgedArtifactView)
 
     async def retire_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
         """Retire an outdated memory (``change_lifecycle(..., "retire")``)."""

@@ -127,6 +127,7 @@ class SyncPowerContextClient:
     reject_candidate = _blocking(PowerContextClient.reject_candidate)
     reject_memory_candidate = _blocking(PowerContextClient.reject_memory_candidate)
     retire_experience = _blocking(PowerContextClient.retire_experience)
+    purge_memory = _blocking(PowerContextClient.purge_memory)
     retire_memory = _blocking(PowerContextClient.retire_memory)
     retire_prompt = _blocking(PowerContextClient.retire_prompt)
     review_candidate = _blocking(PowerContextClient.review_candidate)

@@ -50,6 +50,15 @@ class ArtifactNotFound(StoreError):
         super().__init__(message)
 
 
+class ArtifactPurged(StoreError):
+    """The RFC's "unavailable recorded revision": the Artifact was purged, its text erased for good."""
+
+    code, status = "purged", 410
+
+    def __init__(self) -> None:
+        super().__init__("this Artifact was purged: the text of every revision was erased and cannot be read")
+
+
 class ProfileNotFound(ArtifactNotFound):
     def __init__(self) -> None:
         super().__init__("this Scope has no committed Profile; commit one with PUT /v1/scopes/{scope_id}/profile")
