@@ -3,6 +3,9 @@ applies exactly what was extracted, with its Source as lineage (on both backends
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +25,15 @@ def reviewing_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
         store = f"seekdb://{new_engine_dir(base)}"
     with live_server(base, {"POWERCONTEXT_EXTRACTION_REVIEW": "all"}, store=store) as live:
         yield live
+
+
+def _cli(*args: str, url: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "powercontext", *args, "--url", url], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
 
 
 def _pending(api: Api, scope_id: str) -> list[dict[str, Any]]:
@@ -58,9 +70,20 @@ def test_extracted_writes_wait_for_approval_and_apply_with_lineage(reviewing_ser
         again = api.post(f"/v1/scopes/{scope_id}/memory-candidates/{deploys['candidate_id']}/approve", {})
         assert again.status_code == 409 and error_code(again) == "candidate-not-pending"
 
-        rejected = api.post(
-            f"/v1/scopes/{scope_id}/memory-candidates/{never['candidate_id']}/reject", {"reason": "not a rule here"}
-        ).json()
+        listed = _cli("memory", "candidates", "list", "-s", scope_id, url=reviewing_server.base_url)
+        assert never["candidate_id"] in listed.stdout and "Never push to main" in listed.stdout
+        _cli(
+            "memory",
+            "candidates",
+            "reject",
+            never["candidate_id"],
+            "-s",
+            scope_id,
+            "--reason",
+            "not a rule here",
+            url=reviewing_server.base_url,
+        )
+        rejected = api.get(f"/v1/scopes/{scope_id}/memory-candidates/{never['candidate_id']}").json()
         assert (rejected["status"], rejected["reject_reason"], rejected["result"]) == (
             "rejected",
             "not a rule here",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from powercontext.cli.candidates import candidates_app
 from powercontext.cli.choices import LIST_STATES, MEMORY_KINDS, SEARCH_MODES, one_of
 from powercontext.cli.common import (
     DEFAULT_URL,
@@ -359,6 +360,8 @@ def _lifecycle(action: str) -> Callable[..., None]:
 
 for _action in ("forget", "retire", "restore"):
     memory_app.command(_action)(_lifecycle(_action))
+
+memory_app.add_typer(candidates_app, name="candidates")
 
 
 @memory_app.command("purge")

@@ -18,6 +18,7 @@ from powercontext.client.errors import PowerContextError, error_for, with_method
 from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
+from powercontext.client.sources import SourceClientMixin
 from powercontext.contract.capabilities import Capabilities
 from powercontext.contract.code import CodeIndexResult, CodeQueryResult, CodeSnippetResult
 from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchModePolicy
@@ -48,11 +49,11 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8765"
 M = TypeVar("M", bound=BaseModel)
 
 
-class PowerContextClient(FamilyClientMixin, PromptClientMixin):
+class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin):
     """Async client. Use as ``async with PowerContextClient(url) as client: ...`` or call ``aclose()``.
 
     Topic Memory, Experience and Profile methods come from ``FamilyClientMixin``; Prompts from
-    ``PromptClientMixin``.
+    ``PromptClientMixin``; Sources and the review inbox from ``SourceClientMixin``.
     """
 
     def __init__(
