@@ -41,4 +41,4 @@ def test_servers_on_one_seekdb_server_lose_no_write_conflict_exactly_and_survive
     )
     report = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 0, report
-    assert "3 passed" in done.stdout, report
+    assert "4 passed" in done.stdout, report

@@ -59,6 +59,9 @@ def test_a_remember_prompt_becomes_an_atomic_memory_with_lineage_and_is_prepared
         assert ref == {k: created[k] for k in ("scope_id", "source_id", "kind", "observed_at", "origin")}
         prepared = api.prepare(scope_id, "when are deploys?")
         assert prepared.status_code == 200 and "Deploys are on Tuesdays" in prepared.json()["content"]
+        explained = api.post("/v1/context/explain", {"scope_id": scope_id, "query": "when are deploys?"}).json()
+        (candidate,) = [c for c in explained["candidates"] if c["artifact_address"] == address]
+        assert candidate["fate"]["outcome"] == "selected" and candidate["source_refs"] == [ref]
         assert AWS_KEY not in backend_server.log_text() and "Tuesdays" not in backend_server.log_text()
     finally:
         api.close()

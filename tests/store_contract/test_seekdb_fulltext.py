@@ -105,7 +105,6 @@ def test_scores_equal_sqlite_fts5_after_every_kind_of_write(tmp_path: Path) -> N
 def test_one_row_per_posting_databases_migrate_to_packed_segments(tmp_path: Path) -> None:
     require_seekdb()
     from powercontext.store.core.memory_rows import scope_tag
-    from powercontext.store.oceanbase import fulltext
     from powercontext.store.oceanbase.dialect import Connection
     from powercontext.store.oceanbase.engine import connect, ensure_database
     from powercontext.store.oceanbase.migrations import MIGRATIONS, apply_migrations
@@ -125,7 +124,7 @@ def test_one_row_per_posting_databases_migrate_to_packed_segments(tmp_path: Path
 
     legacy = fresh_location("legacy_fts")
     ensure_database(legacy)
-    conn = Connection(connect(legacy, legacy.database), fulltext.FtsWriter())
+    conn = Connection(connect(legacy, legacy.database))
     try:
         conn.query(
             "CREATE TABLE schema_migrations (version INT PRIMARY KEY, applied_at VARCHAR(32) NOT NULL)"

@@ -150,6 +150,11 @@ def test_idempotency_replay_and_conflict(store: Store) -> None:
     dup = NewMemory("batch idem", "note", (), idempotency_key="key-2", request_digest="d")
     r1, r2 = store.create_memories(sid, [dup, dup])
     assert r1.key == r2.key
+    assert (r1.replayed, r2.replayed) == (False, True)
+    # A batch sent again answers, item by item, which items were already stored (issue 39: seekdb said none).
+    plain = NewMemory("batch unkeyed", "note", ())
+    again = store.create_memories(sid, [dup, plain])
+    assert [r.replayed for r in again] == [True, False] and again[0].key == r1.key
     # ...and a second use with another body conflicts, writing nothing of the batch.
     clash = NewMemory("clashword other body", "note", (), idempotency_key="key-3", request_digest="e")
     with pytest.raises(IdempotencyConflict):

@@ -7,7 +7,6 @@ import pytest
 from powercontext.store.code import NewCodeChunk, NewCodeFile
 from powercontext.store.core.code_index import POSTING_BUDGET
 from powercontext.store.sqlite import SqliteStore
-from powercontext.store.sqlite.search import affordable_code_terms as _affordable_terms
 from tests.support import sha256_of
 
 CHUNKS = POSTING_BUDGET + 400
@@ -41,6 +40,10 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
 
 def test_common_terms_are_dropped_and_the_rare_one_kept(big: SqliteStore) -> None:
     conn = big._reader()
+
+    def _affordable_terms(conn: object, scope_id: str, terms: list[str]) -> tuple[list[str], bool]:
+        return big.affordable_code_terms(conn, scope_id, terms)
+
     assert _affordable_terms(conn, "big", ["common", "half", "needle", "absent"]) == (["needle"], True)
     kept, rankable = _affordable_terms(conn, "big", ["common", "tenth"])
     assert kept == ["tenth"] and rankable  # a tenth of CHUNKS fits the budget

@@ -5,20 +5,18 @@ states, Candidates, Profiles, code registrations and embeddings (with their mode
 Each batch is one destination transaction, and batches follow the primary key: an interrupted copy is
 resumed by running it again (each table continues after the destination's highest key).
 
-The full-text indexes are rebuilt, not copied (SQLite's are contentless): a head revision is indexed in
-the same transaction that copies it, a code chunk likewise with terms from ``code_terms``.
+The full-text indexes are rebuilt, not copied (SQLite's are contentless): a head revision is indexed through the
+destination's ``FullTextIndex`` in the same transaction that copies it, a code chunk likewise with terms from
+``code_terms``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from powercontext.store.base import ExperienceContent
-from powercontext.store.core import scope_fts
-from powercontext.text.tokenize import terms as index_terms
+from powercontext.store.core.reindex import index_chunk, index_head
 
 # (table, primary key, columns) in an order that satisfies every reference.
 TABLES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
@@ -115,6 +113,7 @@ TABLES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
         ),
     ),
     ("revision_sources", ("artifact", "revision", "source_row"), ("artifact", "revision", "source_row")),
+    ("purged_artifacts", ("artifact",), ("artifact", "purged_at")),
 )
 
 # (path, chunk text) -> (path terms, chunk terms), both space-separated: the code indexer's tokenizer.
@@ -155,9 +154,9 @@ def copy_store(
                 marks = ", ".join("?" * len(columns))
                 conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", batch)
                 if table == "revisions":
-                    _index_heads(conn, batch)
+                    _index_heads(destination._fulltext, conn, batch)
                 elif table == "code_chunks":
-                    _index_chunks(conn, batch, code_terms)
+                    _index_chunks(destination._fulltext, conn, batch, code_terms)
             done += len(batch)
             if progress is not None:
                 progress(table, done, grand_total)
@@ -193,44 +192,21 @@ def _scope_tag(scope_id: str) -> str:
     return scope_tag(scope_id)
 
 
-def _index_heads(conn: Any, revisions: list[tuple[Any, ...]]) -> None:
+def _index_heads(fulltext: Any, conn: Any, revisions: list[tuple[Any, ...]]) -> None:
     """Index each copied revision that is its Artifact's active head, as the family's writes would."""
-    from powercontext.store.core.experiences import EXPERIENCE_FTS, searchable_text
-    from powercontext.store.core.topics import TOPIC_FTS
-
     for artifact, revision, _kind, body, _tags, _merged_from, _created, fields, _observed in revisions:
         head = conn.execute(
             "SELECT scope_id, family FROM artifacts WHERE id = ? AND head_revision = ? AND state = 'active'",
             (artifact, revision),
         ).fetchone()
-        if head is None:
-            continue
-        scope_id, family = head
-        if family == "atomic-memory":
-            table = scope_fts.ensure_table(conn, "atomic_memory_fts", _scope_tag(scope_id))
-            conn.execute(
-                f"INSERT INTO {table} (rowid, scope_tag, terms) VALUES (?, ?, ?)",
-                (artifact, _scope_tag(scope_id), " ".join(index_terms(body))),
-            )
-        elif family == "topic-memory":
-            parts = json.loads(fields)
-            TOPIC_FTS.add(conn, artifact, scope_id, (parts["title"], parts["body"]))
-        elif family == "experience":
-            parts = json.loads(fields)
-            content = ExperienceContent(parts["situation"], parts["what_worked"], parts["what_to_avoid"])
-            EXPERIENCE_FTS.add(conn, artifact, scope_id, (searchable_text(content),))
+        if head is not None:
+            index_head(fulltext, conn, artifact, head[0], head[1], body, fields)
 
 
-def _index_chunks(conn: Any, chunks: list[tuple[Any, ...]], code_terms: CodeTerms) -> None:
-    from powercontext.store.core.code_index import code_scope_tag
-
+def _index_chunks(fulltext: Any, conn: Any, chunks: list[tuple[Any, ...]], code_terms: CodeTerms) -> None:
     for chunk_id, file_id, _start, _end, _sha, text in chunks:
         scope_id, path = conn.execute(
             "SELECT t.scope_id, f.path FROM code_files f JOIN code_trees t ON t.id = f.tree WHERE f.id = ?", (file_id,)
         ).fetchone()
         path_terms, terms = code_terms(path, text)
-        table = scope_fts.ensure_table(conn, "code_fts", code_scope_tag(scope_id))
-        conn.execute(
-            f"INSERT INTO {table} (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
-            (chunk_id, code_scope_tag(scope_id), path_terms, terms),
-        )
+        index_chunk(fulltext, conn, chunk_id, scope_id, path_terms, terms)

@@ -17,11 +17,10 @@ from powercontext.contract.sources import (
     SourceCreate,
     SourceCreated,
     SourceList,
-    SourceOrigin,
-    SourceRef,
 )
 from powercontext.runtime import Runtime
 from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
+from powercontext.sources.lineage import source_ref_view
 from powercontext.store import source_records as records
 from powercontext.store.errors import FamilyUnsupported
 
@@ -34,13 +33,6 @@ def source_store_of(runtime: Runtime) -> records.SourceStore:
     if not isinstance(store, records.SourceStore):
         raise FamilyUnsupported()
     return store
-
-
-def source_ref_view(ref: records.SourceRef) -> SourceRef:
-    origin = SourceOrigin(host=ref.origin.host, session_id=ref.origin.session_id, turn=ref.origin.turn)
-    return SourceRef(
-        scope_id=ref.scope_id, source_id=ref.source_id, kind=ref.kind, observed_at=ref.observed_at, origin=origin
-    )
 
 
 def _summary(record: records.SourceRecord) -> SourceCreated:

@@ -14,13 +14,13 @@ from powercontext.store.code import (
     ScoredCodeChunk,
     TreeKind,
 )
-from powercontext.store.core import scope_fts
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.family_rows import now as _now
 from powercontext.store.core.vectors import Vector, to_blob
 from powercontext.store.errors import CodeNotFound, ScopeNotFound
 
 CODE = "code"  # the vector-cache family of code chunks
+CODE_INDEX = "code_fts"  # its full-text index (core/fulltext.py)
 
 # bm25() costs ~3-4 µs per matching chunk (a docsize lookup each): this many keep ranking under ~8 ms.
 POSTING_BUDGET = 2_000
@@ -65,7 +65,6 @@ class CodeIndex(StoreConnections):
         tag = code_scope_tag(scope_id)
         with self._write() as conn:
             tree = _tree_id(conn, scope_id, fingerprint)
-            table = scope_fts.ensure_table(conn, "code_fts", tag)
             for item in files:
                 found = conn.execute("SELECT id FROM code_files WHERE tree = ? AND path = ?", (tree, item.path))
                 row = found.fetchone()
@@ -89,10 +88,7 @@ class CodeIndex(StoreConnections):
                         " VALUES (?, ?, ?, ?, ?)",
                         (file_id, chunk.start_line, chunk.end_line, chunk.snippet_sha256, chunk.text),
                     ).lastrowid
-                    conn.execute(
-                        f"INSERT INTO {table} (rowid, scope_tag, path_terms, terms) VALUES (?, ?, ?, ?)",
-                        (chunk_id, tag, item.path_terms, chunk.terms),
-                    )
+                    self._fulltext.add(conn, CODE_INDEX, chunk_id, tag, (item.path_terms, chunk.terms))
                     if chunk.embedding is not None:
                         e = chunk.embedding
                         conn.execute(
@@ -128,7 +124,8 @@ class CodeIndex(StoreConnections):
             conn.execute("DELETE FROM code_trees WHERE id = ?", (row[0],))
 
     def _forget_chunks(self, conn: Any, scope_id: str, file_id: int) -> None:
-        for chunk_id in _delete_chunks(conn, file_id, scope_id):
+        for chunk_id in _delete_chunks(conn, file_id):
+            self._fulltext.remove(conn, CODE_INDEX, chunk_id, code_scope_tag(scope_id))
             self._changes.unsearchable(conn, scope_id, CODE, chunk_id)
 
     def search_code_vector(self, scope_id: str, model_id: str, vector: Vector, limit: int) -> list[ScoredCodeChunk]:
@@ -186,10 +183,8 @@ def _tree_id(conn: Any, scope_id: str, fingerprint: str) -> int:
     return int(row[0])
 
 
-def _delete_chunks(conn: Any, file_id: int, scope_id: str) -> list[int]:
+def _delete_chunks(conn: Any, file_id: int) -> list[int]:
     ids = [(r[0],) for r in conn.execute("SELECT id FROM code_chunks WHERE file = ?", (file_id,))]
-    table = scope_fts.ensure_table(conn, "code_fts", code_scope_tag(scope_id))
-    conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", ids)
     conn.executemany("DELETE FROM code_chunk_embeddings WHERE chunk = ?", ids)
     conn.executemany("DELETE FROM code_chunks WHERE id = ?", ids)
     return [i for (i,) in ids]

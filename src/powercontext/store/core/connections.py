@@ -13,14 +13,17 @@ from powercontext.store.errors import StoreUnavailable
 from powercontext.store.health import StoreHealth, StoreProblem
 
 if TYPE_CHECKING:
+    from powercontext.store.core.fulltext import FullTextIndex
     from powercontext.store.core.vectors import Vector
 
 
 class StoreConnections:
-    """The serialized write transaction, the per-thread readers, and the vector changes and search."""
+    """The serialized write transaction, the per-thread readers, the full-text index, and the vector changes and
+    search."""
 
     if TYPE_CHECKING:
         _changes: VectorChanges
+        _fulltext: FullTextIndex  # the only way any family's text reaches an index or a search
 
         def _write(self) -> AbstractContextManager[Any]: ...
         def _reader(self) -> Any: ...

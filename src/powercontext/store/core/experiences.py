@@ -154,12 +154,12 @@ class Experiences(StoreConnections):
                 row_id = insert_artifact(conn, scope_id, EXPERIENCE, artifact_id, at)
             else:
                 artifact_id, revision, row_id = head.artifact_id, head.head_revision + 1, head.rowid
-                EXPERIENCE_FTS.remove(conn, row_id, scope_id)
+                EXPERIENCE_FTS.remove(self._fulltext, conn, row_id, scope_id)
             fields = {**draft.content.fields(), "candidate_id": candidate_id}
             key = ArtifactKey(scope_id, EXPERIENCE, artifact_id, revision)
             experience = ExperienceRecord(key, revision, "active", draft.content, draft.tags, at, candidate_id)
             insert_revision(conn, row_id, revision, experience.render_text(), draft.tags, fields, at)
-            EXPERIENCE_FTS.add(conn, row_id, scope_id, (searchable_text(draft.content),))
+            EXPERIENCE_FTS.add(self._fulltext, conn, row_id, scope_id, (searchable_text(draft.content),))
             conn.execute(
                 "UPDATE artifact_candidates SET status = 'approved', result_artifact_id = ?, result_revision = ?,"
                 " updated_at = ? WHERE id = ?",
@@ -202,7 +202,7 @@ class Experiences(StoreConnections):
         at = now()
         with self._write() as conn:
             head, target = transition_head(conn, (scope_id, EXPERIENCE, artifact_id), action, expected_revision, at)
-            EXPERIENCE_FTS.remove(conn, head.rowid, scope_id)
+            EXPERIENCE_FTS.remove(self._fulltext, conn, head.rowid, scope_id)
         return replace(experience_record(head), state=target)
 
     def read_experience_head(self, scope_id: str, artifact_id: str) -> ExperienceRecord:

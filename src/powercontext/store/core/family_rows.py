@@ -12,12 +12,11 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from powercontext.contract.common import ArtifactFamily, LifecycleState
 from powercontext.domain.families import FamilyTransitionRefused, family_next_state
 from powercontext.domain.identity import ArtifactKey
-from powercontext.store.core import scope_fts
 from powercontext.store.errors import (
     ArtifactNotFound,
     IdempotencyConflict,
@@ -27,6 +26,9 @@ from powercontext.store.errors import (
     ScopeNotFound,
 )
 from powercontext.text.tokenize import terms as index_terms
+
+if TYPE_CHECKING:
+    from powercontext.store.core.fulltext import FullTextIndex
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -263,10 +265,9 @@ def remember_key(conn: Any, scope_id: str, family: ArtifactFamily, key: str, dig
 
 
 class FtsIndex:
-    """One family's contentless FTS5 table over its active heads (rowid = ``artifacts.id``).
-
-    ``columns`` are the indexed text columns after ``scope_tag``; ``weights`` their BM25 weights.
-    """
+    """One family's full-text index over its active heads (doc id = ``artifacts.id``), written through a store's
+    ``FullTextIndex`` port (core/fulltext.py). ``columns`` are the indexed text columns, ``weights`` their BM25
+    weights (``fulltext.INDEXES`` lists every index)."""
 
     def __init__(self, table: str, family: ArtifactFamily, columns: tuple[str, ...], weights: tuple[float, ...]):
         self.table = table
@@ -274,17 +275,10 @@ class FtsIndex:
         self.columns = columns
         self.weights = weights
 
-    def add(self, conn: Any, rowid: int, scope_id: str, texts: Sequence[str]) -> None:
+    def add(self, fulltext: FullTextIndex, conn: Any, rowid: int, scope_id: str, texts: Sequence[str]) -> None:
         """Make one active head searchable; ``texts`` line up with ``columns``."""
-        names = ", ".join(self.columns)
-        marks = ", ".join("?" * len(self.columns))
         values = [" ".join(index_terms(text)) for text in texts]
-        table = scope_fts.ensure_table(conn, self.table, scope_tag(scope_id))
-        conn.execute(
-            f"INSERT INTO {table} (rowid, scope_tag, {names}) VALUES (?, ?, {marks})",
-            (rowid, scope_tag(scope_id), *values),
-        )
+        fulltext.add(conn, self.table, rowid, scope_tag(scope_id), values)
 
-    def remove(self, conn: Any, rowid: int, scope_id: str) -> None:
-        table = scope_fts.ensure_table(conn, self.table, scope_tag(scope_id))
-        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+    def remove(self, fulltext: FullTextIndex, conn: Any, rowid: int, scope_id: str) -> None:
+        fulltext.remove(conn, self.table, rowid, scope_tag(scope_id))

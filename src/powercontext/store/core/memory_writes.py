@@ -6,7 +6,6 @@ Scope's full-text table by name); each adapter's connection runs them in its dia
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from powercontext.domain.lifecycle import LifecycleAction, TransitionRefused, ne
 from powercontext.store.base import Embedding, MemoryEdit, MemoryMerge, MemoryRecord, NewMemory
 from powercontext.store.core.family_rows import insert_artifact
 from powercontext.store.core.family_rows import now as _now
+from powercontext.store.core.memory_plan import plan_batch
 from powercontext.store.core.memory_reads import MemoryReads
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record, new_artifact_id
 from powercontext.store.core.terms import TermCounts
@@ -27,25 +27,21 @@ class MemoryWrites(MemoryReads):
 
     def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]:
         now = _now()
-        results: list[MemoryRecord] = []
         with self._write() as conn:
             self._require_scope(conn, scope_id)
-            counts = TermCounts(scope_id)
-            for item in items:
-                if item.idempotency_key is not None:
-                    replay = self._replay(conn, scope_id, item)
-                    if replay is not None:
-                        results.append(dataclasses.replace(replay, replayed=True))
-                        continue
-                results.append(self._insert_memory(conn, scope_id, item, now, counts)[1])
+            plan = plan_batch(scope_id, items, now, lambda item: self._replay(conn, scope_id, item))
+            counts = TermCounts(scope_id, self._fulltext)
+            for item, artifact_id in plan.fresh:
+                self._insert_memory(conn, scope_id, item, now, counts, artifact_id)
             counts.flush(conn)
-        return results
+        return plan.results
 
     def _insert_memory(
-        self, conn: Any, scope_id: str, item: NewMemory, now: str, counts: TermCounts
+        self, conn: Any, scope_id: str, item: NewMemory, now: str, counts: TermCounts, artifact_id: str | None = None
     ) -> tuple[int, MemoryRecord]:
-        """Revision 1 of a new Atomic Memory, inside the caller's transaction; (its row id, its record)."""
-        artifact_id = new_artifact_id()
+        """Revision 1 of a new Atomic Memory, inside the caller's transaction; (its row id, its record).
+        ``artifact_id``: the one a batch plan chose (core/memory_plan.py), else a new one."""
+        artifact_id = artifact_id or new_artifact_id()
         rowid = insert_artifact(conn, scope_id, FAMILY, artifact_id, now)
         tags = json.dumps(list(item.tags))
         conn.execute(
@@ -104,7 +100,7 @@ class MemoryWrites(MemoryReads):
             (rowid, revision, new_kind, text, json.dumps(new_tags), now, edit.observed_at),
         )
         conn.execute("UPDATE artifacts SET head_revision = ?, updated_at = ? WHERE id = ?", (revision, now, rowid))
-        counts = TermCounts(scope_id)
+        counts = TermCounts(scope_id, self._fulltext)
         counts.unindex(conn, rowid, head[7])
         counts.index(conn, rowid, text)
         counts.flush(conn)
@@ -141,7 +137,7 @@ class MemoryWrites(MemoryReads):
         except TransitionRefused as exc:
             raise NotActive(str(exc)) from exc
         conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (target, now, rowid))
-        counts = TermCounts(scope_id)
+        counts = TermCounts(scope_id, self._fulltext)
         if state == "active":
             counts.unindex(conn, rowid, head[7])
             self._changes.unsearchable(conn, scope_id, FAMILY, rowid)
@@ -179,7 +175,7 @@ class MemoryWrites(MemoryReads):
                 " VALUES (?, 1, ?, ?, ?, ?, ?)",
                 (merged_rowid, kind, text, json.dumps(list(tags)), json.dumps(merged_from), now),
             )
-            counts = TermCounts(scope_id)
+            counts = TermCounts(scope_id, self._fulltext)
             counts.index(conn, merged_rowid, text)
             self._changes.touch(conn, scope_id, FAMILY)
             if merge.embedding is not None:

@@ -3,10 +3,9 @@
 A concrete store (``sqlite.store.SqliteStore``, ``oceanbase.store.OceanBaseStore``) inherits this class and
 supplies only what differs between the engines: its connections (``_reader``, the serialized ``_write``
 transaction, its driver's errors and how its writer closes; ``connections.ConnectionPool`` keeps the rest), its
-full-text ranking (``search_text``, ``search_topics``, ``search_experiences``, ``search_code``) and how it finds
-vector hits (``_vector_hits``). The statements here
-are written once, in the store's portable SQL: ``?`` placeholders, ``INSERT … ON CONFLICT … DO UPDATE`` and
-full-text index writes to a Scope's table by name (``core.scope_fts``); a connection runs them in its dialect.
+full-text index (``_fulltext``, a ``core.fulltext.FullTextIndex``: every family's index writes and searches go
+through it) and how it finds vector hits (``_vector_hits``). The statements here are written once, in the store's
+portable SQL: ``?`` placeholders and ``INSERT … ON CONFLICT … DO UPDATE``; a connection runs them in its dialect.
 Neither store inherits the other.
 """
 
@@ -16,13 +15,15 @@ from powercontext.store.core.code_index import CodeIndex
 from powercontext.store.core.connections import ConnectionPool
 from powercontext.store.core.embeddings import Embeddings
 from powercontext.store.core.families import Families
+from powercontext.store.core.memory_review import MemoryReview
 from powercontext.store.core.memory_writes import MemoryWrites
+from powercontext.store.core.purge import Purges
 from powercontext.store.core.scopes import Scopes
-from powercontext.store.core.sources import SourceWrites
+from powercontext.store.core.text_search import TextSearch
 
 __all__ = ["SqlStore"]
 
 
-class SqlStore(Scopes, SourceWrites, MemoryWrites, Embeddings, Families, CodeIndex, ConnectionPool):
+class SqlStore(TextSearch, Scopes, MemoryReview, MemoryWrites, Purges, Embeddings, Families, CodeIndex, ConnectionPool):
     """The shared part of ``Store``, ``FamilyStore``, ``PromptStore``, ``SourceStore`` and ``CodeStore`` (see the
     module doc)."""

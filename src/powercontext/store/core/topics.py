@@ -63,7 +63,7 @@ class Topics(StoreConnections):
             artifact_id = new_id(TOPIC_ID_PREFIX)
             row_id = insert_artifact(conn, scope_id, TOPIC_MEMORY, artifact_id, at)
             _write_revision(conn, row_id, 1, item.title, item.body, item.tags, at)
-            TOPIC_FTS.add(conn, row_id, scope_id, (item.title, item.body))
+            TOPIC_FTS.add(self._fulltext, conn, row_id, scope_id, (item.title, item.body))
             self._changes.touch(conn, scope_id, TOPIC_MEMORY)
             if item.embedding is not None:
                 e = item.embedding
@@ -85,8 +85,8 @@ class Topics(StoreConnections):
             new_tags = edit.tags if edit.tags is not None else head.tags
             revision = head.head_revision + 1
             _write_revision(conn, head.rowid, revision, new_title, new_body, new_tags, at)
-            TOPIC_FTS.remove(conn, head.rowid, scope_id)
-            TOPIC_FTS.add(conn, head.rowid, scope_id, (new_title, new_body))
+            TOPIC_FTS.remove(self._fulltext, conn, head.rowid, scope_id)
+            TOPIC_FTS.add(self._fulltext, conn, head.rowid, scope_id, (new_title, new_body))
             self._changes.unsearchable(conn, scope_id, TOPIC_MEMORY, head.rowid)
             if edit.embedding is not None:
                 e = edit.embedding
@@ -100,10 +100,10 @@ class Topics(StoreConnections):
         with self._write() as conn:
             head, target = transition_head(conn, (scope_id, TOPIC_MEMORY, artifact_id), action, expected_revision, at)
             if target == "active":
-                TOPIC_FTS.add(conn, head.rowid, scope_id, (head.fields["title"], head.fields["body"]))
+                TOPIC_FTS.add(self._fulltext, conn, head.rowid, scope_id, (head.fields["title"], head.fields["body"]))
                 self._changes.searchable_again(conn, scope_id, TOPIC_MEMORY, head.rowid, head.head_revision)
             else:
-                TOPIC_FTS.remove(conn, head.rowid, scope_id)
+                TOPIC_FTS.remove(self._fulltext, conn, head.rowid, scope_id)
                 self._changes.unsearchable(conn, scope_id, TOPIC_MEMORY, head.rowid)
         return replace(topic_record(head), state=target)
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 
-from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import MemoryRecord, NewMemory
 from powercontext.store.core.family_rows import now as _now
-from powercontext.store.core.memory_rows import FAMILY, new_artifact_id
+from powercontext.store.core.memory_plan import plan_batch
+from powercontext.store.core.memory_rows import FAMILY
 from powercontext.store.core.memory_writes import MemoryWrites
 from powercontext.store.core.terms import TermCounts
 from powercontext.store.core.vectors import to_blob
-from powercontext.store.errors import IdempotencyConflict
 from powercontext.store.oceanbase.dialect import Connection
 
 
@@ -21,42 +19,21 @@ class BatchWrites(MemoryWrites):
     """``create_memories`` in a handful of statements per batch; every other write is the core's."""
 
     def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]:
-        """The SQLite adapter's batch semantics with multi-row statements.
+        """The core's batch plan (core/memory_plan.py: replays, repeated keys, new records), inserted with
+        multi-row statements.
 
         Every statement is a round trip to the engine (~1-4 ms each on a busy 2-core machine), so rows
         are written per table, not per memory: 500 memories take a handful of statements, not 2,500.
-        A key repeated inside one batch replays (same body) or conflicts, as it does on SQLite.
         """
         now = _now()
         with self._write() as conn:
             self._require_scope(conn, scope_id)
-            results: list[MemoryRecord] = []
-            fresh: list[tuple[int, NewMemory, str]] = []  # (position in results, item, artifact id)
-            batch_keys: dict[str, tuple[str, int]] = {}  # idempotency key -> (digest, position)
-            for item in items:
-                key = item.idempotency_key
-                if key is not None:
-                    if key in batch_keys:
-                        digest, position = batch_keys[key]
-                        if digest != item.request_digest:
-                            raise IdempotencyConflict()
-                        results.append(results[position])
-                        continue
-                    replay = self._replay(conn, scope_id, item)
-                    if replay is not None:
-                        results.append(replay)
-                        continue
-                    batch_keys[key] = (item.request_digest, len(results))
-                artifact_id = new_artifact_id()
-                record_key = ArtifactKey(scope_id, FAMILY, artifact_id, 1)
-                fresh.append((len(results), item, artifact_id))
-                record = MemoryRecord(record_key, 1, "active", item.kind, item.text, item.tags, now, None, ())
-                results.append(dataclasses.replace(record, observed_at=item.observed_at))
-            if fresh:
-                self._insert_fresh(conn, scope_id, fresh, now)
-        return results
+            plan = plan_batch(scope_id, items, now, lambda item: self._replay(conn, scope_id, item))
+            if plan.fresh:
+                self._insert_fresh(conn, scope_id, plan.fresh, now)
+        return plan.results
 
-    def _insert_fresh(self, conn: Connection, scope_id: str, fresh: list[tuple[int, NewMemory, str]], now: str) -> None:
+    def _insert_fresh(self, conn: Connection, scope_id: str, fresh: list[tuple[NewMemory, str]], now: str) -> None:
         # One multi-row INSERT per table (measured: 10,000 single-row INSERTs took 3.9 s of a 17 s import).
         # The ids are chosen here, after the highest one, not read back: this transaction holds the
         # writer lock, so no other writer inserts artifacts meanwhile, and in ORDER auto-increment mode
@@ -64,27 +41,27 @@ class BatchWrites(MemoryWrites):
         # reading 500 ids back cost ~14 ms per batch.
         top = conn.query("SELECT COALESCE(MAX(id), 0) FROM artifacts").fetchone()
         assert top is not None
-        rowids = {artifact_id: int(top[0]) + n for n, (_, _, artifact_id) in enumerate(fresh, start=1)}
+        rowids = {artifact_id: int(top[0]) + n for n, (_, artifact_id) in enumerate(fresh, start=1)}
         conn.insert_rows(
             "INSERT INTO artifacts (id, scope_id, family, artifact_id, head_revision, state, created_at, updated_at)"
             " VALUES ",
-            [(rowids[a], scope_id, FAMILY, a, 1, "active", now, now) for _, _, a in fresh],
+            [(rowids[a], scope_id, FAMILY, a, 1, "active", now, now) for _, a in fresh],
         )
         conn.insert_rows(
             "INSERT INTO revisions (artifact, revision, kind, body, tags, created_at, observed_at) VALUES ",
             [
                 (rowids[a], 1, item.kind, item.text, json.dumps(list(item.tags)), now, item.observed_at)
-                for _, item, a in fresh
+                for item, a in fresh
             ],
         )
-        counts = TermCounts(scope_id)
-        if any(item.embedding is not None for _, item, _ in fresh):
+        counts = TermCounts(scope_id, self._fulltext)
+        if any(item.embedding is not None for item, _ in fresh):
             # A cached vector matrix holds embedded active heads only: fresh memories without an
             # embedding leave it as it is, so only a batch that carries vectors bumps the generation
             # (two statements, ~6 ms of a batch on a busy engine).
             self._changes.touch(conn, scope_id, FAMILY)
         embeddings = []
-        for _, item, artifact_id in fresh:
+        for item, artifact_id in fresh:
             rowid = rowids[artifact_id]
             counts.index(conn, rowid, item.text)
             if item.embedding is not None:
@@ -96,7 +73,7 @@ class BatchWrites(MemoryWrites):
                 "INSERT INTO artifact_embeddings (artifact, revision, model_id, vector) VALUES (?, ?, ?, ?)",
                 embeddings,
             )
-        keyed = [(a, item) for _, item, a in fresh if item.idempotency_key is not None]
+        keyed = [(a, item) for item, a in fresh if item.idempotency_key is not None]
         if keyed:
             conn.executemany(
                 "INSERT INTO idempotency_keys (scope_id, idem_key, request_digest, artifact) VALUES (?, ?, ?, ?)",

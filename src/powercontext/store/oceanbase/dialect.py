@@ -1,11 +1,10 @@
 """A SQLite-flavoured connection over the OceanBase MySQL-mode protocol.
 
-The store logic shared with the SQLite adapter speaks SQLite's SQL: ``?`` placeholders,
-``INSERT … ON CONFLICT … DO UPDATE SET x = excluded.x`` and writes to the FTS5 tables
-(``INSERT INTO x_fts (rowid, scope_tag, …)`` / ``DELETE FROM x_fts WHERE rowid = ?``). This module
-translates the first two into MySQL syntax and hands the FTS writes to ``fulltext.FtsWriter``, which
-keeps the exact postings the BM25 ranking needs. Driver errors surface as the SQLite driver's
-``IntegrityError``/``OperationalError``, so shared code catches one error family on every backend.
+The store logic shared with the SQLite adapter speaks SQLite's SQL: ``?`` placeholders and
+``INSERT … ON CONFLICT … DO UPDATE SET x = excluded.x``; this module translates both into MySQL syntax.
+Full-text index writes never pass through here as SQL: the shared code calls the store's ``FullTextIndex``
+(``fulltext.FtsWriter``). Driver errors surface as the SQLite driver's ``IntegrityError``/``OperationalError``,
+so shared code catches one error family on every backend.
 """
 
 from __future__ import annotations
@@ -24,24 +23,9 @@ from powercontext.store.core.driver import sqlite
 
 _ON_CONFLICT = re.compile(r"ON CONFLICT \([^)]*\) DO UPDATE SET", re.IGNORECASE)
 _EXCLUDED = re.compile(r"\bexcluded\.(\w+)")
-# The shared code names each Scope's own FTS5 table (store/core/scope_fts.py: index + "_" + scope tag); here
-# the index is the name before the tag, and the tag travels in the row (fts_docs, fts_segments are per Scope).
-_FTS_INSERT = re.compile(
-    r"^\s*INSERT INTO (\w+_fts)(?:_[sc][0-9a-f]{24})? \(rowid, scope_tag, ([\w, ]+)\) VALUES", re.IGNORECASE
-)
-_FTS_DELETE = re.compile(r"^\s*DELETE FROM (\w+_fts)(?:_[sc][0-9a-f]{24})? WHERE rowid = \?\s*$", re.IGNORECASE)
-# Creating a Scope's FTS5 table: nothing to create here (the postings tables hold every Scope).
-_FTS_CREATE = re.compile(r"^\s*CREATE VIRTUAL TABLE IF NOT EXISTS \w+_fts_[sc][0-9a-f]{24}(?:_vocab)? USING")
 # Every write of an embedding, whichever path (single write, batch, reindex, store copy): mirrored into the
 # VECTOR(n) tables on a native-vectors database (native_vectors.py).
 _EMBEDDING_INSERT = re.compile(r"^\s*INSERT INTO artifact_embeddings \(artifact, revision, model_id, vector\) VALUES")
-
-
-class FtsSink(Protocol):
-    """Where the FTS index writes of the core go (``fulltext.FtsWriter``)."""
-
-    def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None: ...
-    def remove(self, conn: Connection, table: str, doc_id: int) -> None: ...
 
 
 class EmbeddingSink(Protocol):
@@ -127,13 +111,11 @@ class Connection:
     def __init__(
         self,
         raw: Any,
-        fts: FtsSink,
         vectors: EmbeddingSink | None = None,
         native: Any | None = None,
         text_reads: tuple[str, ...] = (),
     ) -> None:
         self.raw = raw
-        self._fts = fts
         self._vectors = vectors
         self._native = native
         self._text_reads = text_reads
@@ -150,16 +132,6 @@ class Connection:
         native = self._native
         if native is not None and sql.lstrip().startswith(self._text_reads):
             return self._read_native(native, translate(sql), params)
-        if _FTS_CREATE.match(sql):
-            return Result((), None)
-        insert = _FTS_INSERT.match(sql)
-        if insert is not None:
-            self._fts.add(self, insert.group(1), params[0], params[1], tuple(params[2:]))
-            return Result((), None)
-        delete = _FTS_DELETE.match(sql)
-        if delete is not None:
-            self._fts.remove(self, delete.group(1), params[0])
-            return Result((), None)
         result = self.query(translate(sql), params)
         if self._vectors is not None and _EMBEDDING_INSERT.match(sql):
             self._vectors.write(self, [params])
@@ -232,10 +204,6 @@ class Connection:
     def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
         items = list(seq)
         if not items:
-            return
-        if _FTS_INSERT.match(sql) or _FTS_DELETE.match(sql):
-            for params in items:
-                self.execute(sql, params)
             return
         text = translate(sql)
         if self._vectors is not None and _EMBEDDING_INSERT.match(sql):

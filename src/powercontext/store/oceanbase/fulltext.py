@@ -6,7 +6,7 @@ be the database's own relevance function: OceanBase's FULLTEXT parsers also drop
 Python tokenizer that produced the terms. Instead each indexed document keeps its exact term
 postings (term frequency per column) and token count, and ranking hands them to the shared formula
 (core/bm25.py), with ``N``, ``n(t)`` and ``avgdl`` over the searched Scope's documents only, as the SQLite
-store's per-Scope FTS5 tables keep them (store/core/scope_fts.py: no other Scope's content may move a Scope's
+store's per-Scope FTS5 tables keep them (core/fulltext.py: no other Scope's content may move a Scope's
 ranking); ``N`` and the token total count every document ever added to the Scope (``fts_scope_totals``), as a
 contentless-delete FTS5 table does.
 
@@ -32,7 +32,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from powercontext.store.oceanbase import native_fulltext
+from powercontext.store.core.bm25 import Window
+from powercontext.store.core.packed import indexed_doc
+from powercontext.store.oceanbase import bm25, native_fulltext
 from powercontext.store.oceanbase.postings import TABLES, SegmentCounts, posting_term
 from powercontext.store.oceanbase.segments import add_documents, bump_totals, remove_documents
 
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
 
 
 class FtsWriter:
-    """Keeps ``fts_docs``, ``fts_segments`` and ``fts_totals`` in step with the FTS writes of the shared code.
+    """The OceanBase store's ``FullTextIndex`` (core/fulltext.py): keeps ``fts_docs``, ``fts_segments`` and
+    ``fts_totals`` in step with the index writes of the shared code, and ranks the Scope's postings.
 
     Additions and removals are buffered and written by ``flush`` just before the transaction commits,
     a fixed handful of multi-row statements per transaction whatever its size (measured on seekdb:
@@ -62,13 +65,7 @@ class FtsWriter:
 
     def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None:
         spec = TABLES[table]
-        if len(spec.columns) == 1:  # the common case (memories, experiences): one counter, no per-term tuples
-            words = texts[0].split()
-            tf: tuple[Counter[str], ...] = (Counter(map(posting_term, words)),)
-            tokens = 1 + len(words)  # the scope tag is one token
-        else:
-            tf = tuple(Counter(map(posting_term, text.split())) for text in texts)
-            tokens = 1 + sum(sum(c.values()) for c in tf)
+        scope_tag, tokens, tf = indexed_doc(scope_tag, texts)
         self._docs[(table, doc_id)] = (scope_tag, tokens, tf)
         if self.native:
             self._native_docs[(table, doc_id)] = (scope_tag, native_fulltext.body(spec.weights, texts))
@@ -77,7 +74,7 @@ class FtsWriter:
         docs, total = self._scope_totals.get((table, scope_tag), (0, 0))
         self._scope_totals[(table, scope_tag)] = (docs + 1, total + tokens)
 
-    def remove(self, conn: Connection, table: str, doc_id: int) -> None:
+    def remove(self, conn: Connection, table: str, doc_id: int, scope_tag: str) -> None:
         self._native_docs.pop((table, doc_id), None)
         if self._docs.pop((table, doc_id), None) is not None:
             # Added earlier in this transaction, after any stored version was queued for removal.
@@ -107,6 +104,26 @@ class FtsWriter:
             added = [(table, doc, tag, text) for (table, doc), (tag, text) in self._native_docs.items()]
             native_fulltext.write(conn, sorted(self._removed), added)
         self.discard()
+
+    def ranked(
+        self,
+        conn: Connection,
+        table: str,
+        scope_tag: str,
+        terms: Sequence[str],
+        limit: int,
+        window: Window = "rank",
+        window_size: int = 0,
+    ) -> list[tuple[float, int]]:
+        """(score, doc_id) best first: the engine's FULLTEXT index on a native database, else exact BM25."""
+        if self.native:
+            # The engine ranks every match itself: no window is needed to bound the work.
+            return native_fulltext.search(conn, table, scope_tag, terms, min(limit, 1 << 16))
+        return bm25.search(conn, table, scope_tag, terms, limit, window, window_size, self.segments)
+
+    def documents(self, conn: Connection, table: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:
+        docs = bm25.term_documents(conn, table, scope_tag, terms)
+        return {term: docs[posting_term(term)] for term in terms if posting_term(term) in docs}
 
     def discard(self) -> None:
         """Forget the buffered changes (the transaction rolled back, or they were flushed)."""

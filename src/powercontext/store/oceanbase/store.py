@@ -12,7 +12,8 @@ lives here and beside it:
   lock of the operating system takes that row lock's place, since the engine dies with the process and
   could keep a dead process's row lock (writer_lock.py);
 - batch writes: multi-row statements (batch.py);
-- full text: exact postings and FTS5's BM25 recomputed (fulltext.py, search.py), so rankings and Receipts match;
+- full text: exact packed postings ranked by the shared BM25 (fulltext.py, the store's ``FullTextIndex``), so
+  rankings and Receipts match;
 - vectors (vector_search.py): the same exact in-memory matrix as SQLite, kept current by the ``vector_generations``
   counter every write bumps, so a write is searchable by the next request (read-your-writes).
 """
@@ -40,7 +41,6 @@ from powercontext.store.oceanbase.dialect import Connection
 from powercontext.store.oceanbase.engine import connect, ensure_database, execute_alone, native_reader
 from powercontext.store.oceanbase.fulltext import FtsWriter
 from powercontext.store.oceanbase.migrations import apply_migrations
-from powercontext.store.oceanbase.search import OceanBaseSearch
 from powercontext.store.oceanbase.vector_search import OceanBaseVectorSearch
 from powercontext.store.oceanbase.writer_lock import (
     EngineWriterLock,
@@ -67,7 +67,7 @@ class _Changes(VectorChanges):
         self.generations[(scope_id, family)] = (int(row[0]) - 1, int(row[0]))
 
 
-class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlStore):
+class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
     """``Store``, ``FamilyStore`` and ``CodeStore`` over seekdb (embedded or server) or OceanBase. Thread-safe."""
 
     _DRIVER_ERRORS = (sqlite.Error, pymysql.MySQLError)
@@ -76,7 +76,7 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
         self.location = location
         self.path = location.path or location.display()
         self._open_pool(_Changes(), StoreHealth(location.path if location.backend == "seekdb" else None))
-        self._fts = FtsWriter()
+        self._fts = self._fulltext = FtsWriter()
         self._mirror = native_vectors.VectorMirror(self._run_ddl)
         ensure_database(location)
         # Embedded: one engine per process, so writers take an operating-system lock, never a row lock. Its file
@@ -98,7 +98,7 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
     # -- connections ---------------------------------------------------------------------------
 
     def _connect(self) -> Connection:
-        return Connection(connect(self.location, self.location.database), self._fts, self._mirror)
+        return Connection(connect(self.location, self.location.database), self._mirror)
 
     def _reconnect_writer(self) -> Connection:
         conn = self._writer = self._connect()
@@ -108,7 +108,7 @@ class OceanBaseStore(OceanBaseSearch, OceanBaseVectorSearch, BatchWrites, SqlSto
     def _connect_reader(self) -> Connection:
         raw = connect(self.location, self.location.database)
         raw.autocommit(True)
-        return Connection(raw, self._fts, self._mirror, native_reader(self.location), _TEXT_READS)
+        return Connection(raw, self._mirror, native_reader(self.location), _TEXT_READS)
 
     def _run_ddl(self, ddl: str) -> None:
         execute_alone(self.location, ddl, self.location.database)

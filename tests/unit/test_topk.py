@@ -1,0 +1,78 @@
+"""The early-stopping top-k BM25 returns exactly the exhaustive ranking: same documents, scores and order."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from powercontext.store.core import bm25
+from powercontext.store.core.bm25 import POSTING, Postings
+from powercontext.store.core.topk import top_k
+
+
+def _postings(rng: random.Random, n_docs: int, vocabulary: int, two_columns: bool) -> Postings:
+    """A Scope of ``n_docs`` documents over a skewed vocabulary (a few terms in most documents)."""
+    per_term: dict[str, list[tuple[int, int, int, int]]] = {}
+    tokens = 0
+    for doc in range(1, n_docs + 1):
+        length = rng.randint(3, 40)
+        words = [f"t{min(int(rng.paretovariate(1.2)), vocabulary)}" for _ in range(length)]
+        split = rng.randint(0, length) if two_columns else length
+        first, second = words[:split], words[split:]
+        tokens += 1 + length
+        for term in set(words):
+            per_term.setdefault(term, []).append((doc, first.count(term), second.count(term), 1 + length))
+    arrays = {t: np.array(p, dtype=POSTING) for t, p in per_term.items()}
+    return Postings(n_docs, tokens, {t: len(p) for t, p in per_term.items()}, arrays)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_top_k_equals_the_exhaustive_ranking(seed: int) -> None:
+    rng = random.Random(seed)
+    two = seed % 2 == 1
+    postings = _postings(rng, rng.choice([50, 400, 3000]), 60, two)
+    weights = (2.0, 1.0) if two else (1.0,)
+    vocabulary = sorted(postings.arrays)
+    for _ in range(25):
+        query = rng.sample(vocabulary, rng.randint(1, 6)) + (["absent"] if rng.random() < 0.2 else [])
+        limit = rng.choice([1, 5, 30, 100, 10_000])
+        # What a store reads for a query: the postings of its terms only.
+        read = Postings(
+            postings.n_rows,
+            postings.n_tokens,
+            postings.counts,
+            {t: a for t, a in postings.arrays.items() if t in query},
+        )
+        expected = bm25.rank(read, query, limit, weights)
+        found, scored = top_k(read, query, limit, weights)
+        assert found == expected, (query, limit)
+        assert scored <= len({d for t in query if t in postings.arrays for d in postings.arrays[t]["doc"]})
+
+
+def test_postings_in_write_order_rank_as_in_doc_order() -> None:
+    # A revised document's posting lands in a newer segment, after higher doc ids.
+    rows = [(5, 1, 0, 4), (9, 2, 0, 6), (2, 1, 0, 3), (7, 3, 0, 9)]
+    shuffled = np.array(rows, dtype=POSTING)
+    other = np.array([(2, 1, 0, 3), (9, 1, 0, 6)], dtype=POSTING)
+    postings = Postings(10, 60, {"a": 4, "b": 2}, {"a": shuffled, "b": other})
+    assert top_k(postings, ["a", "b"], 3, (1.0,))[0] == bm25.rank(postings, ["a", "b"], 3, (1.0,))
+
+
+def test_ties_break_by_lower_doc_id_like_the_exhaustive_ranking() -> None:
+    # Every document identical: all scores tie, so only the doc ids order them.
+    rows = [(doc, 1, 0, 5) for doc in range(10, 200, 3)]
+    postings = Postings(len(rows), 5 * len(rows), {"a": len(rows)}, {"a": np.array(rows, dtype=POSTING)})
+    assert top_k(postings, ["a"], 7, (1.0,))[0] == bm25.rank(postings, ["a"], 7, (1.0,))
+    assert [d for _, d in top_k(postings, ["a"], 3, (1.0,))[0]] == [10, 13, 16]
+
+
+def test_the_bounds_leave_most_documents_unscored_when_one_term_is_rare() -> None:
+    common = [(doc, 1, 0, 5 + doc % 26) for doc in range(1, 20_001)]
+    rare = [(doc, 2, 0, 5 + doc % 26) for doc in range(1, 20_001, 400)]
+    arrays = {"common": np.array(common, dtype=POSTING), "rare": np.array(rare, dtype=POSTING)}
+    postings = Postings(20_000, 20_000 * 18, {"common": 20_000, "rare": len(rare)}, arrays)
+    found, scored = top_k(postings, ["common", "rare"], 10, (1.0,))
+    assert found == bm25.rank(postings, ["common", "rare"], 10, (1.0,))
+    assert scored < 1_000  # the rare term's 50 documents and the few common ones that could still compete
