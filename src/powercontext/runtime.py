@@ -190,6 +190,7 @@ class Runtime:
         runtime.report_vector_index()
         if runtime.extraction is not None:
             runtime.extraction.lease_s = settings.extraction_lease_s
+            runtime.extraction.review = settings.extraction_review
         if generation.configured:
             runtime.extract_with_model(inference.expansion_call())
         return runtime

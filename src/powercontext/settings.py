@@ -65,6 +65,8 @@ class Settings:
     context_dates: str = "day"
     # How long a Server holds a claimed Source before another may extract it (POWERCONTEXT_EXTRACTION_LEASE_S).
     extraction_lease_s: float = 120.0
+    # Which extracted writes wait in the review inbox (POWERCONTEXT_EXTRACTION_REVIEW): model, all or none.
+    extraction_review: str = "model"
 
     def store_location(self) -> StoreLocation:
         """Where the store lives: the configured URL, else SQLite at ``db_path``."""
@@ -106,6 +108,7 @@ class Settings:
             prepare_deadline_ms=_milliseconds(env, "POWERCONTEXT_PREPARE_DEADLINE_MS", DEFAULT_PREPARE_DEADLINE_MS),
             context_dates=_choice(env, "POWERCONTEXT_CONTEXT_DATES", ("day", "off", "minute")),
             extraction_lease_s=_number(env, "POWERCONTEXT_EXTRACTION_LEASE_S", 120.0, minimum=1.0),
+            extraction_review=_choice(env, "POWERCONTEXT_EXTRACTION_REVIEW", ("model", "all", "none")),
         )
 
 

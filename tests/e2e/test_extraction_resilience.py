@@ -45,6 +45,7 @@ def test_a_server_killed_mid_extraction_leaves_the_source_to_the_next_one(tmp_pa
             "POWERCONTEXT_GENERATION_MODEL": "extract-model",
             "POWERCONTEXT_GENERATION_TIMEOUT": "60",
             "POWERCONTEXT_EXTRACTION_LEASE_S": "2",
+            "POWERCONTEXT_EXTRACTION_REVIEW": "none",
         }
         with live_server(tmp_path, settings, log_name="first.log") as first:
             _scope(first.base_url, "killed")

@@ -31,6 +31,7 @@ def model_server(chat: ChatServer, tmp_path_factory: pytest.TempPathFactory) -> 
         "POWERCONTEXT_GENERATION_BASE_URL": chat.base_url,
         "POWERCONTEXT_GENERATION_MODEL": "extract-model",
         "POWERCONTEXT_GENERATION_API_KEY": "sk-extract-secret-2718",
+        "POWERCONTEXT_EXTRACTION_REVIEW": "none",  # applied at once (the review inbox has its own tests)
     }
     with live_server(tmp_path_factory.mktemp("model-extraction"), settings) as live:
         yield live

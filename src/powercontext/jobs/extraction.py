@@ -77,13 +77,15 @@ class ExtractionWorker:
     ) -> None:
         self._writes, self._store = writes, store
         self.extractor = extractor  # replaceable before ``start`` (the Runtime sets the model extractor)
+        # Which extracted writes wait in the review inbox: "model" (model-extracted ones), "all" or "none".
+        self.review = "model"
         self.lease_s, self._poll_s, self._settle_s, self._max_attempts = lease_s, poll_s, settle_s, max_attempts
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._counts = {"done": 0, "skipped": 0, "deferred": 0, "failed": 0, "lease_lost": 0}
+        self._counts = {"done": 0, "in_review": 0, "skipped": 0, "deferred": 0, "failed": 0, "lease_lost": 0}
         self._last_reason: str | None = None
         self._troubled = False  # an error or a Source given up since start
         writes.on_capture(self._wake.set)
@@ -143,6 +145,10 @@ class ExtractionWorker:
                 self._writes.defer_source(claim, WAITING_FOR_MODEL, None, give_up=False)
                 self._note("deferred", WAITING_FOR_MODEL)
                 return
+            if operations and self._reviewed():
+                self._writes.propose_source(claim, operations)
+                self._note("in_review", None)
+                return
             self._writes.apply_source(claim, operations, "done" if operations else "skipped")
             self._note("done" if operations else "skipped", None)
         except SourceLeaseLost:
@@ -151,6 +157,10 @@ class ExtractionWorker:
             self._retry(claim, exc.reason)
         except StoreError as exc:  # a stale compare-and-swap, a memory no longer active: decide again later
             self._retry(claim, exc.code)
+
+    def _reviewed(self) -> bool:
+        """Whether this worker's extracted writes wait in the review inbox (the policy, for this extractor)."""
+        return self.review == "all" or (self.review == "model" and self.extractor.model_backed)
 
     def _retry(self, claim: ClaimedSource, reason: str) -> None:
         attempts = claim.record.attempts  # the claim counted this attempt already

@@ -137,6 +137,16 @@ class Scored(Generic[R]):
 ScoredMemory = Scored[MemoryRecord]
 
 
+@dataclass(frozen=True, slots=True)
+class PurgedArtifact:
+    """The tombstone a purge leaves: which Artifact (its head revision's key), how many revisions were erased,
+    and when."""
+
+    key: ArtifactKey
+    revisions: int
+    purged_at: str
+
+
 class Store(Protocol):
     """Everything the runtime needs from storage. Writes are transactional; reads never block writes."""
 
@@ -157,6 +167,10 @@ class Store(Protocol):
         self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None
     ) -> MemoryRecord: ...
     def merge_memories(self, scope_id: str, merge: MemoryMerge) -> MemoryRecord: ...
+    def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifact:
+        """Erase the text of every revision and remove the memory from every index, keeping a tombstone (exact
+        reads then raise ``ArtifactPurged``); idempotent."""
+        ...
 
     def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord: ...
     def read_revision(self, scope_id: str, artifact_id: str, revision: int) -> MemoryRecord: ...

@@ -100,6 +100,25 @@ class ClaimedSource:
     lease_until: str
 
 
+CandidateState = Literal["pending", "approved", "rejected"]
+IN_REVIEW = "in-review"  # a done Source's reason while its extracted operations wait in the review inbox
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCandidate:
+    """One extracted operation waiting in the review inbox (or decided): applied with its Source as lineage."""
+
+    scope_id: str
+    candidate_id: str
+    status: CandidateState
+    operation: SourceOperation
+    source_id: str
+    reject_reason: str | None
+    result: ArtifactKey | None
+    created_at: str
+    updated_at: str
+
+
 @runtime_checkable
 class SourceStore(Protocol):
     """Sources and their lineage. Same transaction and read rules as ``Store``."""
@@ -134,3 +153,20 @@ class SourceStore(Protocol):
     def source_refs(self, keys: Sequence[ArtifactKey]) -> dict[ArtifactKey, tuple[SourceRef, ...]]:
         """The lineage of these exact revisions (those that have any)."""
         ...
+
+    def propose_source(self, claim: ClaimedSource, operations: Sequence[SourceOperation]) -> SourceRecord:
+        """Put ``operations`` in the review inbox as Candidates and mark the Source done (``in-review``), in one
+        transaction, fenced like ``finish_source``."""
+        ...
+
+    def list_memory_candidates(
+        self, scope_id: str, status: CandidateState | None, before: int | None, limit: int
+    ) -> list[tuple[int, MemoryCandidate]]: ...
+    def read_memory_candidate(self, scope_id: str, candidate_id: str) -> MemoryCandidate: ...
+    def approve_memory_candidate(
+        self, scope_id: str, candidate_id: str, embedding: Embedding | None
+    ) -> MemoryCandidate:
+        """Apply a pending Candidate's operation with its Source as lineage (compare-and-swap as extracted)."""
+        ...
+
+    def reject_memory_candidate(self, scope_id: str, candidate_id: str, reason: str | None) -> MemoryCandidate: ...

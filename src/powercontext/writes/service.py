@@ -24,6 +24,7 @@ from powercontext.store.base import (
     MemoryMerge,
     MemoryRecord,
     NewMemory,
+    PurgedArtifact,
     ScopeEdit,
     ScopeRecord,
     ScoredMemory,
@@ -100,6 +101,10 @@ class WriteService(SourceCapture, FamilyWrites):
         """Merge exact active revisions ``(artifact_id, revision)`` into a new Atomic Memory."""
         merge = MemoryMerge(tuple(sources), text, kind, tuple(tags), self.embedding_for(text))
         return self.store.merge_memories(scope_id, merge)
+
+    def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifact:
+        """Erase every revision of an Atomic Memory and remove it from every index (``Store.purge_memory``)."""
+        return self.store.purge_memory(scope_id, artifact_id)
 
     def change_lifecycle(
         self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None

@@ -199,35 +199,53 @@ class SourceWrites(MemoryWrites):
             source_row = self._held(conn, claim)
             counts = TermCounts(ref.scope_id, self._fulltext)
             for op in operations:
-                if isinstance(op, CreateMemory):
-                    item = NewMemory(op.text, op.kind, op.tags, embedding=op.embedding, observed_at=ref.observed_at)
-                    rowid, record = self._insert_memory(conn, ref.scope_id, item, at, counts)
-                elif isinstance(op, ForgetMemory):
-                    self._change_lifecycle(conn, ref.scope_id, op.artifact_id, "forget", op.expected_revision, at)
-                    continue
-                else:
-                    edit = MemoryEdit(op.text, embedding=op.embedding, observed_at=ref.observed_at)
-                    rowid, record = self._revise_memory(
-                        conn, ref.scope_id, op.artifact_id, op.expected_revision, edit, at
-                    )
-                    # The revised statement keeps the evidence of the one it replaces, then this Source's.
-                    conn.execute(
-                        "INSERT INTO revision_sources (artifact, revision, source_row) SELECT artifact, ?, source_row"
-                        " FROM revision_sources WHERE artifact = ? AND revision = ? AND source_row <> ?",
-                        (record.key.revision, rowid, op.expected_revision, source_row),
-                    )
-                conn.execute(
-                    "INSERT INTO revision_sources (artifact, revision, source_row) VALUES (?, ?, ?)",
-                    (rowid, record.key.revision, source_row),
-                )
+                self._apply(conn, ref.scope_id, op, source_row, ref.observed_at, at, counts)
             counts.flush(conn)
             conn.execute(
                 "UPDATE sources SET status = ?, reason = NULL, lease_owner = NULL, lease_until = NULL,"
                 " next_attempt_at = NULL WHERE id = ?",
                 (status, source_row),
             )
-            row = conn.execute(SELECT_SOURCE + " WHERE id = ?", (source_row,)).fetchone()
-            return _record(row, self._writes_of(conn, [source_row]).get(source_row, ()))
+            return self._source_record(conn, conn.execute(SELECT_SOURCE + " WHERE id = ?", (source_row,)).fetchone())
+
+    def _apply(
+        self,
+        conn: Any,
+        scope_id: str,
+        op: SourceOperation,
+        source_row: int,
+        observed_at: str,
+        at: str,
+        counts: TermCounts,
+    ) -> ArtifactKey | None:
+        """One operation inside the caller's transaction, with its lineage; the revision it wrote (None: forget)."""
+        if isinstance(op, ForgetMemory):
+            self._change_lifecycle(conn, scope_id, op.artifact_id, "forget", op.expected_revision, at)
+            return None
+        if isinstance(op, CreateMemory):
+            item = NewMemory(op.text, op.kind, op.tags, embedding=op.embedding, observed_at=observed_at)
+            rowid, record = self._insert_memory(conn, scope_id, item, at, counts)
+        else:
+            edit = MemoryEdit(op.text, embedding=op.embedding, observed_at=observed_at)
+            rowid, record = self._revise_memory(conn, scope_id, op.artifact_id, op.expected_revision, edit, at)
+            # The revised statement keeps the evidence of the one it replaces, then this Source's.
+            conn.execute(
+                "INSERT INTO revision_sources (artifact, revision, source_row) SELECT artifact, ?, source_row"
+                " FROM revision_sources WHERE artifact = ? AND revision = ? AND source_row <> ?",
+                (record.key.revision, rowid, op.expected_revision, source_row),
+            )
+        conn.execute(
+            "INSERT INTO revision_sources (artifact, revision, source_row) VALUES (?, ?, ?)",
+            (rowid, record.key.revision, source_row),
+        )
+        return record.key
+
+    @staticmethod
+    def _source_select() -> str:
+        return SELECT_SOURCE + " WHERE id = ?"
+
+    def _source_record(self, conn: Any, row: Any) -> SourceRecord:
+        return _record(row, self._writes_of(conn, [row[0]]).get(row[0], ()))
 
     def defer_source(self, claim: ClaimedSource, reason: str, retry_at: str | None, give_up: bool) -> SourceRecord:
         with self._write() as conn:
@@ -237,5 +255,4 @@ class SourceWrites(MemoryWrites):
                 " lease_until = NULL WHERE id = ?",
                 ("failed" if give_up else "pending", reason, retry_at, source_row),
             )
-            row = conn.execute(SELECT_SOURCE + " WHERE id = ?", (source_row,)).fetchone()
-            return _record(row, self._writes_of(conn, [source_row]).get(source_row, ()))
+            return self._source_record(conn, conn.execute(SELECT_SOURCE + " WHERE id = ?", (source_row,)).fetchone())

@@ -281,6 +281,15 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
     ),
     # 11: the SQLite store moves to packed postings; this store has kept them since version 7.
     (11, []),
+    (
+        12,
+        [
+            f"""CREATE TABLE purged_artifacts (
+              artifact BIGINT PRIMARY KEY,
+              purged_at VARCHAR(32) NOT NULL
+            ) {_T}""",
+        ],
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -285,6 +285,17 @@ MIGRATIONS: list[tuple[int, str]] = [
         """
         + PACKED_SCHEMA,
     ),
+    (
+        12,
+        """
+        -- Tombstones of purged Artifacts: every revision's text was erased and the Artifact left every index;
+        -- an exact read answers 410 purged.
+        CREATE TABLE purged_artifacts (
+          artifact INTEGER PRIMARY KEY REFERENCES artifacts(id),
+          purged_at TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

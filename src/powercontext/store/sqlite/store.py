@@ -8,6 +8,7 @@ OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``packed.P
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -43,6 +44,9 @@ class SqliteStore(SqlStore):
         self._open_pool(VectorChanges(), StoreHealth(self.path.parent, self.path))
         self._fulltext: PackedIndex = PackedIndex()
         self._writer = self._connect()
+        # Deleted or overwritten content is zeroed in the file, not left in free space: a purged memory's text
+        # (core/purge.py) must not be recoverable from the database file.
+        self._writer.execute("PRAGMA secure_delete = ON")
         try:
             check_open(self._writer, self.path, LATEST_VERSION)
             self._writer.execute("PRAGMA journal_mode = WAL")
@@ -109,6 +113,18 @@ class SqliteStore(SqlStore):
             self.health.note_write_ok()
             # Still under the write lock, so cached matrices see commits in order.
             self._vectors.apply(self._changes)
+
+    def _after_purge(self, scope_id: str) -> None:
+        """Copy the WAL into the database and truncate it: the purge's transaction rewrote (packed postings) or
+        zeroed (``secure_delete``) every page that held the text, but older copies of those pages live in the WAL
+        until a checkpoint. A checkpoint waits for readers of older snapshots; it is retried briefly, and what it
+        could not reach is checkpointed by a later purge or write."""
+        with self._write_turn():
+            for _ in range(20):
+                busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if not busy:
+                    return
+                time.sleep(0.05)
 
     def _quick_check(self) -> str:
         """SQLite's ``quick_check`` verdict, on a read-only connection of its own (one line)."""
