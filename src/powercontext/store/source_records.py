@@ -19,6 +19,8 @@ SourceKind = Literal["prompt", "reply", "transcript", "note", "document"]
 ExtractionStatus = Literal["pending", "done", "failed", "skipped"]
 # A pending Source's reason when only a model can extract it: claimed again only once a model is configured.
 WAITING_FOR_MODEL = "waiting-for-model"
+# A purged Source's reason: its content (and digest) erased; what it wrote keeps its lineage by identity.
+PURGED = "purged"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,3 +172,7 @@ class SourceStore(Protocol):
         ...
 
     def reject_memory_candidate(self, scope_id: str, candidate_id: str, reason: str | None) -> MemoryCandidate: ...
+    def purge_source(self, scope_id: str, source_id: str) -> SourceRecord:
+        """Erase a Source's content and digest for good (a pending one is never extracted); the exact read then
+        answers ``410 purged``. A second purge answers the same record."""
+        ...

@@ -92,3 +92,7 @@ class SourceCapture:
 
     def reject_memory_candidate(self, scope_id: str, candidate_id: str, reason: str | None) -> MemoryCandidate:
         return self._source_store().reject_memory_candidate(scope_id, candidate_id, reason)
+
+    def purge_source(self, scope_id: str, source_id: str) -> SourceRecord:
+        """Erase a Source's content for good (``SourceStore.purge_source``)."""
+        return self._source_store().purge_source(scope_id, source_id)
