@@ -53,6 +53,10 @@ class SourceClientMixin:
             params["cursor"] = cursor
         return await self._call("GET", _path(scope_id, "sources"), SourceList, params=params)
 
+    async def purge_source(self, scope_id: str, source_id: str) -> SourceCreated:
+        """Erase the Source's content for good (irreversible)."""
+        return await self._call("POST", _path(scope_id, "sources", source_id, "purge"), SourceCreated, {})
+
     async def list_memory_candidates(
         self, scope_id: str, status: str = "pending", limit: int = 50, cursor: str | None = None
     ) -> MemoryCandidateList:

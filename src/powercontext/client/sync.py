@@ -129,6 +129,7 @@ class SyncPowerContextClient:
     reject_memory_candidate = _blocking(PowerContextClient.reject_memory_candidate)
     retire_experience = _blocking(PowerContextClient.retire_experience)
     purge_memory = _blocking(PowerContextClient.purge_memory)
+    purge_source = _blocking(PowerContextClient.purge_source)
     retire_memory = _blocking(PowerContextClient.retire_memory)
     retire_prompt = _blocking(PowerContextClient.retire_prompt)
     review_candidate = _blocking(PowerContextClient.review_candidate)

@@ -145,6 +145,13 @@ class SourceNotFound(StoreError):
         super().__init__("no Source with this id exists in this Scope")
 
 
+class SourcePurged(StoreError):
+    code, status = "purged", 410
+
+    def __init__(self) -> None:
+        super().__init__("this Source was purged: its content was erased and cannot be read")
+
+
 class SourceLeaseLost(StoreError):
     """A worker's lease on a Source expired or was taken over: it must apply nothing (never seen by a client)."""
 

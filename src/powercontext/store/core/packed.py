@@ -9,6 +9,7 @@ rewritten by a merge), the rest are open. Reading a term is a handful of rows wh
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -22,6 +23,8 @@ from powercontext.store.core.bm25 import POSTING
 MAX_TERM_CHARS: Final = 200
 # Full segments hold this many postings (80 KB): no statement carries a posting list of a whole index.
 SEGMENT_POSTINGS: Final = 4096
+MAX_COMPACTIONS: Final = 2_000  # terms compacted by one write beyond those it touches
+MAX_TRACKED_TERMS: Final = 1_000_000
 
 SegmentKey = tuple[str, str, str]  # (index, scope tag, term)
 # A document's index entry: (scope tag, its tokens including the tag, term frequencies per text column).
@@ -101,3 +104,38 @@ def group_postings(docs: dict[tuple[str, int], IndexedDoc]) -> dict[SegmentKey, 
     ends = [*cuts.tolist(), len(everything)]
     by_slot = {int(keys_array[a]): (a, b) for a, b in zip(starts, ends, strict=True) if b > a}
     return {key: everything[slice(*by_slot[slot])] for key, slot in slots.items()}
+
+
+class SegmentCounts:
+    """How many open (not full) segments this process believes each (index, scope tag, term) has: learnt
+    from its own writes and from every search (which reads all of a term's segments anyway). Only a
+    compaction hint: a wrong belief makes a term compact earlier or later, never changes a result."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit  # open segments a term may have before a write merges them
+        self._counts: dict[SegmentKey, int] = {}
+        self._lock = threading.Lock()
+
+    def seen(self, key: SegmentKey, count: int) -> None:
+        with self._lock:
+            if len(self._counts) >= MAX_TRACKED_TERMS:
+                self._counts.clear()
+            self._counts[key] = count
+
+    def due(self, touched: Iterable[SegmentKey]) -> set[SegmentKey]:
+        """The touched terms that would exceed the limit, and any a search found over it."""
+        with self._lock:
+            due = {key for key in touched if self._counts.get(key, 0) + 1 > self._limit}
+            due.update(k for k, n in self._counts.items() if n > self._limit and len(due) < MAX_COMPACTIONS)
+            return due
+
+    def written(self, touched: Iterable[SegmentKey], compacted: dict[SegmentKey, int]) -> None:
+        """``touched`` got one more open segment; ``compacted`` maps a key to its open segments after."""
+        with self._lock:
+            for key in touched:
+                self._counts[key] = self._counts.get(key, 0) + 1
+            self._counts.update(compacted)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._counts.clear()

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from powercontext.store.core.bm25 import Window
 from powercontext.store.core.packed import indexed_doc
 from powercontext.store.oceanbase import bm25, native_fulltext
-from powercontext.store.oceanbase.postings import TABLES, SegmentCounts, posting_term
+from powercontext.store.oceanbase.postings import MAX_SEGMENTS, TABLES, SegmentCounts, posting_term
 from powercontext.store.oceanbase.segments import add_documents, bump_totals, remove_documents
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class FtsWriter:
         self._removed: set[tuple[str, int]] = set()  # stored documents to take out of the index
         self._totals: Counter[tuple[str, str]] = Counter()  # (table, "docs" | "tokens")
         self._scope_totals: dict[tuple[str, str], tuple[int, int]] = {}  # (table, scope tag) -> (docs, tokens)
-        self.segments = SegmentCounts()
+        self.segments = SegmentCounts(MAX_SEGMENTS)
 
     def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None:
         spec = TABLES[table]

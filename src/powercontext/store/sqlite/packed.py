@@ -8,11 +8,12 @@ its rarest term. Packed segments reach NumPy as a few blobs per term, and the to
 that can still make the cut.
 
 Writes are buffered per transaction and written by ``flush`` just before COMMIT (the store's ``_write``), a few
-statements per touched term: each term gets one new open segment, and open segments are merged newest first
-while the older one is at most twice the size of what is being merged (a logarithmic merge: a posting is
-rewritten O(log n) times, and a term has O(log n) open segments). Full segments are sealed. ``N`` and the token
-total count every document ever added to a Scope's index (``fts_scope_totals``), as FTS5's contentless tables and
-the OceanBase store do, so both stores score alike.
+statements per transaction: each touched term gets one new open segment. A term past ``MAX_OPEN_SEGMENTS`` open
+ones (as this process believes: ``SegmentCounts``, learnt from its writes and searches, a hint that never changes
+a result) has its newest merged, newest first while the older one is at most twice what is being merged, so a big
+segment is not rewritten for a small write and a posting is rewritten O(log n) times. Full segments are sealed.
+``N`` and the token total count every document ever added to a Scope's index (``fts_scope_totals``), as FTS5's
+contentless tables and the OceanBase store do, so both stores score alike.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from powercontext.store.core.fulltext import INDEXES
 from powercontext.store.core.packed import (
     SEGMENT_POSTINGS,
     IndexedDoc,
+    SegmentCounts,
     SegmentKey,
     doc_terms,
     group_postings,
@@ -40,6 +42,9 @@ from powercontext.store.core.packed import (
 )
 
 _CHUNK: Final = 500  # values per IN (...) list
+# Open segments a term may have per Scope before a write merges the newest of them: a single create adds one
+# per term, so merges (and the blobs they rewrite) come once every few writes, and a search reads a few more rows.
+MAX_OPEN_SEGMENTS: Final = 8
 
 SCHEMA: Final = """
 CREATE TABLE fts_segments (
@@ -53,7 +58,7 @@ CREATE TABLE fts_segments (
   hi INTEGER NOT NULL,
   postings BLOB NOT NULL
 );
-CREATE INDEX fts_segments_by_term ON fts_segments (fts_table, scope_tag, term, open);
+CREATE INDEX fts_segments_by_term ON fts_segments (fts_table, scope_tag, term, open, n);
 CREATE TABLE fts_docs (
   fts_table TEXT NOT NULL,
   doc_id INTEGER NOT NULL,
@@ -78,6 +83,7 @@ class PackedIndex:
         self._docs: dict[tuple[str, int], IndexedDoc] = {}
         self._removed: set[tuple[str, int]] = set()
         self._totals: Counter[tuple[str, str, str]] = Counter()  # (index, scope tag, "docs" | "tokens")
+        self.open_segments = SegmentCounts(MAX_OPEN_SEGMENTS)
 
     # -- writes (the store's writer, under its lock) ------------------------------------------------
 
@@ -97,7 +103,7 @@ class PackedIndex:
         if self._removed:
             _remove_documents(conn, sorted(self._removed))
         if self._docs:
-            _add_documents(conn, self._docs)
+            _add_documents(conn, self._docs, self.open_segments)
         conn.executemany(
             "INSERT INTO fts_scope_totals (fts_table, scope_tag, docs, tokens) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (fts_table, scope_tag) DO UPDATE SET docs = docs + excluded.docs,"
@@ -131,7 +137,7 @@ class PackedIndex:
         query = list(dict.fromkeys(posting_term(t) for t in terms if t))
         if not query or limit < 1:
             return []
-        postings = read_postings(conn, index, scope_tag, query)
+        postings = read_postings(conn, index, scope_tag, query, self.open_segments)
         weights = INDEXES[index].weights
         if window == "rank":
             return topk.top_k(postings, query, limit, weights)[0]
@@ -154,46 +160,62 @@ class PackedIndex:
         return {term: found[key] for term, key in stored.items() if key in found}
 
 
-def read_postings(conn: Any, index: str, scope_tag: str, query: Sequence[str]) -> Postings:
+def read_postings(
+    conn: Any, index: str, scope_tag: str, query: Sequence[str], open_segments: SegmentCounts | None = None
+) -> Postings:
     """Every input of BM25 for the query's (stored-form) terms over one Scope's index, in two statements."""
     totals = conn.execute(
         "SELECT docs, tokens FROM fts_scope_totals WHERE fts_table = ? AND scope_tag = ?", (index, scope_tag)
     ).fetchone()
     if totals is None:
         return Postings(0, 0, {}, {})
-    parts: dict[str, list[npt.NDArray[Any]]] = {}
+    blobs: dict[str, list[bytes]] = {}
     counts: Counter[str] = Counter()
     rows = conn.execute(
-        "SELECT term, n, postings FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
+        "SELECT term, open, n, postings FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
         f" AND term IN ({','.join('?' * len(query))})",
         (index, scope_tag, *query),
     )
-    for term, n, blob in rows:
+    opened: Counter[str] = Counter()
+    for term, is_open, n, blob in rows:
         counts[term] += n
-        parts.setdefault(term, []).append(unpack(blob))
-    # Segments in write order; the top-k puts a term's postings in doc order when they are not already.
-    arrays = {t: a[0] if len(a) == 1 else np.concatenate(a) for t, a in parts.items()}
+        opened[term] += is_open
+        blobs.setdefault(term, []).append(blob)
+    if open_segments is not None:
+        for term in blobs:
+            open_segments.seen((index, scope_tag, term), opened[term])
+    # One copy of the bytes per term: concatenating structured arrays costs ~10x more (field promotion).
+    # Segments come in write order; the top-k puts a term's postings in doc order when they are not already.
+    arrays = {t: unpack(b[0] if len(b) == 1 else b"".join(b)) for t, b in blobs.items()}
     return Postings(int(totals[0]), int(totals[1]), counts, arrays)
 
 
-def _add_documents(conn: Any, docs: dict[tuple[str, int], IndexedDoc]) -> None:
+def _add_documents(conn: Any, docs: dict[tuple[str, int], IndexedDoc], open_segments: SegmentCounts) -> None:
     grouped = group_postings(docs)
-    opened = _open_segments(conn, list(grouped))
-    stale: list[tuple[int]] = []
-    written: list[tuple[str, str, str, int, npt.NDArray[Any]]] = []
-    for key, fresh in grouped.items():
-        merged = [fresh]
-        size = len(fresh)
+    due = open_segments.due(grouped)
+    opened = _open_segments(conn, sorted(due)) if due else {}
+    merging: dict[SegmentKey, list[int]] = {}  # key -> ids of the open segments merged into its new one
+    after: dict[SegmentKey, int] = {}  # a merged key's open segments after this write
+    for key in due:
         older = opened.get(key, [])
-        while older and older[-1][1] <= 2 * size:
+        size = len(grouped[key]) if key in grouped else 0
+        # Newest first, while an older segment is at most twice what is being merged: big ones stay put.
+        while older and older[-1][1] <= 2 * max(size, 1):
             seg_id, n = older.pop()
-            merged.append(_segment(conn, seg_id))
-            stale.append((seg_id,))
+            merging.setdefault(key, []).append(seg_id)
             size += n
-        array = merged[0] if len(merged) == 1 else np.sort(np.concatenate(merged), order="doc")
+        after[key] = len(older) + (size % SEGMENT_POSTINGS > 0)
+    stored = _segments(conn, [seg_id for ids in merging.values() for seg_id in ids])
+    written: list[tuple[str, str, str, int, npt.NDArray[Any]]] = []
+    for key in set(grouped) | set(merging):
+        parts = [grouped[key]] if key in grouped else []
+        parts.extend(stored[seg_id] for seg_id in merging.get(key, ()))
+        if not parts:
+            continue
+        array = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts), order="doc")
         for piece in split(array):
             written.append((*key, int(len(piece) < SEGMENT_POSTINGS), piece))
-    conn.executemany("DELETE FROM fts_segments WHERE id = ?", stale)
+    conn.executemany("DELETE FROM fts_segments WHERE id = ?", [(seg_id,) for seg_id in stored])
     conn.executemany(
         "INSERT INTO fts_segments (fts_table, scope_tag, term, open, n, lo, hi, postings)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -202,6 +224,7 @@ def _add_documents(conn: Any, docs: dict[tuple[str, int], IndexedDoc]) -> None:
             for index, tag, term, is_open, a in written
         ],
     )
+    open_segments.written((key for key in grouped if key not in after), after)
     conn.executemany(
         "INSERT OR REPLACE INTO fts_docs (fts_table, doc_id, scope_tag, terms) VALUES (?, ?, ?, ?)",
         [(index, doc, tag, doc_terms(tf)) for (index, doc), (tag, _, tf) in docs.items()],
@@ -219,17 +242,24 @@ def _open_segments(conn: Any, keys: Sequence[SegmentKey]) -> dict[SegmentKey, li
             part = terms[start : start + _CHUNK]
             rows = conn.execute(
                 "SELECT term, id, n FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
-                f" AND term IN ({','.join('?' * len(part))}) AND open = 1 ORDER BY id",
+                f" AND term IN ({','.join('?' * len(part))}) AND open = 1",
                 (index, tag, *part),
             )
             for term, seg_id, n in rows:
                 found.setdefault((index, tag, term), []).append((int(seg_id), int(n)))
+    for segments in found.values():
+        segments.sort()
     return found
 
 
-def _segment(conn: Any, seg_id: int) -> npt.NDArray[Any]:
-    row = conn.execute("SELECT postings FROM fts_segments WHERE id = ?", (seg_id,)).fetchone()
-    return unpack(row[0])
+def _segments(conn: Any, ids: Sequence[int]) -> dict[int, npt.NDArray[Any]]:
+    """The postings of the segments with these ids."""
+    found: dict[int, npt.NDArray[Any]] = {}
+    for start in range(0, len(ids), _CHUNK):
+        part = ids[start : start + _CHUNK]
+        rows = conn.execute(f"SELECT id, postings FROM fts_segments WHERE id IN ({','.join('?' * len(part))})", part)
+        found.update((int(seg_id), unpack(blob)) for seg_id, blob in rows)
+    return found
 
 
 def _remove_documents(conn: Any, removed: Sequence[tuple[str, int]]) -> None:
