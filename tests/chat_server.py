@@ -11,6 +11,8 @@ A step is an object ``{"mode": ..., ...}``:
 * ``rank``: C is ``{"ranks": [...]}``, the numbers of the candidates (lines ``[n] text`` of the last message)
   whose text contains ``keyword`` (case-insensitive), in candidate order; every candidate when ``keyword`` is
   empty; in reverse order when ``reverse`` is true.
+* ``operations``: C is ``{"operations": [...]}`` from the step's ``operations``, where a revise or forget names its
+  memory by ``match`` (a substring of a numbered line ``[n] …`` of the last message) instead of its number.
 * ``error`` (HTTP 500); ``garbage`` (200, not JSON); ``stall`` (sleep ``delay_s``, then answer as ``then``, a
   nested step, default ``rank``); ``trickle`` (headers at once, then the body one byte every ``delay_s``).
 * any step may carry ``delay_s``: a fixed latency for benchmarks. It counts from the moment the request line
@@ -39,7 +41,7 @@ from typing import Any
 
 from tests.fake_http import AnswerWriter
 
-MODES = ("answer", "rank", "error", "garbage", "stall", "trickle")
+MODES = ("answer", "rank", "operations", "error", "garbage", "stall", "trickle")
 CANDIDATE_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 
 
@@ -80,6 +82,18 @@ def ranks_for(last_message: str, keyword: str, reverse: bool = False) -> list[in
         int(n) for n, text in CANDIDATE_LINE.findall(last_message) if not keyword or keyword.lower() in text.lower()
     ]
     return numbers[::-1] if reverse else numbers
+
+
+def operations_for(last_message: str, operations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An ``operations`` step's answer: each ``match`` replaced by the number of the memory line holding it."""
+    lines = CANDIDATE_LINE.findall(last_message)
+    answered = []
+    for op in operations:
+        if "match" in op:
+            number = next((int(n) for n, text in lines if op["match"] in text), 0)
+            op = {**{k: v for k, v in op.items() if k != "match"}, "memory": number}
+        answered.append(op)
+    return answered
 
 
 class _Handler(AnswerWriter):
@@ -153,6 +167,9 @@ class _Handler(AnswerWriter):
             status, data, content_type = 500, b'{"error": {"message": "internal error"}}', "application/json"
         elif mode == "garbage":
             status, data, content_type = 200, b"<html>upstream sent something else</html>", "text/html"
+        elif mode == "operations":
+            answer = json.dumps({"operations": operations_for(last, step.get("operations", []))})
+            status, data, content_type = 200, self._completion(answer), "application/json"
         elif mode == "rank":
             ranks = json.dumps(ranks_for(last, step.get("keyword", ""), bool(step.get("reverse"))))
             status, data, content_type = 200, self._completion('{"ranks": ' + ranks + "}"), "application/json"

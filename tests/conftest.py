@@ -43,6 +43,7 @@ from powercontext.server.app import create_app
 from powercontext.store.base import Store
 from powercontext.store.sqlite import SqliteStore
 from tests import forked
+from tests.ci import under_ci
 from tests.scheduling import TimedTogetherScheduling, alone_when_timed, order_items, record_timed_ids, share_run_id
 from tests.seekdb_support import (
     may_use_seekdb,
@@ -83,6 +84,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> TimedTogethe
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
     with alone_when_timed(item, nextitem):
         return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[object]:
+    """Under CI (``tests/ci.py``) a skipped test is a failure, whatever skipped it: a ``skipif`` mark, a
+    ``pytest.skip`` in a fixture or a test. An expected failure (xfail) is not a skip."""
+    report = yield
+    assert isinstance(report, pytest.TestReport)
+    if report.skipped and under_ci() and not hasattr(report, "wasxfail"):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI, which counts as a failure (untested is unsupported): {reason}"
+    return report
 
 
 # -- the server subprocess ---------------------------------------------------------------------

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from powercontext.store.location import StoreLocation
+from tests.ci import unavailable
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.store import OceanBaseStore
@@ -228,9 +229,7 @@ def require_seekdb() -> None:
         return
     message = f"skipped: embedded seekdb cannot start: {reason}"
     print(message)
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI runs every backend)", pytrace=False)
-    pytest.skip(message)
+    unavailable(message)
 
 
 def seekdb_store(directory: Path) -> OceanBaseStore:

@@ -94,6 +94,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("POWERCONTEXT_RERANK_SETTINGS", "{}"),
     Setting("POWERCONTEXT_EXPANSION", "none"),
     Setting("POWERCONTEXT_PREPARE_DEADLINE_MS", "5000"),
+    Setting("POWERCONTEXT_EXTRACTION_LEASE_S", "120"),
+    Setting("POWERCONTEXT_EXTRACTION_REVIEW", "model"),
     Setting("POWERCONTEXT_URL", "http://127.0.0.1:8765"),
     Setting("POWERCONTEXT_TOKEN", "none", secret=True),
 )

@@ -33,6 +33,7 @@ from powercontext.recall.readers import RecallContext
 from powercontext.recall.trace import RecallTrace
 from powercontext.search.channels import SEARCH_QUERY_TERMS
 from powercontext.search.embedding import VectorChannel
+from powercontext.sources.lineage import lineage_of
 from powercontext.text.normalize import normalize_query
 from powercontext.text.tokenize import query_terms, term_set
 
@@ -130,6 +131,7 @@ class ContextExplainer:
             else c
             for c in candidates
         ]
+        candidates = _with_lineage(self.pipeline.store, candidates)
         plan = self.pipeline.plan(prepare_request)
         counts = {f: sum(1 for c in candidates if c.family == f) for f in plan.families}
         return ContextExplanation(
@@ -322,3 +324,24 @@ def _below_floor(probe: probes.ExplainProbe) -> list[BelowFloorHit]:
             )
         )
     return found
+
+
+def _with_lineage(store: object, candidates: list[ExplainedCandidate]) -> list[ExplainedCandidate]:
+    """Each Atomic Memory candidate with the Sources its revision was written from (RFC 1435's third level: the
+    Source evidence of an injected item, read under the same authorization as the candidate itself)."""
+    keys = [
+        ArtifactKey.from_address(c.artifact_address)
+        for c in candidates
+        if c.family == "atomic-memory" and c.artifact_address is not None
+    ]
+    found = lineage_of(store, keys)
+    if not found:
+        return candidates
+    return [
+        c.model_copy(update={"source_refs": found[ArtifactKey.from_address(c.artifact_address)]})
+        if c.family == "atomic-memory"
+        and c.artifact_address is not None
+        and ArtifactKey.from_address(c.artifact_address) in found
+        else c
+        for c in candidates
+    ]

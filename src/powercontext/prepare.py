@@ -24,8 +24,10 @@ from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCand
 from powercontext.domain.errors import RequestRefused
 from powercontext.inference.generation_config import DEFAULT_MAX_REQUESTS
 from powercontext.prompts.definitions import resolve_builtin
+from powercontext.recall.admission import HeavyPrepareGate
 from powercontext.recall.budget import DEFAULT_PREPARE_DEADLINE_MS, PrepareBudget
 from powercontext.recall.expansion import MAX_ROUNDS_AFTER_ZERO, Expander, ExpansionFailed
+from powercontext.recall.fanout import scope_share, searched_scopes
 from powercontext.recall.probe import ExplainProbe
 from powercontext.recall.readers import CodeReader, FamilyReader, RecallContext, ScopePools, SearchableReader
 from powercontext.recall.rerank import MemoryReranker, PromptResolver, rerank_scopes, will_invoke
@@ -39,6 +41,7 @@ from powercontext.receipt.validation import (
 )
 from powercontext.search.embedding import GuardedEmbedder, VectorChannel
 from powercontext.store.base import Store
+from powercontext.store.core.terms import search_share
 from powercontext.text.normalize import normalize_query
 
 log = logging.getLogger("powercontext.receipt")
@@ -125,6 +128,7 @@ class PreparePipeline:
         resolve_prompt: PromptResolver = resolve_builtin,
         deadline_s: float = DEFAULT_PREPARE_DEADLINE_MS / 1000,
         model_call_limit: int = DEFAULT_MAX_REQUESTS,
+        heavy_gate: HeavyPrepareGate | None = None,
     ) -> None:
         """``deadline_s`` bounds the provider calls of one prepare together; ``model_call_limit`` the
         generation-model calls (expansion and rerank together)."""
@@ -144,6 +148,7 @@ class PreparePipeline:
         self.resolve_prompt = resolve_prompt
         self.deadline_s = deadline_s
         self.model_call_limit = model_call_limit
+        self.heavy_gate = heavy_gate or HeavyPrepareGate()
         # Per-Scope pool sizes; with a reranker, Atomic Memory's coarse pool is its candidate_limit.
         self.limits: dict[Family, int] = dict(CANDIDATE_LIMITS)
         if reranker is not None:
@@ -183,7 +188,24 @@ class PreparePipeline:
     ) -> PrepareResult:
         with trace.stage("scope.context"):
             scope = self.store.get_scope(request.scope_id)
-            scope_ids = (scope.scope_id, *(r for r in scope.context_references if may_read(r)))
+            scope_ids = searched_scopes((scope.scope_id, *(r for r in scope.context_references if may_read(r))))
+        # Cost bounds (recall/fanout.py, recall/admission.py): a heavy prepare waits for its turn, within its deadline.
+        with (
+            self.heavy_gate.admitted(len(scope_ids), trace.budget.deadline.remaining()),
+            search_share(scope_share(len(scope_ids))),
+        ):
+            return self._recall_and_build(request, request_id, may_read, plan, query, trace, scope_ids)
+
+    def _recall_and_build(
+        self,
+        request: PrepareContextRequest,
+        request_id: str,
+        may_read: Callable[[str], bool],
+        plan: RecallPlan,
+        query: str,
+        trace: RecallTrace,
+        scope_ids: tuple[str, ...],
+    ) -> PrepareResult:
         ctx = RecallContext(query, scope_ids, trace, VectorChannel(self.embedder))
         recall = self._round_zero(plan, ctx)
         if trace.probe is not None:

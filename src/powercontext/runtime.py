@@ -11,7 +11,7 @@ from powercontext import __version__
 from powercontext.assembly.builder import BuilderLimits, PreparedContextBuilder
 from powercontext.assembly.render import date_precision
 from powercontext.code.indexer import CodeIndexer
-from powercontext.contract.capabilities import Capabilities, Limits
+from powercontext.contract.capabilities import Capabilities, ExtractionCapability, Limits
 from powercontext.contract.common import PREPARED_CONTEXT_SCHEMA, RECEIPT_POLICY_ID, Family
 from powercontext.contract.explain import ContextExplanation, ExplainContextRequest
 from powercontext.contract.limits import MAX_REQUEST_BODY_BYTES
@@ -24,12 +24,14 @@ from powercontext.contract.prepare import (
     PrepareContextRequest,
 )
 from powercontext.contract.receipt import MAX_RECEIPT_BYTES
+from powercontext.contract.sources import MAX_SOURCE_BYTES
 from powercontext.explain import ContextExplainer
 from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
 from powercontext.inference.generation import GenerationProvider, NoGeneration
 from powercontext.inference.generation_config import (
     DEFAULT_MAX_REQUESTS,
     InferenceSettings,
+    ModelCallConfig,
     build_generation_provider,
 )
 from powercontext.jobs.background import BackgroundWork
@@ -51,8 +53,10 @@ from powercontext.search.families import ExperienceSearch
 from powercontext.search.relevance import RelevanceFloor
 from powercontext.settings import Settings
 from powercontext.sources.explicit import ExplicitExtractor
+from powercontext.sources.model import ModelExtractor
 from powercontext.store.base import (
     FamilyStore,
+    MemoryRecord,
     ScoredMemory,
     ScoredTopic,
     Store,
@@ -62,6 +66,9 @@ from powercontext.store.source_records import SourceStore
 from powercontext.writes.service import WriteService
 
 ATOMIC_MEMORY: Family = "atomic-memory"
+# The active memories a Source is extracted against: found by a search for its text (its first characters).
+RELATED_POOL = 30
+RELATED_QUERY_CHARS = 2000
 
 
 class Runtime:
@@ -181,6 +188,11 @@ class Runtime:
             model_call_limit=inference.generation.max_requests,
         )
         runtime.report_vector_index()
+        if runtime.extraction is not None:
+            runtime.extraction.lease_s = settings.extraction_lease_s
+            runtime.extraction.review = settings.extraction_review
+        if generation.configured:
+            runtime.extract_with_model(inference.expansion_call())
         return runtime
 
     def _background_work(self) -> tuple[VectorBackfill, BackgroundWork]:
@@ -195,9 +207,25 @@ class Runtime:
     def _write_service(self) -> WriteService:
         """The write service, and (when the store holds Sources) its extraction worker among the jobs."""
         writes = WriteService(self.store, self.embedder, self.atomic_search)
+        self.extraction: ExtractionWorker | None = None
         if isinstance(self.store, SourceStore):
-            self.background.register("extraction", ExtractionWorker(writes, self.store, ExplicitExtractor()))
+            self.extraction = ExtractionWorker(writes, self.store, ExplicitExtractor())
+            self.background.register("extraction", self.extraction)
         return writes
+
+    def extract_with_model(self, call: ModelCallConfig) -> None:
+        """Extract Sources with the generation model (``sources.model``) instead of explicit statements only;
+        before ``start_background``."""
+        if self.extraction is None:
+            return
+        resolve = self.pipeline.resolve_prompt
+
+        def related(scope_id: str, text: str) -> list[MemoryRecord]:
+            # The relevance floor is for what a prompt is shown; what a Source may revise includes what it drops.
+            found = self.atomic_search.search(scope_id, text[:RELATED_QUERY_CHARS], "auto", RELATED_POOL)
+            return [hit.record for hit in (*found.hits, *found.below_floor)][:RELATED_POOL]
+
+        self.extraction.extractor = ModelExtractor(self.generation, call, resolve, related)
 
     def start_background(self) -> None:
         """What a Server starts beside its requests (``jobs.background``): with a provider, loading the model and
@@ -246,6 +274,7 @@ class Runtime:
             rerank=self.rerank_policy(),
             expansion=self.expansion_policy(),
             prompts=prompt_capabilities(self.store),
+            extraction=self._extraction_capability(),
             limits=Limits(
                 max_bytes_min=MIN_MAX_BYTES,
                 max_bytes_max=MAX_MAX_BYTES,
@@ -257,6 +286,13 @@ class Runtime:
                 receipt_max_bytes=MAX_RECEIPT_BYTES,
             ),
         )
+
+    def _extraction_capability(self) -> ExtractionCapability | None:
+        if self.extraction is None or not isinstance(self.store, SourceStore):
+            return None
+        extractor: Literal["explicit", "model"] = "model" if self.extraction.extractor.model_backed else "explicit"
+        pending = sum(self.store.pending_sources().values())
+        return ExtractionCapability(extractor=extractor, pending_sources=pending, source_max_bytes=MAX_SOURCE_BYTES)
 
     def rerank_policy(self) -> Literal["off", "listwise", "deterministic"]:
         """The rerank this Runtime applies; an injected reranker counts by what it declares."""

@@ -63,6 +63,10 @@ class Settings:
     prepare_deadline_ms: int = DEFAULT_PREPARE_DEADLINE_MS
     # How precisely each injected item shows when it was true (POWERCONTEXT_CONTEXT_DATES: off, day, minute).
     context_dates: str = "day"
+    # How long a Server holds a claimed Source before another may extract it (POWERCONTEXT_EXTRACTION_LEASE_S).
+    extraction_lease_s: float = 120.0
+    # Which extracted writes wait in the review inbox (POWERCONTEXT_EXTRACTION_REVIEW): model, all or none.
+    extraction_review: str = "model"
 
     def store_location(self) -> StoreLocation:
         """Where the store lives: the configured URL, else SQLite at ``db_path``."""
@@ -103,6 +107,8 @@ class Settings:
             inference=InferenceSettings.from_env(env),
             prepare_deadline_ms=_milliseconds(env, "POWERCONTEXT_PREPARE_DEADLINE_MS", DEFAULT_PREPARE_DEADLINE_MS),
             context_dates=_choice(env, "POWERCONTEXT_CONTEXT_DATES", ("day", "off", "minute")),
+            extraction_lease_s=_number(env, "POWERCONTEXT_EXTRACTION_LEASE_S", 120.0, minimum=1.0),
+            extraction_review=_choice(env, "POWERCONTEXT_EXTRACTION_REVIEW", ("model", "all", "none")),
         )
 
 
@@ -140,6 +146,8 @@ def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:
     if raw in ("off", "false", "0"):
         return False
     raise SettingsError(f"{name} must be on or off")
+
+
 def _store(raw: str | None, name: str) -> StoreLocation | None:
     if raw is None or not raw.strip():
         return None
@@ -178,6 +186,8 @@ def _code_roots(raw: str) -> tuple[Path, ...]:
             raise SettingsError("POWERCONTEXT_CODE_ROOTS lists a path that is not an existing directory")
         roots.append(root)
     return tuple(roots)
+
+
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """One of ``choices`` (the first is the default when unset or blank)."""
     raw = env.get(name, "").strip().lower()

@@ -16,6 +16,7 @@ from tests.e2e.test_seekdb_two_servers import (  # the same cases, run here with
     kill_during_batch_leaves_all_or_nothing,
     test_compare_and_set_across_servers_has_exactly_one_winner,
     test_concurrent_writers_on_two_servers_lose_nothing,
+    test_writes_through_one_server_are_read_searched_and_prepared_by_the_other,
     writer_lock_probe,
 )
 from tests.seekdb_server import PORT, seekdb_server
@@ -23,6 +24,7 @@ from tests.seekdb_server import PORT, seekdb_server
 __all__ = [
     "test_compare_and_set_across_servers_has_exactly_one_winner",
     "test_concurrent_writers_on_two_servers_lose_nothing",
+    "test_writes_through_one_server_are_read_searched_and_prepared_by_the_other",
 ]
 
 

@@ -124,6 +124,8 @@ def test_every_variable_the_server_and_cli_read_can_come_from_the_file() -> None
         "POWERCONTEXT_CONFIG",
         "POWERCONTEXT_PYTHON",
         "POWERCONTEXT_SCOPE",
+        "POWERCONTEXT_CAPTURE",
+        "POWERCONTEXT_PREPARED_CONTEXT",
         "POWERCONTEXT_PREPARED_CONTEXT_V1",
     }
     hook = {n for n in named if n.startswith("POWERCONTEXT_HOOK_")}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from playwright import sync_api as playwright_sync
 
+from tests.ci import unavailable
 from tests.e2e.test_eval_cli import run_cli, run_eval, write_suite
 from tests.e2e.test_inspector import BROWSER_ARGS, CHROMIUM
 from tests.support import doc_image
@@ -31,7 +32,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
 @pytest.fixture(scope="module")
 def browser() -> Iterator[playwright_sync.Browser]:
     if shutil.which("chromium") is None and not Path(CHROMIUM).exists():
-        pytest.skip("needs chromium")
+        unavailable("needs chromium (.ci/run installs it)")
     with playwright_sync.sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         yield launched

@@ -196,10 +196,10 @@ def test_topics_and_atomic_memory_never_share_search(api: Api) -> None:
     assert topic_search(api, sid, "isolationword") == [artifact_id(topic)]
     refused(read(api, sid, "atomic-memory", artifact_id(topic)), 404, "artifact-not-found")
     refused(read(api, sid, "topic-memory", artifact_id(memory)), 404, "artifact-not-found")
-    # Atomic Memory's answer shape is unchanged by the shared read route.
+    # Atomic Memory's answer shape is unchanged by the shared read route (plus its lineage, issue 40).
     assert set(ok(read(api, sid, "atomic-memory", artifact_id(memory)))) == {
         "artifact_address", "head_revision", "state", "kind", "text", "tags", "created_at", "observed_at",
-        "merged_into", "merged_from",
+        "merged_into", "merged_from", "source_refs",
     }  # fmt: skip
 
 

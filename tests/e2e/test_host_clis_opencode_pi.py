@@ -71,11 +71,16 @@ def fake_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeModel]:
 
 @dataclass
 class HungServer:
-    """Accepts connections and never answers; records when each connection arrived and when the client hung up."""
+    """Accepts connections and never answers.
+
+    For prepare requests it records when each connection arrived and when the client hung up; any other request
+    (a hook's capture of the prompt, posted beside recall) is only counted by path in ``others``.
+    """
 
     sock: socket.socket
     accepted_at: list[float] = field(default_factory=list)
     closed_at: list[float] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
     held: list[socket.socket] = field(default_factory=list)
 
     @property
@@ -88,12 +93,20 @@ class HungServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            self.accepted_at.append(time.time())
             self.held.append(conn)
-            threading.Thread(target=self._read_until_closed, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._read_until_closed, args=(conn, time.time()), daemon=True).start()
 
-    def _read_until_closed(self, conn: socket.socket) -> None:
+    def _read_until_closed(self, conn: socket.socket, accepted: float) -> None:
+        head = b""
         try:
+            while b"\r\n" not in head and (chunk := conn.recv(65536)):
+                head += chunk
+            request_line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            path = request_line[1] if len(request_line) > 1 else ""
+            if path != "/v1/context/prepare":
+                self.others.append(path)
+                return
+            self.accepted_at.append(accepted)
             while conn.recv(65536):
                 pass
         except OSError:

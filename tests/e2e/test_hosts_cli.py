@@ -251,13 +251,17 @@ def test_doctor_names_a_down_server_and_needs_no_mcp_package(project: Path, home
 
 
 def test_install_and_doctor_say_when_powercontext_is_not_on_path(project: Path, home: Path) -> None:
+    """The hook runs with the interpreter install recorded for this machine; the MCP server entry still needs
+    `powercontext` on PATH, and doctor says so with a fix that installs this checkout."""
     off = user_env(home, path="/nonexistent")
     installed = pc("hosts", "install", "claude-code", "--yes", cwd=project, env=off)
     assert installed.returncode == 0 and "`powercontext` is not on PATH" in installed.stderr
     off_path = pc("hosts", "doctor", "--host", "claude-code", cwd=project, env=off)
     assert off_path.returncode == 1
-    assert "`powercontext` is not on PATH" in doctor_lines(off_path.stdout)["claude-code-hook-command"]
+    assert doctor_lines(off_path.stdout)["claude-code-hook-command"].startswith("✔")
+    assert "`powercontext` is not on PATH" in doctor_lines(off_path.stdout)["claude-code-mcp-server"]
     as_json = pc("hosts", "doctor", "--host", "claude-code", "--json", cwd=project, env=off)
     assert as_json.returncode == 1
     checks = {c["name"]: c for c in json.loads(as_json.stdout)["checks"]}
-    assert checks["claude-code-hook-command"]["status"] == "fail" and checks["claude-code-hook-command"]["fix"]
+    assert checks["claude-code-mcp-server"]["status"] == "fail"
+    assert "pipx install -e " in checks["claude-code-mcp-server"]["fix"]

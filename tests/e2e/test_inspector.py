@@ -210,7 +210,8 @@ def test_page_shows_the_receipt_rows_and_exact_revisions(seeded: Seeded, page: W
     # Markup in a memory is text: shown verbatim, nothing runs, nothing is fetched.
     markup = next(i for i in receipt["selected"] if i["family"] == "atomic-memory" and "markup" in _read(seeded, i))
     assert _expand(p, _identity(markup)).locator("pre.body").text_content() == MARKUP
-    assert "<img src=x onerror=" in p.text_content("#content"), "markup in the content shows as text"
+    # The prepared content carries it framing-safe (``<`` as a JSON escape), shown as the text it is.
+    assert "\\u003cimg src=x onerror=" in p.text_content("#content"), "markup in the content shows as text"
     assert p.evaluate("window.__pwned") is None
     assert page.dialogs == []
     assert not [u for u in page.requests if u.rstrip("/").endswith("/x")]

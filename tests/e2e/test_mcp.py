@@ -39,6 +39,8 @@ EXPECTED_TOOLS = {
     "experience_candidate_add",
     "profile_get",
     "code_query",
+    "memory_candidates_list",
+    "memory_candidate_decide",
 }
 WRITER, READER = "mcp-writer-token-1", "mcp-reader-token-2"
 
@@ -131,6 +133,11 @@ async def round_trip(client: Client, api: Api, scope_id: str, work_tree: Path) -
     code = await call(client, "code_query", {"scope_id": scope_id, "query": "parse_webhook_payload"})
     assert code == api.post(f"/v1/scopes/{scope_id}/code/query", {"query": "parse_webhook_payload"}).json()
     assert code["hits"], "the indexed function is found"
+
+    listed = await call(client, "memory_candidates_list", {"scope_id": scope_id})
+    assert listed == api.get(f"/v1/scopes/{scope_id}/memory-candidates").json()
+    decide = {"scope_id": scope_id, "candidate_id": "mc_none", "decision": "approve"}
+    assert (await tool_error(client, "memory_candidate_decide", decide))["code"] == "candidate-not-found"
 
 
 @pytest.fixture(scope="module")

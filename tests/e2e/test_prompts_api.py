@@ -54,7 +54,7 @@ def custom(expected: int, instructions: str = MARKER, demos: list[Any] | None = 
 
 def test_capabilities_name_the_registered_prompt_keys(api: Api) -> None:
     prompts = api.get("/v1/capabilities").json()["prompts"]
-    assert set(prompts) == {"memory.rerank", "recall.expand"}
+    assert set(prompts) == {"memory.rerank", "recall.expand", "memory.extract"}
     for entry in prompts.values():
         assert entry == {"status": "supported", "definition_version": 1, "builtin_version": 1}
 
@@ -96,6 +96,7 @@ def test_set_custom_then_auto_changes_the_resolved_prompt_and_its_digest(api: Ap
     assert [(i["key"], i["status"], i["head_revision"], i["head_mode"]) for i in listed] == [
         ("memory.rerank", "built_in", 2, "auto"),
         ("recall.expand", "built_in", 0, None),
+        ("memory.extract", "built_in", 0, None),
     ]
 
 
@@ -186,8 +187,8 @@ def test_invalid_content_is_refused_with_a_stable_code_and_nothing_is_written(
 def test_unknown_keys_and_scopes_are_404_with_stable_codes(api: Api) -> None:
     sid = api.new_scope()
     for r in (
-        api.get(f"/v1/scopes/{sid}/prompts/memory.extract"),
-        put(api, sid, custom(0), key="memory.extract"),
+        api.get(f"/v1/scopes/{sid}/prompts/memory.summarize"),
+        put(api, sid, custom(0), key="memory.summarize"),
         api.post(f"/v1/scopes/{sid}/prompts/no.such/lifecycle", {"action": "retire"}),
     ):
         assert (r.status_code, error_code(r)) == (404, "unknown-prompt-key")

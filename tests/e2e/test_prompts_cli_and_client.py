@@ -58,7 +58,7 @@ def test_prompt_set_show_auto_and_retire_through_the_cli(server: LiveServer, sco
     assert stale.returncode == 4 and "revision-conflict" in stale.stderr
     blank = run_cli("prompt", "set", "recall.expand", "-s", scope, "--instructions", "   ", url=url)
     assert blank.returncode == 2 and "prompt-instructions-required" in blank.stderr
-    unknown = run_cli("prompt", "show", "memory.extract", "-s", scope, url=url)
+    unknown = run_cli("prompt", "show", "memory.summarize", "-s", scope, url=url)
     assert unknown.returncode == 3 and "unknown-prompt-key" in unknown.stderr
 
     auto = run_cli("prompt", "auto", "recall.expand", "-s", scope, "--json", url=url)
@@ -93,7 +93,7 @@ def test_the_client_covers_every_prompt_operation(server: LiveServer) -> None:
         async with PowerContextClient(server.base_url) as client:
             await client.create_scope(scope_id, "prompts")
             caps = await client.capabilities()
-            assert set(caps.prompts) == {"memory.rerank", "recall.expand"}
+            assert set(caps.prompts) == {"memory.rerank", "recall.expand", "memory.extract"}
             builtin = await client.get_prompt(scope_id, "memory.rerank")
             demo = PromptDemonstration(
                 input={"request": "q", "candidates": ["a", "b"]}, expected_output={"ranks": [2, 1]}
@@ -116,6 +116,7 @@ def test_the_client_covers_every_prompt_operation(server: LiveServer) -> None:
             assert [(s.key, s.status, s.head_revision) for s in statuses] == [
                 ("memory.rerank", "built_in", 2),
                 ("recall.expand", "built_in", 0),
+                ("memory.extract", "built_in", 0),
             ]
 
     asyncio.run(flow())

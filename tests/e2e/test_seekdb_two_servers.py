@@ -91,6 +91,43 @@ def test_concurrent_writers_on_two_servers_lose_nothing(two_servers: tuple[LiveS
                 assert [h["artifact_address"]["artifact"]["artifact_id"] for h in r.json()["hits"]] == [aid]
 
 
+def _prepared(server: LiveServer, sid: str, query: str) -> dict[str, Any]:
+    """A prepare's answer with its Receipt, without what differs per call (the Receipt id, stage timings)."""
+    body = {"scope_id": sid, "query": query, "include_receipt": True}
+    r = httpx.post(f"{server.base_url}/v1/context/prepare", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = r.json()
+    del answer["receipt"]["receipt_id"]
+    for stage in answer["receipt"]["stages"]:
+        del stage["duration_ms"]
+    return answer
+
+
+def test_writes_through_one_server_are_read_searched_and_prepared_by_the_other(
+    two_servers: tuple[LiveServer, LiveServer],
+) -> None:
+    """Scaling out: one Server writes, the other answers at once (read-after-write), with equal Receipts."""
+    writer, reader = two_servers
+    sid = scope_on(writer)
+    texts = [f"ledgerword shard {i} moved to the eu region" for i in range(20)] + ["ledgerword rollback runbook"]
+    with httpx.Client(base_url=writer.base_url, timeout=60) as http:
+        r = http.post(
+            f"/v1/scopes/{sid}/atomic-memory/batch", json={"items": [{"text": t, "kind": "fact"} for t in texts]}
+        )
+        assert r.status_code == 201, r.text
+        last = http.post(f"/v1/scopes/{sid}/atomic-memory", json={"text": "ledgerword freeze friday", "kind": "fact"})
+        assert last.status_code == 201, last.text
+    aid = last.json()["artifact_address"]["artifact"]["artifact_id"]
+    with httpx.Client(base_url=reader.base_url, timeout=60) as http:
+        assert http.get(f"/v1/scopes/{sid}/artifacts/atomic-memory/{aid}").json()["text"] == "ledgerword freeze friday"
+        hits = http.post(f"/v1/scopes/{sid}/atomic-memory/search", json={"query": "freeze friday"}).json()["hits"]
+        assert [h["artifact_address"]["artifact"]["artifact_id"] for h in hits][:1] == [aid]
+    for query in ("ledgerword rollback", "freeze friday", "eu region shard"):
+        seen_by_writer, seen_by_reader = _prepared(writer, sid, query), _prepared(reader, sid, query)
+        assert seen_by_reader == seen_by_writer, query
+        assert seen_by_reader["status"] == "ready"
+
+
 def test_compare_and_set_across_servers_has_exactly_one_winner(two_servers: tuple[LiveServer, LiveServer]) -> None:
     first, second = two_servers
     sid = scope_on(second)

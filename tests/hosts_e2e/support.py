@@ -63,18 +63,18 @@ class Sandbox:
         return data
 
 
-def make_sandbox(base: Path, **extra_env: str) -> Sandbox:
-    """A throwaway HOME and a fresh git project; PATH has only the venv's, the pinned CLIs' and the system's bins."""
+def make_sandbox(base: Path, on_path: bool = True, **extra_env: str) -> Sandbox:
+    """A throwaway HOME and a fresh git project; PATH has only the venv's (unless not ``on_path``: the README's
+    install, ``powercontext`` only in ``.venv/bin``), the pinned CLIs' and the system's bins."""
     home = base / "home"
     project = base / "project"
+    venv_bin = [str(Path(sys.executable).parent)] if on_path else []
     home.mkdir()
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     env = {
         "HOME": str(home),
-        "PATH": os.pathsep.join(
-            [str(Path(sys.executable).parent), *_node_bins(), "/usr/local/bin", "/usr/bin", "/bin"]
-        ),
+        "PATH": os.pathsep.join([*venv_bin, *_node_bins(), "/usr/local/bin", "/usr/bin", "/bin"]),
         "LANG": "C.UTF-8",
         "POWERCONTEXT_HOOK_TIMEOUT_MS": str(HOOK_BUDGET_MS),
         **extra_env,

@@ -10,13 +10,14 @@ import pytest
 from powercontext.store.base import Store
 from powercontext.store.code import CodeStore, NewCodeChunk, NewCodeFile
 from powercontext.store.errors import CodeNotFound, ScopeNotFound
+from tests.ci import unavailable
 from tests.support import sha256_of
 
 
 @pytest.fixture
 def code(store: Store) -> CodeStore:
     if not isinstance(store, CodeStore):
-        pytest.skip("this backend keeps no code evidence")
+        unavailable("this backend keeps no code evidence")
     return store
 
 

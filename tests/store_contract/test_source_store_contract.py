@@ -68,7 +68,7 @@ def test_operations_apply_all_or_nothing_with_lineage_on_each_revision(store: St
     assert revised.revision == 2 and store.read_head("s", other.key.artifact_id).state == "forgotten"
     lineage = sources.source_refs([key, revised])
     assert [r.source_id for r in lineage[key]] == [first.ref.source_id]
-    assert [r.source_id for r in lineage[revised]] == [second.ref.source_id]
+    assert [r.source_id for r in lineage[revised]] == [first.ref.source_id, second.ref.source_id]
     assert store.read_revision("s", key.artifact_id, 2).observed == second.ref.observed_at
 
 

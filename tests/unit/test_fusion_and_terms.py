@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from powercontext.search.channels import ChannelSearch
 from powercontext.search.embedding import GuardedEmbedder
 from powercontext.search.fusion import fuse, fuse_scores
 from powercontext.search.relevance import RelevanceFloor
-from powercontext.store.base import NewMemory
+from powercontext.store.base import NewMemory, ScoredMemory
 from powercontext.store.sqlite import SqliteStore
 
 
@@ -105,4 +106,30 @@ def test_a_search_reports_the_hits_its_floor_dropped_apart_from_its_results(tmp_
     # "queue" alone (in every memory) is below the floor: read, dropped, and reported apart from the results.
     assert len(outcome.below_floor) == 9
     assert all("Kafka" not in h.record.text for h in outcome.below_floor)
+    store.close()
+
+
+def test_hybrid_fusion_weighs_a_full_text_hit_by_the_share_of_the_query_it_covers(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "t.db")
+    store.create_scope("s", "s", ())
+    store.create_memories(
+        "s",
+        [
+            NewMemory("Zanzibar zanzibar zanzibar zanzibar.", "fact", ()),
+            NewMemory("Zanzibar signs each payout in the nightly ledger run, with retries and alerts.", "fact", ()),
+            *(NewMemory(f"Payout note {i}.", "fact", ()) for i in range(10)),
+        ],
+    )
+    embedder = GuardedEmbedder(build_embedding_provider(EmbeddingConfig(provider="local")))
+
+    def flat_vectors(scope_id: str, model_id: str, vector: object, limit: int) -> list[ScoredMemory]:
+        # Every memory equally close: the vector channel adds the same to each, full text decides the order.
+        return [dataclasses.replace(h, score=0.5) for h in store.search_text(scope_id, ["zanzibar"], limit)]
+
+    search = ChannelSearch(store.search_text, flat_vectors, embedder, floor=RelevanceFloor(store.term_statistics))
+    by_bm25 = search.search("s", "zanzibar payout", "fts", 2).hits
+    assert by_bm25[0].record.text.startswith("Zanzibar zanzibar")  # term frequency wins BM25
+    fused = search.search("s", "zanzibar payout", "hybrid", 2).hits
+    # The memory holding both query terms covers more of the query than the one repeating one of them.
+    assert fused[0].record.text.startswith("Zanzibar signs")
     store.close()

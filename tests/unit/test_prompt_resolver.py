@@ -130,7 +130,7 @@ def test_an_unreadable_store_is_unavailable_and_an_unknown_key_is_refused(tmp_pa
     s = SqliteStore(tmp_path / "closed.db")
     resolver = ScopePromptResolver(s)
     with pytest.raises(UnknownPromptKey) as unknown:
-        resolver("x", "memory.extract")
+        resolver("x", "memory.summarize")
     assert (unknown.value.code, unknown.value.status) == ("unknown-prompt-key", 404)
     s.close()
     with pytest.raises(PromptUnavailable):

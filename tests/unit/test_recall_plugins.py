@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from powercontext.hosts.extension import RUNNER_MARKER, asset_text, plugin_text
+from tests.ci import unavailable
 
 PLUGINS = {"opencode.js": "opencode", "pi.ts": "pi", "dsh.mjs": "dsh"}
 
@@ -28,7 +29,7 @@ def test_each_plugin_holds_the_shared_runner_once_and_names_its_host(name: str) 
 def test_the_installed_opencode_plugin_is_a_module_node_parses(tmp_path: Path) -> None:
     node = shutil.which("node")
     if node is None:
-        pytest.skip("no node on PATH (the real-CLI tests in tests/e2e cover the plugin)")
+        unavailable("no node on PATH")
     plugin = tmp_path / "opencode.mjs"
     plugin.write_text(plugin_text("opencode.js"), encoding="utf-8")
     checked = subprocess.run([node, "--check", str(plugin)], capture_output=True, text=True, timeout=60)

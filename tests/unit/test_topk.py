@@ -51,6 +51,15 @@ def test_top_k_equals_the_exhaustive_ranking(seed: int) -> None:
         assert scored <= len({d for t in query if t in postings.arrays for d in postings.arrays[t]["doc"]})
 
 
+def test_postings_in_write_order_rank_as_in_doc_order() -> None:
+    # A revised document's posting lands in a newer segment, after higher doc ids.
+    rows = [(5, 1, 0, 4), (9, 2, 0, 6), (2, 1, 0, 3), (7, 3, 0, 9)]
+    shuffled = np.array(rows, dtype=POSTING)
+    other = np.array([(2, 1, 0, 3), (9, 1, 0, 6)], dtype=POSTING)
+    postings = Postings(10, 60, {"a": 4, "b": 2}, {"a": shuffled, "b": other})
+    assert top_k(postings, ["a", "b"], 3, (1.0,))[0] == bm25.rank(postings, ["a", "b"], 3, (1.0,))
+
+
 def test_ties_break_by_lower_doc_id_like_the_exhaustive_ranking() -> None:
     # Every document identical: all scores tie, so only the doc ids order them.
     rows = [(doc, 1, 0, 5) for doc in range(10, 200, 3)]

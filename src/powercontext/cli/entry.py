@@ -46,7 +46,7 @@ def main() -> None:
     if args and args[0] == "hook":
         from powercontext.hosts.hook import main as hook_main
 
-        raise SystemExit(hook_main(args[1:]))
+        raise SystemExit(hook_main(args[1:], portable=True))
     url = mcp_arguments(args)
     if url is not None:
         _serve_mcp(url or os.environ.get("POWERCONTEXT_URL", "").strip())

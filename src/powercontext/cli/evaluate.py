@@ -279,3 +279,70 @@ def eval_compare(
     except OSError as exc:
         raise fail(f"cannot write {target}: {exc.strerror}") from None
     say(f"wrote {target}", err=as_json)
+
+
+@eval_app.command("extraction")
+def eval_extraction(
+    suite_dir: Annotated[Path, typer.Argument(help="Directory with conversations.jsonl (docs/evaluation.md).")],
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report JSON here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Score extraction: each conversation's turns are captured and extracted by an in-process Server on a temporary
+    store (POWERCONTEXT_GENERATION* choose the model; without one only explicit statements are extracted)."""
+    import asyncio
+    import json
+
+    from powercontext.evaluation.extraction import load_conversations
+
+    try:
+        conversations = load_conversations(suite_dir)
+    except (OSError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    report = asyncio.run(_extraction_in_process(conversations, _in_process_settings()))
+    if out is not None:
+        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        say(json.dumps(report, indent=2))
+        return
+    say(
+        f"extraction: recall {report['recall']:.2f}, precision {report['precision']:.2f}, "
+        f"outdated still active {report['outdated_active']}, secrets stored {report['secrets_stored']} "
+        f"({report['conversations']} conversations, extractor {report['extractor']})"
+    )
+
+
+async def _extraction_in_process(conversations: list[Any], server_settings: Settings) -> dict[str, Any]:
+    import dataclasses
+    import tempfile
+
+    import httpx
+
+    from powercontext.client import PowerContextClient
+    from powercontext.evaluation.extraction import run_conversation, summarize
+    from powercontext.runtime import Runtime
+    from powercontext.server.app import create_app
+
+    with tempfile.TemporaryDirectory(prefix="powercontext-eval-") as tmp:
+        server_settings = dataclasses.replace(
+            server_settings, db_path=Path(tmp) / "eval.db", store=None, extraction_review="none"
+        )
+        runtime = Runtime.from_settings(server_settings)
+        worker = runtime.extraction
+        if worker is None:
+            raise fail("this store cannot hold Sources")
+
+        def extract() -> None:  # the worker's turns, run here until nothing due is left
+            while worker.run_once():
+                pass
+
+        try:
+            transport = httpx.ASGITransport(app=create_app(runtime, close_runtime=False))
+            async with PowerContextClient("http://127.0.0.1", transport=transport, timeout=120.0) as client:
+                results = [
+                    await run_conversation(client, f"eval-extraction-{c.id}-{secrets.token_hex(3)}", c, extract)
+                    for c in conversations
+                ]
+        finally:
+            runtime.close()
+    extractor = "model" if worker.extractor.model_backed else "explicit"
+    return {"extractor": extractor, **summarize(results)}

@@ -14,6 +14,7 @@ import typer
 from powercontext.cli.common import DEFAULT_URL, JsonOption, print_json
 from powercontext.cli.hosts_report import HostsReport
 from powercontext.cli.terminal import say
+from powercontext.hosts.capture import capture_notice
 from powercontext.hosts.registry import names_text, titles_text
 
 if TYPE_CHECKING:
@@ -122,26 +123,32 @@ def hosts_install(
     for line in _path_warnings(host):
         say(line, err=True)
     say(f"ready: the next {host} prompt in {ctx.project} gets PowerContext recall (check: powercontext hosts doctor)")
+    say(capture_notice(host))
 
 
 def _path_warnings(host: str) -> list[str]:
     """Warnings about what the host will run from PATH (the same for the dry run and the real install)."""
-    from powercontext.hosts.machine import install_this_checkout
+    from powercontext.hosts.machine import install_this_checkout, machine_hook_needed
     from powercontext.hosts.registry import spec_for
 
-    if shutil.which("powercontext") is not None:
+    if not machine_hook_needed(os.environ):
         return []
-    if spec_for(host).kind == "extension":
-        # The plugin runs the hook with the interpreter install records for this machine; only MCP needs PATH.
-        return [
-            "note: `powercontext` is not on PATH; the plugin will run the hook with "
-            f"{sys.executable} (recorded for this machine), but MCP entries run `powercontext` from PATH",
-            f"  fix: {install_this_checkout()}",
+    where = "is not on PATH" if shutil.which("powercontext") is None else "is on PATH only in this virtualenv"
+    fix = f"  fix: {install_this_checkout()}"
+    spec = spec_for(host)
+    if spec.kind == "extension":
+        # The plugin runs the hook with the interpreter install records for this machine.
+        lines = [
+            f"note: `powercontext` {where}; the plugin runs the hook with {sys.executable} (recorded for this machine)"
         ]
-    return [
-        "warning: `powercontext` is not on PATH; the hook and MCP entries run it from PATH",
-        f"  fix: activate its venv where you start the host, or: {install_this_checkout()}",
-    ]
+    else:
+        lines = [
+            f"note: `powercontext` {where}; on this machine the {host} hook runs {sys.executable} (named only in "
+            "this machine's config); the committed hook runs `powercontext` from PATH, for machines that have it"
+        ]
+    if spec.mcp:
+        lines += ["warning: the MCP server entry runs `powercontext` from PATH; it will not start until it is", fix]
+    return lines
 
 
 def _error(report: HostsReport | None, exit_code: int, error_code: str, message: str) -> typer.Exit:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from powercontext.cli.candidates import candidates_app
 from powercontext.cli.choices import LIST_STATES, MEMORY_KINDS, SEARCH_MODES, one_of
 from powercontext.cli.common import (
     DEFAULT_URL,
@@ -26,7 +27,7 @@ from powercontext.cli.common import (
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.server import settings_from_options
-from powercontext.cli.terminal import say
+from powercontext.cli.terminal import confirm_irreversible, say
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -359,3 +360,23 @@ def _lifecycle(action: str) -> Callable[..., None]:
 
 for _action in ("forget", "retire", "restore"):
     memory_app.command(_action)(_lifecycle(_action))
+
+memory_app.add_typer(candidates_app, name="candidates")
+
+
+@memory_app.command("purge")
+def memory_purge(
+    artifact_id: Annotated[str, typer.Argument()],
+    scope: ScopeOption,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Purge without asking (needed when not interactive).")
+    ] = False,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Erase every revision of an Atomic Memory for good (real deletion; a tombstone stays). Irreversible."""
+    confirm_irreversible(f"purge {artifact_id} from {scope}: the text of every revision is erased for good", yes)
+    purged = _run(url, lambda c: c.purge_memory(scope, artifact_id))
+    if printed_as_json(purged, as_json):
+        return
+    say(f"purged {purged.artifact_id} from {purged.scope_id}: {purged.revisions} revision(s) erased")

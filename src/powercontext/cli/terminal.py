@@ -25,3 +25,17 @@ def terminal_safe(text: str) -> str:
 def say(message: str = "", *, err: bool = False, nl: bool = True) -> None:
     """Print ``message`` for a person (stdout, or stderr with ``err``), terminal-safe."""
     typer.echo(terminal_safe(message), err=err, nl=nl)
+
+
+def confirm_irreversible(what: str, yes: bool) -> None:
+    """Go on only with ``--yes``, or when a person at a terminal confirms; a script without ``--yes`` is refused
+    (exit 2) before anything is sent."""
+    import sys
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        say(f"error: refusing to {what} without --yes (not an interactive terminal)", err=True)
+        raise typer.Exit(2)
+    if not typer.confirm(f"{what[0].upper()}{what[1:]}. Go on?", default=False):
+        raise typer.Exit(1)

@@ -18,6 +18,7 @@ from powercontext.client.errors import PowerContextError, error_for, with_method
 from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
+from powercontext.client.sources import SourceClientMixin
 from powercontext.contract.capabilities import Capabilities
 from powercontext.contract.code import CodeIndexResult, CodeQueryResult, CodeSnippetResult
 from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchModePolicy
@@ -31,10 +32,11 @@ from powercontext.contract.memory import (
     AtomicMemoryList,
     AtomicMemorySearchResult,
     MemoryListState,
+    PurgedArtifactView,
 )
 from powercontext.contract.prepare import PrepareContextRequest as PrepareContextRequest
 from powercontext.contract.prepare import PreparedContext as PreparedContext
-from powercontext.contract.scopes import Scope, ScopeList
+from powercontext.contract.scopes import Scope, ScopeDeleted, ScopeList
 from powercontext.server_url import BadServerUrl as BadServerUrl
 from powercontext.server_url import check_server_url
 from powercontext.text.urls import mask_credentials
@@ -47,11 +49,11 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8765"
 M = TypeVar("M", bound=BaseModel)
 
 
-class PowerContextClient(FamilyClientMixin, PromptClientMixin):
+class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin):
     """Async client. Use as ``async with PowerContextClient(url) as client: ...`` or call ``aclose()``.
 
     Topic Memory, Experience and Profile methods come from ``FamilyClientMixin``; Prompts from
-    ``PromptClientMixin``.
+    ``PromptClientMixin``; Sources and the review inbox from ``SourceClientMixin``.
     """
 
     def __init__(
@@ -136,6 +138,10 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
         """One Scope (``NotFound`` ``scope-not-found`` if it does not exist or may not be read)."""
         return await self._call("GET", f"/v1/scopes/{_seg(scope_id)}", Scope)
 
+    async def delete_scope(self, scope_id: str) -> ScopeDeleted:
+        """Delete a Scope and everything in it, for good (needs the ``delete`` grant); irreversible."""
+        return await self._call("DELETE", f"/v1/scopes/{_seg(scope_id)}", ScopeDeleted, {"confirm": scope_id})
+
     # -- atomic memory ---------------------------------------------------------------------------
 
     async def add_memory(
@@ -209,6 +215,10 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin):
     async def forget_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
         """Forget a memory: prepare and search no longer return it (``change_lifecycle(..., "forget")``)."""
         return await self.change_lifecycle(scope_id, artifact_id, "forget")
+
+    async def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifactView:
+        """Erase every revision of a memory for good (exact reads then fail with ``purged``, 410); irreversible."""
+        return await self._call("POST", f"{_mem(scope_id)}/{_seg(artifact_id)}/purge", PurgedArtifactView)
 
     async def retire_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
         """Retire an outdated memory (``change_lifecycle(..., "retire")``)."""

@@ -30,6 +30,14 @@ class Limits(StrictModel):
     receipt_max_bytes: StrictInt = Field(description="A Receipt whose serialized JSON is larger is dropped whole.")
 
 
+class ExtractionCapability(StrictModel):
+    extractor: Literal["explicit", "model"] = Field(
+        description="explicit: only explicit statements are extracted (no generation model); model: every Source."
+    )
+    pending_sources: StrictInt = Field(description="Sources not extracted yet, in every Scope together.")
+    source_max_bytes: StrictInt = Field(description="The largest Source content accepted, in UTF-8 bytes.")
+
+
 class Capabilities(StrictModel):
     version: str
     context_versions: list[str]
@@ -54,4 +62,7 @@ class Capabilities(StrictModel):
     limits: Limits
     prompts: dict[str, PromptCapability] = Field(
         description="The registered Prompt keys a Scope may override (docs/prompts.md), with their versions."
+    )
+    extraction: ExtractionCapability | None = Field(
+        default=None, description="Extraction of captured Sources (docs/sources.md); null when the store has none."
     )

@@ -20,6 +20,7 @@ from powercontext.contract.common import (
 )
 from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
 from powercontext.contract.receipt import OmissionReason
+from powercontext.contract.sources import SourceRef
 
 EXPLANATION_SCHEMA: Final = "powercontext.context-explanation.v1"
 MAX_EXPECTED = 16
@@ -86,6 +87,10 @@ class ExplainedCandidate(StrictModel):
     )
     fate: Fate
     expected: StrictBool = False
+    source_refs: list[SourceRef] = Field(
+        default_factory=list,
+        description="Atomic Memory: the Sources this revision was written from (host, session, time; never content).",
+    )
 
 
 class ExpectedItem(StrictModel):

@@ -89,6 +89,17 @@ class AtomicMemoryLifecycle(StrictModel):
     expected_revision: Revision | None = None
 
 
+class PurgedArtifactView(StrictModel):
+    """What a purge answers: the tombstone left in place of the erased text."""
+
+    status: Literal["purged"] = "purged"
+    scope_id: str
+    family: Literal["atomic-memory", "topic-memory", "experience"]
+    artifact_id: str
+    revisions: StrictInt = Field(ge=1, description="How many revisions had their text erased.")
+    purged_at: str
+
+
 class MergeSource(StrictModel):
     artifact_id: ArtifactId
     revision: Revision

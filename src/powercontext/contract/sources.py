@@ -9,7 +9,16 @@ from pydantic import Field, StrictInt, field_validator
 from powercontext.contract.common import NON_BLANK, ArtifactAddress, StrictModel, utf8_bytes_schema
 from powercontext.contract.observed import ObservedAt
 
-__all__ = ["Source", "SourceCreate", "SourceCreated", "SourceList", "SourceOrigin", "SourceRef"]
+__all__ = [
+    "MemoryCandidate",
+    "MemoryCandidateList",
+    "Source",
+    "SourceCreate",
+    "SourceCreated",
+    "SourceList",
+    "SourceOrigin",
+    "SourceRef",
+]
 
 # A Source is one turn or one document, not a repository: larger content is refused, never truncated.
 MAX_SOURCE_BYTES = 64 * 1024
@@ -87,3 +96,47 @@ class Source(SourceCreated):
 class SourceList(StrictModel):
     items: list[SourceCreated] = Field(description="Newest first; content only in the exact read.")
     next_cursor: str | None
+
+
+CandidateStatus = Literal["pending", "approved", "rejected"]
+
+
+class ExtractedOperation(StrictModel):
+    op: Literal["create", "revise", "forget"]
+    text: str | None = Field(description="The memory's statement (create, revise).")
+    kind: str | None = Field(description="create only.")
+    target: ArtifactAddress | None = Field(description="revise, forget: the exact revision the model was shown.")
+
+
+class MemoryCandidate(StrictModel):
+    """An extracted write waiting in the review inbox, or decided."""
+
+    scope_id: str
+    candidate_id: str
+    status: CandidateStatus
+    operation: ExtractedOperation
+    source_id: str = Field(description="The Source it was extracted from (read it for the exact words).")
+    reject_reason: str | None
+    result: ArtifactAddress | None = Field(description="approved: the revision written (null for a forget).")
+    created_at: str
+    updated_at: str
+
+
+class MemoryCandidateList(StrictModel):
+    items: list[MemoryCandidate] = Field(description="Newest first.")
+    next_cursor: str | None
+
+
+class MemoryCandidateReject(StrictModel):
+    reason: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+
+
+class ExtractionPolicyWrite(StrictModel):
+    explicit: Literal["apply", "review"] = Field(description="Writes extracted from explicit statements.")
+    model: Literal["apply", "review"] = Field(description="Writes a generation model extracted.")
+
+
+class ExtractionPolicyView(ExtractionPolicyWrite):
+    origin: Literal["scope", "server"] = Field(
+        description="scope: this Scope's own policy; server: the Server's default (POWERCONTEXT_EXTRACTION_REVIEW)."
+    )

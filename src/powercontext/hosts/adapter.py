@@ -43,6 +43,15 @@ def hook_command(host: str, event: str | None = None) -> str:
     return f"powercontext hook {host}" + (f" {event}" if event else "")
 
 
+def machine_hook_command(host: str, event: str | None = None, python: str | None = None) -> str:
+    """The per-machine hook command: the interpreter that ran ``hosts install`` (``python``, default this one)
+    runs the hook module, so the host needs nothing on PATH. Written only to per-machine config files."""
+    import sys
+
+    interpreter = shlex.quote(python or sys.executable)
+    return f"{interpreter} -m {HOOK_MODULE} {host}" + (f" {event}" if event else "")
+
+
 @dataclass(frozen=True)
 class Check:
     """One ``hosts doctor`` line; a ``fail`` carries the exact command that fixes it."""
@@ -98,15 +107,17 @@ def _is_our_command(command: str) -> bool:
     return HOOK_MODULE in command or command.startswith("powercontext hook ") or "/powercontext hook " in command
 
 
-def with_hook(path: Path, settings: dict[str, Any], host: str) -> int:
-    """Replace PowerContext's ``UserPromptSubmit`` entry in ``settings`` (in place); returns its group index."""
+def with_hook(path: Path, settings: dict[str, Any], host: str, command: str | None = None) -> int:
+    """Replace PowerContext's ``UserPromptSubmit`` entry in ``settings`` (in place) with one running ``command``
+    (default: the portable ``hook_command``); returns its group index."""
     from powercontext.hosts.files import InstallError
 
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict) or not isinstance(hooks.get("UserPromptSubmit", []), list):
         raise InstallError(f"{path}: 'hooks.UserPromptSubmit' must be a list inside an object")
     entries = [e for e in hooks.get("UserPromptSubmit", []) if not is_powercontext_hook(e)]
-    entries.append({"hooks": [{"type": "command", "command": hook_command(host), "timeout": HOOK_TIMEOUT_S}]})
+    handler = {"type": "command", "command": command or hook_command(host), "timeout": HOOK_TIMEOUT_S}
+    entries.append({"hooks": [handler]})
     hooks["UserPromptSubmit"] = entries
     return len(entries) - 1
 
@@ -130,12 +141,12 @@ class HooksFile:
     path: Path
     root: Path  # the project (or the host's config directory) the file must stay inside
 
-    def registration(self, host: str) -> tuple[FileChange, int, dict[str, Any]]:
-        """The change that (re)registers PowerContext's hook, with the hook's group index and the handler it
-        writes (what Codex's trust hash is computed from)."""
+    def registration(self, host: str, command: str | None = None) -> tuple[FileChange, int, dict[str, Any]]:
+        """The change that (re)registers PowerContext's hook (running ``command``, default the portable one), with
+        the hook's group index and the handler it writes (what Codex's trust hash is computed from)."""
         before = read_text(self.path, self.root)
         settings = parse_json_object(self.path, before)
-        group = with_hook(self.path, settings, host)
+        group = with_hook(self.path, settings, host, command)
         handler: dict[str, Any] = settings["hooks"]["UserPromptSubmit"][group]["hooks"][0]
         change = FileChange(self.path, self.root, before, render_json(settings), "hook: UserPromptSubmit")
         return change, group, handler
@@ -152,14 +163,6 @@ class HooksFile:
         JSON object (or is a link, or leaves its root)."""
         return our_hook(parse_json_object(self.path, read_text(self.path, self.root)))
 
-    def checks(self, host: str, handler: dict[str, Any], env: Mapping[str, str]) -> list[Check]:
-        """``hosts doctor``'s lines for a registered hook: where it is, and whether its command is on PATH."""
-        command = str(handler.get("command", ""))
-        return [
-            Check(f"{host}-hook", "ok", f"registered in {self.path}"),
-            command_check(f"{host}-hook-command", command, env, hook_path_fix()),
-        ]
-
 
 def our_hook(settings: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
     """(group index, handler) of PowerContext's hook in a hooks file, if registered."""
@@ -172,13 +175,6 @@ def our_hook(settings: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
 
 
 # -- checks shared by hosts -------------------------------------------------------------------------
-
-
-def hook_path_fix() -> str:
-    """What fixes a hook whose ``powercontext`` does not resolve: install *this* checkout on PATH."""
-    from powercontext.hosts.machine import install_this_checkout
-
-    return install_this_checkout()
 
 
 def command_check(name: str, command: str, env: Mapping[str, str], fix: str) -> Check:

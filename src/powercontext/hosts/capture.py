@@ -40,6 +40,15 @@ def capture_on(config_capture: bool | None, env: Mapping[str, str] | None = None
     return config_capture is not False
 
 
+def capture_notice(host: str) -> str:
+    """What ``hosts install`` tells the user about capture (on by default)."""
+    what = "your prompts and its final answers are" if host == "claude-code" else "your prompts are"
+    return (
+        f"capture: {what} recorded as Sources in this Scope (secrets redacted by the Server); `remember: ...` lines"
+        " become memories. Off: POWERCONTEXT_CAPTURE=off or `capture = false` in .powercontext.toml (docs/sources.md)"
+    )
+
+
 def origin_of(host: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """The Source's origin from the hook input: the host and its session id (when it is a plain token)."""
     origin: dict[str, Any] = {"host": host}

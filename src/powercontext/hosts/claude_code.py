@@ -4,7 +4,9 @@
 * ``.mcp.json`` (committed): ``mcpServers.powercontext`` runs ``powercontext mcp``;
 * ``.claude/settings.local.json`` (this machine; Claude Code keeps it out of git): the user's approval of
   that project MCP server, ``enabledMcpjsonServers: ["powercontext"]``. Without it ``claude mcp list``
-  shows the server as pending approval and ``claude -p`` never starts it;
+  shows the server as pending approval and ``claude -p`` never starts it. When ``powercontext`` is not on
+  ``PATH`` (the README's venv install), also the hooks naming the interpreter that ran install
+  (``hosts.local_hooks``); the committed ones defer to them;
 * ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json``): Claude Code reads the local approval above only
   for a workspace the user trusts, so install sets ``projects["<dir>"].hasTrustDialogAccepted`` when it is
   not already set, and marks that it did (``powercontextRecordedTrust``) so uninstall removes only its own.
@@ -33,6 +35,7 @@ from powercontext.hosts.files import (
     read_text,
     render_json,
 )
+from powercontext.hosts.local_hooks import hook_runner_check, machine_hooks_change, settings_after
 from powercontext.hosts.mcp_probe import mcp_checks
 from powercontext.hosts.stop_hook import with_stop_hook, without_stop_hook
 
@@ -98,8 +101,10 @@ class ClaudeCode:
             raise InstallError(f"{mcp_path}: 'mcpServers' must be an object")
         servers[SERVER] = {"command": MCP_COMMAND, "args": list(MCP_ARGS)}
         changes.append(FileChange(mcp_path, root, before, render_json(mcp), "MCP server `powercontext mcp`"))
-        before = read_text(local_path, root)
-        local = parse_json_object(local_path, before)
+        hooks_change = machine_hooks_change(root, self.name, ctx.env, stop=True)
+        changes.append(hooks_change)
+        before = hooks_change.after
+        local = settings_after(hooks_change)
         enabled = local.setdefault("enabledMcpjsonServers", [])
         if not isinstance(enabled, list):
             raise InstallError(f"{local_path}: 'enabledMcpjsonServers' must be a list")
@@ -121,12 +126,14 @@ class ClaudeCode:
             mcp["mcpServers"].pop(SERVER, None)
             prune_empty(mcp, "mcpServers")
         changes.append(FileChange(mcp_path, root, before, render_json(mcp), "remove the MCP server"))
-        before = read_text(local_path, root)
-        local = parse_json_object(local_path, before)
+        hooks_change = machine_hooks_change(root, self.name, ctx.env, stop=True, remove=True)
+        before = hooks_change.before
+        local = settings_after(hooks_change)
         if isinstance(local.get("enabledMcpjsonServers"), list):
             local["enabledMcpjsonServers"] = [s for s in local["enabledMcpjsonServers"] if s != SERVER]
             prune_empty(local, "enabledMcpjsonServers")
-        changes.append(FileChange(local_path, root, before, render_json(local), "remove the MCP approval"))
+        why = "remove the MCP approval and this machine's hook"
+        changes.append(FileChange(local_path, root, before, render_json(local), why))
         changes.append(_workspace_trust(ctx, add=False))
         return [c for c in changes if c.changed]
 
@@ -154,7 +161,8 @@ class ClaudeCode:
         if registered is None:
             return [Check("claude-code-hook", "fail", "no PowerContext UserPromptSubmit hook", fix)]
         hooks, handler = registered
-        return hooks.checks(self.name, handler, ctx.env) + self._mcp_checks(ctx, fix)
+        found = Check("claude-code-hook", "ok", f"registered in {hooks.path}")
+        return [found, hook_runner_check(self.name, ctx.project, handler, ctx.env), *self._mcp_checks(ctx, fix)]
 
     def _mcp_checks(self, ctx: HostContext, fix: str) -> list[Check]:
         _, mcp_path, local_path = self.paths(ctx.project)

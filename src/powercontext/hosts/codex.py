@@ -7,6 +7,8 @@
   project (``[projects."<dir>"] trust_level = "trusted"``; Codex ignores an untrusted project's ``.codex``)
   and exactly this hook (``[hooks.state."<dir>/.codex/hooks.json:user_prompt_submit:<group>:0"]
   trusted_hash``; Codex skips a hook whose hash it was not told to trust). Recorded only with consent.
+  When ``powercontext`` is not on ``PATH`` (the README's venv install), the block holds instead a hook naming
+  the interpreter that ran install, run only inside this project, and trusts that one (``codex_machine``).
 
 Codex's trust hash is ``sha256:`` + hex SHA-256 of the compact, key-sorted JSON of the hook's normalized
 identity: ``{"event_name": "user_prompt_submit", "hooks": [{"async": false, "command": ..., "timeout": ...,
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +32,9 @@ from powercontext.hosts.adapter import (
     Check,
     HooksFile,
     HostContext,
+    command_check,
 )
+from powercontext.hosts.codex_machine import hook_lines, machine_entry, machine_handler, renumbered, user_hook_key
 from powercontext.hosts.files import (
     FileChange,
     InstallError,
@@ -38,6 +44,8 @@ from powercontext.hosts.files import (
     with_block,
     without_block,
 )
+from powercontext.hosts.local_hooks import interpreter_check, rerun_install_fix
+from powercontext.hosts.machine import machine_hook_needed
 from powercontext.hosts.mcp_probe import mcp_checks
 
 EVENT = "user_prompt_submit"
@@ -98,15 +106,25 @@ class Codex:
         ]
         why = "MCP server `powercontext mcp` (env_vars pass POWERCONTEXT_URL/TOKEN)"
         changes.append(FileChange(config_path, ctx.project, before, with_block(before, MCP_BLOCK, body), why))
-        changes.append(self._trust_change(ctx, hook_state_key(ctx.project, group), trust_hash(handler)))
+        changes.append(self._trust_change(ctx, group, handler))
         return changes
 
-    def _trust_change(self, ctx: HostContext, key: str, digest: str) -> FileChange:
+    def _trust_change(self, ctx: HostContext, group: int, handler: dict[str, Any]) -> FileChange:
+        """This project's marked block in the user config: the project's trust, and either the trust of the
+        committed hook or (``powercontext`` not on PATH) the per-machine hook and its trust (``codex_machine``)."""
         path = self.user_config(ctx)
         before = read_text(path, self.user_dir(ctx))
         block_id = self._trust_block_id(ctx)
         rest = parse_toml(path, without_block(before or "", block_id))
         body: list[str] = []
+        if machine_hook_needed(ctx.env):
+            ours = machine_handler(ctx.project)
+            hook = hook_lines(ours)
+            key, digest = user_hook_key(path, len(rest.get("hooks", {}).get("UserPromptSubmit", []))), trust_hash(ours)
+            why = f"this machine's hook ({sys.executable} runs it only in this project; `powercontext` is not on PATH)"
+        else:
+            hook, key, digest = [], hook_state_key(ctx.project, group), trust_hash(handler)
+            why = f"trust this project and this hook (hash {digest[:19]}…) in Codex's user config"
         project_trust = rest.get("projects", {}).get(str(ctx.project), {}).get("trust_level")
         if project_trust is None:
             body += [f"[projects.{toml_string(str(ctx.project))}]", 'trust_level = "trusted"']
@@ -114,9 +132,9 @@ class Codex:
             raise InstallError(f'{path} marks {ctx.project} as {project_trust!r}; change it to "trusted" yourself')
         if key in rest.get("hooks", {}).get("state", {}):
             raise InstallError(f"{path} already has [hooks.state.{toml_string(key)}]; remove it, then run again")
-        body += [f"[hooks.state.{toml_string(key)}]", f"trusted_hash = {toml_string(digest)}"]
-        why = f"trust this project and this hook (hash {digest[:19]}…) in Codex's user config"
-        return FileChange(path, self.user_dir(ctx), before, with_block(before, block_id, body), why, trust=True)
+        body += [*hook, f"[hooks.state.{toml_string(key)}]", f"trusted_hash = {toml_string(digest)}"]
+        after = renumbered(path, with_block(before, block_id, body))
+        return FileChange(path, self.user_dir(ctx), before, after, why, trust=True)
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
@@ -127,7 +145,8 @@ class Codex:
         user = self.user_config(ctx)
         before = read_text(user, self.user_dir(ctx))
         after = without_block(before or "", self._trust_block_id(ctx)) if before is not None else None
-        why = "remove the trust install recorded"
+        after = renumbered(user, after) if after else after  # the other projects' hooks keep their trust
+        why = "remove the trust (and this machine's hook) install recorded"
         changes.append(FileChange(user, self.user_dir(ctx), before, after or None, why))
         return [c for c in changes if c.changed]
 
@@ -140,6 +159,7 @@ class Codex:
 
     def checks(self, ctx: HostContext) -> list[Check]:
         fix = f"powercontext hosts install {self.name} --yes"
+        hook_fix = rerun_install_fix(self.name)
         hooks = HooksFile(self.paths(ctx.project)[0], ctx.project)
         try:
             found = hooks.registered()
@@ -149,12 +169,21 @@ class Codex:
         if found is None:
             return [Check("codex-hook", "fail", f"no PowerContext hook in {hooks.path}", fix)]
         group, handler = found
-        checks = hooks.checks(self.name, handler, ctx.env)
-        checks += self._trust_checks(ctx, user, group, handler, fix)
+        checks = [Check("codex-hook", "ok", f"registered in {hooks.path}")]
+        machine = machine_entry(user, ctx.project)
+        if machine is None:
+            checks.append(command_check("codex-hook-command", str(handler.get("command", "")), ctx.env, hook_fix))
+            key = hook_state_key(ctx.project, group)
+        else:
+            group, handler, python = machine
+            check = interpreter_check("codex-hook-command", python, self.user_config(ctx))
+            checks.append(check if check.status == "ok" else replace(check, fix=hook_fix))
+            key = user_hook_key(self.user_config(ctx), group)
+        checks += self._trust_checks(ctx, user, key, handler, fix)
         return checks + self._mcp_checks(ctx, fix)
 
     def _trust_checks(
-        self, ctx: HostContext, user: dict[str, Any], group: int, handler: dict[str, Any], fix: str
+        self, ctx: HostContext, user: dict[str, Any], key: str, handler: dict[str, Any], fix: str
     ) -> list[Check]:
         config = self.user_config(ctx)
         level = user.get("projects", {}).get(str(ctx.project), {}).get("trust_level")
@@ -163,7 +192,6 @@ class Codex:
         else:
             detail = f"not trusted in {config}: Codex ignores this project's .codex/ (hook and MCP)"
             checks = [Check("codex-project-trust", "fail", detail, fix)]
-        key = hook_state_key(ctx.project, group)
         recorded = user.get("hooks", {}).get("state", {}).get(key, {}).get("trusted_hash")
         current = trust_hash(handler)
         if recorded == current:

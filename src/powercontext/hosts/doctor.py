@@ -95,6 +95,8 @@ def run_checks(
         scope_id = None
     checks += _server_checks(settings, scope_id)
     checks.append(scope_check)
+    if scope_id is not None:
+        checks.append(_capture_check(settings, resolution.config.capture if resolution.config else None))
     ctx = HostContext(project=project, home=home, server_url=settings.url)
     if env is not None:
         ctx = HostContext(project=project, home=home, env=env, server_url=settings.url)
@@ -114,6 +116,25 @@ def run_checks(
 def _masked(check: Check) -> Check:
     fix = mask_credentials(check.fix) if check.fix is not None else None
     return Check(check.name, check.status, mask_credentials(check.detail), fix)
+
+
+def _capture_check(settings: HookSettings, config_capture: bool | None) -> Check:
+    """Whether prompts are captured here, and how many captured Sources the Server has not extracted yet."""
+    from powercontext.hosts.capture import capture_on
+
+    if not capture_on(config_capture):
+        return Check("capture", "ok", "off (POWERCONTEXT_CAPTURE=off or capture = false in .powercontext.toml)")
+    import httpx
+
+    headers = {"Authorization": f"Bearer {settings.token}"} if settings.token else {}
+    try:
+        answer = httpx.get(settings.url.rstrip("/") + "/v1/capabilities", headers=headers, timeout=2.0).json()
+        extraction = answer.get("extraction") or {}
+        pending, extractor = int(extraction["pending_sources"]), str(extraction["extractor"])
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+        return Check("capture", "warn", "on, but the Server does not report extraction (an older Server?)")
+    how = "explicit statements only (no generation model)" if extractor == "explicit" else "by the generation model"
+    return Check("capture", "ok", f"on; extracted {how}; {pending} Source(s) pending")
 
 
 def _last_run(settings: HookSettings) -> Check:

@@ -121,18 +121,34 @@ def _cwd_of(raw: Any) -> Path:
     return Path(raw) if isinstance(raw, str) and raw and "\x00" not in raw else Path.cwd()
 
 
-def run_stop_hook(host: str, stdin: IO[bytes], settings: HookSettings) -> bool:
+def defers_to_machine_entry(host: str, event: str | None, cwd: Path) -> bool:
+    """Whether this (committed, ``powercontext hook HOST``) run stands down because the project also registers
+    this machine's own entry for the event, which the host runs too (``hosts.local_hooks``)."""
+    from powercontext.hosts.machine import machine_hook_python, machine_hooks_file
+    from powercontext.hosts.scope import find_repo_root
+
+    if machine_hooks_file(host) is None:
+        return False
+    return machine_hook_python(find_repo_root(cwd) or cwd, host, event) is not None
+
+
+def run_stop_hook(host: str, stdin: IO[bytes], settings: HookSettings, portable: bool = False) -> bool:
     """The ``Stop`` hook (``powercontext hook <host> stop``): capture the agent's final answer as a ``reply``
     Source. Writes nothing on stdout (a Stop hook's output could keep the agent going); whether it was stored."""
     data = _read_input(stdin)
     if data is None:
         return False
     cwd = _cwd_of(data.get("cwd"))
+    if portable and defers_to_machine_entry(host, "stop", cwd):
+        return False
     return capture_reply(host, data, cwd, settings_for(settings, cwd))
 
 
-def run_hook(host: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str], settings: HookSettings) -> RecallOutcome:
-    """One hook invocation; returns what happened (the caller always exits 0)."""
+def run_hook(
+    host: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str], settings: HookSettings, portable: bool = False
+) -> RecallOutcome:
+    """One hook invocation; returns what happened (the caller always exits 0). ``portable``: run by the committed
+    ``powercontext hook HOST`` entry, which stands down when this machine's own entry is registered too."""
     started = time.monotonic()
     data = _read_input(stdin)
     prompt = data.get("prompt") if data else None
@@ -142,6 +158,11 @@ def run_hook(host: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str], sett
         outcome = RecallOutcome("skipped", "bad_input")
     elif not isinstance(prompt, str) or not prompt.strip():
         outcome = RecallOutcome("skipped", "no_prompt")
+    elif portable and defers_to_machine_entry(host, None, _cwd_of(cwd_raw)):
+        # Not recorded either: the state file is the run that did the work.
+        stderr.write(diagnostic_line(host, RecallOutcome("skipped", "machine_entry")) + "\n")
+        stderr.flush()
+        return RecallOutcome("skipped", "machine_entry")
     else:
         cwd = _cwd_of(cwd_raw)
         settings = settings_for(settings, cwd)
@@ -172,7 +193,9 @@ def _write_quietly(stream: IO[str], text: str) -> None:
         stream.flush()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, portable: bool = False) -> int:
+    """``python -m powercontext.hosts.hook HOST [stop]`` (this machine's entry, a plugin), or, ``portable``, the
+    committed ``powercontext hook HOST [stop]``. Always 0."""
     args = sys.argv[1:] if argv is None else argv
     host = args[0] if args else "claude-code"
     if host not in HOSTS:
@@ -183,9 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(encoding="utf-8")
         if args[1:2] == ["stop"]:
-            run_stop_hook(host, sys.stdin.buffer, HookSettings.from_env())
+            run_stop_hook(host, sys.stdin.buffer, HookSettings.from_env(), portable)
             return 0
-        run_hook(host, sys.stdin.buffer, sys.stdout, sys.stderr, HookSettings.from_env())
+        run_hook(host, sys.stdin.buffer, sys.stdout, sys.stderr, HookSettings.from_env(), portable)
     except BaseException:  # fail open whatever happens, including an interrupt; same line shape as every path
         _write_quietly(sys.stderr, diagnostic_line(host, RecallOutcome("skipped", "internal_error")) + "\n")
     return 0

@@ -9,6 +9,12 @@ The hook and ``powercontext mcp`` read ``url``/``token`` only when ``POWERCONTEX
 ``POWERCONTEXT_TOKEN`` are unset. ``python`` is the interpreter that ran ``hosts install``: the plugins of
 extension-style hosts run the hook with it when ``POWERCONTEXT_PYTHON`` is unset, so the hook works after the
 README's install even though ``powercontext`` is only in ``.venv/bin``. A repository can never set these.
+
+The hook-style hosts (Claude Code, Codex, WorkBuddy) run a command, not a plugin: when ``powercontext`` is not on
+the ``PATH`` install ran with (``machine_hook_needed``), install also writes a per-machine hook entry that names
+that interpreter (``python -m powercontext.hosts.hook HOST``) in the host's per-machine config, never in a
+committed file. The committed entry (``powercontext hook HOST``) then defers to it (``machine_hook_python``) so
+one prompt runs the hook once, whichever of the two the host finds.
 """
 
 from __future__ import annotations
@@ -113,3 +119,71 @@ def install_this_checkout() -> str:
     clone = this_checkout()
     where = str(clone) if clone is not None else "<your powercontext clone>"
     return f"pipx install -e {where}   (or: uv tool install -e {where})"
+
+
+def machine_hook_needed(env: Mapping[str, str] | None = None) -> bool:
+    """Whether the hook-style hosts need a per-machine entry naming the interpreter: ``powercontext`` is not on
+    ``PATH``, or is there only through an activated virtualenv (a host started from another shell would not
+    find it)."""
+    import shutil
+
+    env = os.environ if env is None else env
+    found = shutil.which("powercontext", path=env.get("PATH"))
+    if found is None:
+        return True
+    venv = env.get("VIRTUAL_ENV", "").strip()
+    return bool(venv) and Path(os.path.abspath(found)).is_relative_to(os.path.abspath(venv))
+
+
+_MACHINE_HOOK_FILES = {"claude-code": ".claude/settings.local.json", "workbuddy": ".codebuddy/settings.local.json"}
+_EVENT_KEYS = {None: "UserPromptSubmit", "stop": "Stop"}
+
+
+def machine_hooks_file(host: str) -> str | None:
+    """The project-relative, per-machine (git-ignored) settings file where install writes ``host``'s hook entry
+    naming the interpreter, for the hosts that read one."""
+    return _MACHINE_HOOK_FILES.get(host)
+
+
+def parse_machine_command(command: str, host: str, event: str | None = None) -> str | None:
+    """The interpreter of a per-machine hook command (``'<python>' -m powercontext.hosts.hook HOST [EVENT]``)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    expected = ["-m", "powercontext.hosts.hook", host, *([event] if event else [])]
+    return words[0] if len(words) == len(expected) + 1 and words[1:] == expected else None
+
+
+def machine_hook_python(project: Path, host: str, event: str | None = None) -> str | None:
+    """The interpreter of the per-machine entry for ``host``'s ``event`` in ``project``, when one is registered
+    and that interpreter exists: the entry the host will run, so the committed one stands down.
+
+    Read as hostile input: a linked file or directory, or anything but a small regular file, counts as none."""
+    relative = machine_hooks_file(host)
+    if relative is None:
+        return None
+    path = project / relative
+    try:
+        if os.path.realpath(path.parent) != os.path.join(os.path.realpath(project), os.path.dirname(relative)):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            import stat
+
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            settings = json.loads(handle.read(_MAX_BYTES + 1)[:_MAX_BYTES])
+    except (OSError, ValueError, RecursionError):
+        return None
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    entries = hooks.get(_EVENT_KEYS.get(event, ""), []) if isinstance(hooks, dict) else []
+    for entry in entries if isinstance(entries, list) else []:
+        for handler in entry.get("hooks", []) if isinstance(entry, dict) else []:
+            command = handler.get("command") if isinstance(handler, dict) else None
+            python = parse_machine_command(command, host, event) if isinstance(command, str) else None
+            if python and Path(python).is_file():
+                return python
+    return None

@@ -173,11 +173,16 @@ def mcp_checks(
     """``PREFIX-mcp-server`` (the command starts and answers ``initialize``) and ``PREFIX-mcp-reach`` (its tools
     reach the Server with the URL and token it resolves), each failure with the command that fixes it."""
     from powercontext.hosts.adapter import Check, mcp_server_fix
+    from powercontext.hosts.machine import install_this_checkout
 
     command, args = str(server.get("command", "")), [str(a) for a in server.get("args", [])]
     probe = mcp_probe(command, args, env, ctx.project)
     if not probe.answered:
-        return [Check(f"{prefix}-mcp-server", "fail", f"`{command}`: {probe.detail}", mcp_server_fix())]
+        # Not on the PATH the host starts it with: put this checkout there (never the PyPI name).
+        missing = shutil.which(command, path=env.get("PATH")) is None
+        fix = install_this_checkout() if missing else mcp_server_fix()
+        detail = f"`{command}` is not on PATH" if missing else f"`{command}`: {probe.detail}"
+        return [Check(f"{prefix}-mcp-server", "fail", detail, fix)]
     checks = [Check(f"{prefix}-mcp-server", "ok", f"`{command}`: answered initialize")]
     target = server_target(env, ctx.project)
     where = f"{target.url} (URL from {target.url_source})"

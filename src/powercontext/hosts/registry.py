@@ -30,12 +30,15 @@ class HostSpec(NamedTuple):
     kind: str  # "hook" | "extension" (see the module docstring)
     adapter: str  # "module:Class" implementing HostAdapter, imported on first use
     events: tuple[tuple[str, str], ...] = ()  # (PowerContext event, the host's event), e.g. ("recall", "...")
+    mcp: bool = False  # install also registers the MCP server (``powercontext mcp``, run from PATH)
 
 
 HOST_SPECS: tuple[HostSpec, ...] = (
-    HostSpec("claude-code", "Claude Code", "hook", "claude_code:ClaudeCode", (("recall", "UserPromptSubmit"),)),
-    HostSpec("codex", "Codex", "hook", "codex:Codex", (("recall", "UserPromptSubmit"),)),
-    HostSpec("opencode", "OpenCode", "extension", "opencode:OpenCode", (("recall", "chat.message"),)),
+    HostSpec(
+        "claude-code", "Claude Code", "hook", "claude_code:ClaudeCode", (("recall", "UserPromptSubmit"),), mcp=True
+    ),
+    HostSpec("codex", "Codex", "hook", "codex:Codex", (("recall", "UserPromptSubmit"),), mcp=True),
+    HostSpec("opencode", "OpenCode", "extension", "opencode:OpenCode", (("recall", "chat.message"),), mcp=True),
     HostSpec("pi", "Pi", "extension", "pi:Pi", (("recall", "before_agent_start"),)),
     HostSpec("bub", "Bub", "extension", "bub:Bub", (("recall", "before_llm_call"),)),
     HostSpec("hermes", "Hermes Agent", "extension", "hermes:Hermes", (("recall", "pre_llm_call"),)),

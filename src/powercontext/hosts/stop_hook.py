@@ -19,14 +19,15 @@ def _settings(text: str | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def with_stop_hook(change: FileChange, host: str) -> FileChange:
-    """``change`` (the hooks file with the prompt hook) with PowerContext's ``Stop`` entry (re)registered."""
+def with_stop_hook(change: FileChange, host: str, command: str | None = None) -> FileChange:
+    """``change`` (the hooks file with the prompt hook) with PowerContext's ``Stop`` entry (re)registered, running
+    ``command`` (default: the portable ``powercontext hook HOST stop``)."""
     settings = _settings(change.after)
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict) or not isinstance(hooks.get(STOP, []), list):
         return change  # a file shaped otherwise keeps recall; ``hosts doctor`` reports the missing capture
     entries = [e for e in hooks.get(STOP, []) if not is_powercontext_hook(e)]
-    command = hook_command(host, "stop")
+    command = command or hook_command(host, "stop")
     entries.append({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]})
     hooks[STOP] = entries
     return replace(change, after=render_json(settings), why=change.why + " and Stop (capture of the final answer)")

@@ -1,12 +1,15 @@
 """WorkBuddy (and CodeBuddy Code, the engine it runs): the ``UserPromptSubmit`` hook in the project's settings.
 
-* ``.codebuddy/settings.json`` (committed): ``hooks.UserPromptSubmit`` runs ``powercontext hook workbuddy``.
+* ``.codebuddy/settings.json`` (committed): ``hooks.UserPromptSubmit`` runs ``powercontext hook workbuddy``;
+* ``.codebuddy/settings.local.json`` (this machine; the engine's project-local settings, git-ignored): only when
+  ``powercontext`` is not on ``PATH``, the hook naming the interpreter that ran install
+  (``hosts.local_hooks``); the committed one defers to it.
 
 CodeBuddy Code reads Claude-Code-style hooks from ``.codebuddy/settings.json`` in the project and from
 ``settings.json`` in its user config directory (``$CODEBUDDY_CONFIG_DIR``, ``~/.codebuddy``; the WorkBuddy
-app's is ``~/.workbuddy``). The project file is the one both read, so install writes only that: nothing
-per user, no trust record (the engine runs project hooks without one). A hook's JSON
-``hookSpecificOutput.additionalContext`` reaches the model as a ``<system-reminder>`` in the user message.
+app's is ``~/.workbuddy``), and ``settings.local.json`` beside each. The project files are the ones both read,
+so install writes only those: nothing per user, no trust record (the engine runs project hooks without one).
+A hook's JSON ``hookSpecificOutput.additionalContext`` reaches the model as a ``<system-reminder>`` in the user message.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from powercontext.hosts.adapter import Check, HooksFile, HostContext
 from powercontext.hosts.files import FileChange, InstallError
+from powercontext.hosts.local_hooks import hook_runner_check, machine_hooks_change
 
 
 class WorkBuddy:
@@ -35,11 +39,15 @@ class WorkBuddy:
         return [self.settings(ctx.project), local, *(HooksFile(d / "settings.json", d) for d in users)]
 
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
-        return [self.settings(ctx.project).registration(self.name)[0]]
+        committed = self.settings(ctx.project).registration(self.name)[0]
+        return [committed, machine_hooks_change(ctx.project, self.name, ctx.env)]
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
-        change = self.settings(ctx.project).removal()
-        return [change] if change.changed else []
+        changes = [
+            self.settings(ctx.project).removal(),
+            machine_hooks_change(ctx.project, self.name, ctx.env, remove=True),
+        ]
+        return [c for c in changes if c.changed]
 
     def _registered(self, ctx: HostContext) -> tuple[HooksFile, dict[str, Any]] | None:
         for hooks in self._hook_files(ctx):
@@ -60,4 +68,5 @@ class WorkBuddy:
             fix = f"powercontext hosts install {self.name}"
             return [Check("workbuddy-hook", "fail", "no PowerContext UserPromptSubmit hook", fix)]
         hooks, handler = registered
-        return hooks.checks(self.name, handler, ctx.env)
+        found = Check("workbuddy-hook", "ok", f"registered in {hooks.path}")
+        return [found, hook_runner_check(self.name, ctx.project, handler, ctx.env)]

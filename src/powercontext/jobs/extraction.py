@@ -21,6 +21,8 @@ from powercontext.store.errors import SourceLeaseLost, StoreError
 from powercontext.store.source_records import (
     WAITING_FOR_MODEL,
     ClaimedSource,
+    ExtractionPolicy,
+    PolicyChoice,
     SourceOperation,
     SourceRecord,
     SourceStore,
@@ -75,14 +77,17 @@ class ExtractionWorker:
         settle_s: float = SETTLE_S,
         max_attempts: int = MAX_ATTEMPTS,
     ) -> None:
-        self._writes, self._store, self._extractor = writes, store, extractor
-        self._lease_s, self._poll_s, self._settle_s, self._max_attempts = lease_s, poll_s, settle_s, max_attempts
+        self._writes, self._store = writes, store
+        self.extractor = extractor  # replaceable before ``start`` (the Runtime sets the model extractor)
+        # Which extracted writes wait in the review inbox: "model" (model-extracted ones), "all" or "none".
+        self.review = "model"
+        self.lease_s, self._poll_s, self._settle_s, self._max_attempts = lease_s, poll_s, settle_s, max_attempts
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._counts = {"done": 0, "skipped": 0, "deferred": 0, "failed": 0, "lease_lost": 0}
+        self._counts = {"done": 0, "in_review": 0, "skipped": 0, "deferred": 0, "failed": 0, "lease_lost": 0}
         self._last_reason: str | None = None
         self._troubled = False  # an error or a Source given up since start
         writes.on_capture(self._wake.set)
@@ -106,13 +111,13 @@ class ExtractionWorker:
             if not self._troubled:
                 return {}
             running = self._thread is not None and self._thread.is_alive()
-            extractor = "model" if self._extractor.model_backed else "explicit"
+            extractor = "model" if self.extractor.model_backed else "explicit"
             state = "running" if running else "stopped"
             return {"state": state, "extractor": extractor, **self._counts, "last_reason": self._last_reason}
 
     def run_once(self) -> int:
         """Claim and extract one batch now; how many Sources were claimed (the thread's loop, one turn)."""
-        claims = self._store.claim_sources(self._owner, self._lease_s, BATCH, self._extractor.model_backed)
+        claims = self._store.claim_sources(self._owner, self.lease_s, BATCH, self.extractor.model_backed)
         for claim in claims:
             if self._stop.is_set():
                 break  # the rest of the batch keeps its lease until it expires, then is claimed again
@@ -137,10 +142,14 @@ class ExtractionWorker:
 
     def _extract(self, claim: ClaimedSource) -> None:
         try:
-            operations = self._extractor.operations(claim.record)
+            operations = self.extractor.operations(claim.record)
             if operations is None:
                 self._writes.defer_source(claim, WAITING_FOR_MODEL, None, give_up=False)
                 self._note("deferred", WAITING_FOR_MODEL)
+                return
+            if operations and self._reviewed(claim.record.ref.scope_id):
+                self._writes.propose_source(claim, operations)
+                self._note("in_review", None)
                 return
             self._writes.apply_source(claim, operations, "done" if operations else "skipped")
             self._note("done" if operations else "skipped", None)
@@ -150,6 +159,19 @@ class ExtractionWorker:
             self._retry(claim, exc.reason)
         except StoreError as exc:  # a stale compare-and-swap, a memory no longer active: decide again later
             self._retry(claim, exc.code)
+
+    def _reviewed(self, scope_id: str) -> bool:
+        """Whether this extractor's writes wait in the Scope's review inbox: the Scope's policy, else the Server's."""
+        return self.policy_for(scope_id).choice(self.extractor.model_backed) == "review"
+
+    def policy_for(self, scope_id: str) -> ExtractionPolicy:
+        """The Scope's extraction policy, or the Server's default (``review``) when it has none."""
+        own = self._store.read_extraction_policy(scope_id)
+        if own is not None:
+            return own
+        explicit: PolicyChoice = "review" if self.review == "all" else "apply"
+        model: PolicyChoice = "apply" if self.review == "none" else "review"
+        return ExtractionPolicy(explicit, model)
 
     def _retry(self, claim: ClaimedSource, reason: str) -> None:
         attempts = claim.record.attempts  # the claim counted this attempt already

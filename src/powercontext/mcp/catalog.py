@@ -132,6 +132,11 @@ def _lifecycle(action: str) -> Callable[[dict[str, Any]], Call]:
     return lambda a: ("POST", _scope(a, "atomic-memory", a["artifact_id"], "lifecycle"), {"action": action})
 
 
+def _decide(a: dict[str, Any]) -> Call:
+    path = _scope(a, "memory-candidates", a["candidate_id"], a["decision"])
+    return ("POST", path, _pick(a, "reason") if a["decision"] == "reject" else {})
+
+
 def _profile(a: dict[str, Any]) -> Call:
     if a.get("revision") is None:
         return ("GET", _scope(a, "profile"), None)
@@ -235,6 +240,31 @@ TOOLS: tuple[Tool, ...] = (
         "The Scope's committed Profile (stable key/value facts), or with revision that exact snapshot.",
         {"scope_id": SCOPE_ID, "revision": REVISION},
         ("scope_id",), True, False, True, _profile,
+    ),
+    Tool(
+        "memory_candidates_list", "List extracted memories awaiting review",
+        "Atomic Memory writes extracted from captured conversation that wait for a decision (newest first): "
+        "each operation (create, revise, forget), its text, and the Source it came from.",
+        {
+            "scope_id": SCOPE_ID,
+            "status": {
+                "type": "string", "enum": ["pending", "approved", "rejected"], "default": "pending",
+                "description": "Which ones to list.",
+            },
+        },
+        ("scope_id",), True, False, True,
+        lambda a: ("GET", _scope(a, "memory-candidates") + "?status=" + a.get("status", "pending"), None),
+    ),
+    Tool(
+        "memory_candidate_decide", "Approve or reject an extracted memory",
+        "Approve (apply it, with its Source as lineage) or reject (write nothing) one extracted write.",
+        {
+            "scope_id": SCOPE_ID,
+            "candidate_id": {"type": "string", "minLength": 1, "maxLength": 128, "description": "mc_..."},
+            "decision": {"type": "string", "enum": ["approve", "reject"], "description": "What to do with it."},
+            "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Why (reject only)."},
+        },
+        ("scope_id", "candidate_id", "decision"), False, False, False, _decide,
     ),
     _search(
         "code_query", "Search code", "Search the Scope's indexed code; hits carry exact, re-readable line ranges.",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import signal
 import sys
 import threading
@@ -28,7 +29,30 @@ INSTRUCTIONS = (
 )
 CALL_DEADLINE_S = 30.0
 MAX_LINE_BYTES = 8 * 1024 * 1024
+# Deeper than any request this server understands; the HTTP API refuses bodies nested deeper than this too.
+MAX_NESTING = 64
 METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR = -32601, -32602, -32600, -32700
+INTERNAL_ERROR = -32603
+
+
+def _too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether ``value`` nests arrays and objects deeper than ``limit`` (iterative: no recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _valid_id(msg_id: Any) -> bool:
+    """JSON-RPC 2.0: an id is a string, a number or null (never an object, an array or a boolean)."""
+    if isinstance(msg_id, float):
+        return math.isfinite(msg_id)  # NaN and Infinity are not JSON: an answer could not carry them
+    return msg_id is None or (isinstance(msg_id, str | int) and not isinstance(msg_id, bool))
 
 
 class ApiClient:
@@ -119,6 +143,9 @@ class StdioServer:
         if "id" not in message:
             return  # notifications (initialized, cancelled, ...) need no answer
         msg_id = message["id"]
+        if not _valid_id(msg_id):
+            self._reply(None, error=(INVALID_REQUEST, "id must be a string, a number or null"))
+            return
         if method == "initialize":
             self._reply(msg_id, initialize_result(params))
         elif method == "ping":
@@ -146,12 +173,26 @@ class StdioServer:
                 continue
             if not line.strip():
                 continue
-            try:
-                message = json.loads(line)
-            except (ValueError, UnicodeDecodeError):
-                self._reply(None, error=(PARSE_ERROR, "not JSON"))
-                continue
+            self._handle_line(line)
+
+    def _handle_line(self, line: bytes) -> None:
+        """One frame, whatever it holds: every failure becomes a JSON-RPC error and the server keeps serving."""
+        try:
+            message = json.loads(line)
+        except RecursionError:
+            self._reply(None, error=(INVALID_REQUEST, f"message nested deeper than {MAX_NESTING} levels"))
+            return
+        except (ValueError, UnicodeDecodeError):
+            self._reply(None, error=(PARSE_ERROR, "not JSON"))
+            return
+        if _too_deep(message):
+            self._reply(None, error=(INVALID_REQUEST, f"message nested deeper than {MAX_NESTING} levels"))
+            return
+        try:
             self.handle(message)
+        except Exception:  # a bug must not end the session; the host sees an error for this frame
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            self._reply(msg_id if _valid_id(msg_id) else None, error=(INTERNAL_ERROR, "internal error"))
 
 
 def _stop(signum: int, _frame: Any) -> None:

@@ -256,10 +256,16 @@ class ChannelSearch(Generic[H]):
         hits = self._text(scope_id, terms, limit)
         if self._floor is None:
             return ChannelList(hits, None)
-        kept, dropped = self._floor.fts(scope_id, terms, hits)
+        kept, dropped, shares = self._floor.fts_shares(scope_id, terms, hits)
         if probe is not None and dropped:
             probe.below_floor(dropped)
-        return _floored(hits, kept)
+        found = _floored(hits, kept)
+        if not shares:
+            return found
+        # Fusion weighs a full-text hit by how much of the query it covers (its IDF share), not by BM25.
+        share_of = {hit.record.key: share for hit, share in zip(hits, shares, strict=True)}
+        covered = [dataclasses.replace(hit, score=share_of[hit.record.key]) for hit in kept]  # type: ignore[type-var]
+        return dataclasses.replace(found, fusion_hits=covered, fusion_range=(min(shares), max(shares)))
 
     def _vector_list(self, scope_id: str, vector: Vector, limit: int, probe: ChannelProbe | None) -> ChannelList[H]:
         assert self._vector is not None
@@ -285,11 +291,11 @@ class ChannelSearch(Generic[H]):
         """Fuses the floored lists; score fusion maps each channel's scores by the range of the whole list it
         read, so the floor decides which hits take part but not how the remaining ones weigh against each other."""
         w = self.weights
-        lists = [(fts.hits, w.fts), (vec.hits, w.vector)]
         if w.fusion == "rrf":
-            fused = fuse(lists, w.k, limit)
+            fused = fuse([(fts.hits, w.fts), (vec.hits, w.vector)], w.k, limit)
         else:
-            fused = fuse_scores(lists, limit, ranges=[fts.read_range, vec.read_range])
+            lists = [(fts.fused_hits, w.fts), (vec.fused_hits, w.vector)]
+            fused = fuse_scores(lists, limit, ranges=[fts.fused_range, vec.fused_range])
         if probe is not None:
             probe.record("fts", fts.hits)
             probe.record("vector", vec.hits)
@@ -310,6 +316,17 @@ class ChannelList(Generic[H]):
     hits: list[H]
     read_range: ScoreRange | None
     dropped: list[H] = dataclasses.field(default_factory=list)
+    # What score fusion weighs instead of ``hits`` and their range, when the channel has a better measure for it.
+    fusion_hits: list[H] | None = None
+    fusion_range: ScoreRange | None = None
+
+    @property
+    def fused_hits(self) -> list[H]:
+        return self.hits if self.fusion_hits is None else self.fusion_hits
+
+    @property
+    def fused_range(self) -> ScoreRange | None:
+        return self.read_range if self.fusion_hits is None else self.fusion_range
 
 
 def _floored(read: list[H], kept: list[H]) -> ChannelList[H]:

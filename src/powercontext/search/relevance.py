@@ -102,18 +102,27 @@ class RelevanceFloor:
 
     def fts(self, scope_id: str, terms: Sequence[str], hits: list[T]) -> tuple[list[T], list[BelowFloor]]:
         """The full-text hits that clear the floor (in order), and those that do not."""
+        kept, dropped, _ = self.fts_shares(scope_id, terms, hits)
+        return kept, dropped
+
+    def fts_shares(
+        self, scope_id: str, terms: Sequence[str], hits: list[T]
+    ) -> tuple[list[T], list[BelowFloor], list[float]]:
+        """``fts``, and every hit's share of the query's IDF mass (in ``hits`` order; empty without terms)."""
         if not hits or not terms:
-            return hits, []
+            return hits, [], []
         active, counts = self._statistics(scope_id, terms)
         weight = {t: term_weight(active, counts.get(t, 0)) for t in dict.fromkeys(terms)}
         total = sum(weight.values())
         kept: list[T] = []
         dropped: list[BelowFloor] = []
+        shares: list[float] = []
         for hit in hits:
             record = cast(_Hit, hit).record
             held = term_set(record.text)
             mass = sum(w for t, w in weight.items() if t in held)
             share = mass / total if total > 0 else 0.0
+            shares.append(share)
             if share >= FTS_SHARE_FLOOR or mass >= FTS_MASS_FLOOR:
                 kept.append(hit)
             else:
@@ -122,7 +131,7 @@ class RelevanceFloor:
                     FloorReading("matched_idf", mass, FTS_MASS_FLOOR),
                 )
                 dropped.append(BelowFloor("fts", record.key, readings))
-        return kept, dropped
+        return kept, dropped, shares
 
     def vector(self, model_id: str, hits: list[T]) -> tuple[list[T], list[BelowFloor]]:
         """The vector hits (score = cosine) that clear the model's floor, and those that do not."""

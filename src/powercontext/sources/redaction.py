@@ -5,7 +5,7 @@ API keys, tokens, JWTs, private keys, passwords in URLs) run over the whole text
 (``password = "…"``, ``api_key: …``) over each line. Its two entropy detectors are left out on purpose: in
 conversation text they mostly flag commit hashes and digests, which a memory must keep. Only the extent is ours:
 a private key's header line is where the scanner stops, so the whole ``BEGIN … END`` block is redacted, and of a
-URL's ``user:password@`` only the password is.
+URL's ``user:password@`` only the password is. A secret found once is redacted wherever else it occurs.
 """
 
 from __future__ import annotations
@@ -80,11 +80,26 @@ def _line_spans(text: str) -> Iterator[tuple[int, int, str]]:
             offset += len(line)
 
 
+def _repeats(text: str, found: set[tuple[int, int, str]]) -> set[tuple[int, int, str]]:
+    """Every other occurrence of a secret a detector found (a password in a URL, repeated in prose)."""
+    extra: set[tuple[int, int, str]] = set()
+    for start, end, kind in found:
+        value = text[start:end]
+        if len(value) < 6 or "\n" in value:  # a short value would redact ordinary words
+            continue
+        at = text.find(value)
+        while at >= 0:
+            extra.add((at, at + len(value), kind))
+            at = text.find(value, at + 1)
+    return extra
+
+
 def redact(text: str) -> Redacted:
     """``text`` with every detected secret replaced by ``[redacted: <type>]``; overlapping finds become one."""
-    spans = sorted({*_pattern_spans(text), *_line_spans(text)})
-    if not spans:
+    found = {*_pattern_spans(text), *_line_spans(text)}
+    if not found:
         return Redacted(text, ())
+    spans = sorted(found | _repeats(text, found))
     merged: list[tuple[int, int, str]] = []
     for start, end, kind in spans:
         if merged and start < merged[-1][1]:

@@ -113,6 +113,8 @@ TABLES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
         ),
     ),
     ("revision_sources", ("artifact", "revision", "source_row"), ("artifact", "revision", "source_row")),
+    ("extraction_policies", ("scope_id",), ("scope_id", "explicit", "model", "updated_at")),
+    ("purged_artifacts", ("artifact",), ("artifact", "purged_at")),
 )
 
 # (path, chunk text) -> (path terms, chunk terms), both space-separated: the code indexer's tokenizer.

@@ -50,6 +50,15 @@ class ArtifactNotFound(StoreError):
         super().__init__(message)
 
 
+class ArtifactPurged(StoreError):
+    """The RFC's "unavailable recorded revision": the Artifact was purged, its text erased for good."""
+
+    code, status = "purged", 410
+
+    def __init__(self) -> None:
+        super().__init__("this Artifact was purged: the text of every revision was erased and cannot be read")
+
+
 class ProfileNotFound(ArtifactNotFound):
     def __init__(self) -> None:
         super().__init__("this Scope has no committed Profile; commit one with PUT /v1/scopes/{scope_id}/profile")
@@ -101,8 +110,8 @@ class InvalidReference(StoreError):
 class CandidateNotFound(StoreError):
     code, status = "candidate-not-found", 404
 
-    def __init__(self) -> None:
-        super().__init__("no Experience Candidate with this id exists in this Scope")
+    def __init__(self, what: str = "Experience Candidate") -> None:
+        super().__init__(f"no {what} with this id exists in this Scope")
 
 
 class CandidateNotPending(StoreError):
@@ -134,6 +143,13 @@ class SourceNotFound(StoreError):
 
     def __init__(self) -> None:
         super().__init__("no Source with this id exists in this Scope")
+
+
+class SourcePurged(StoreError):
+    code, status = "purged", 410
+
+    def __init__(self) -> None:
+        super().__init__("this Source was purged: its content was erased and cannot be read")
 
 
 class SourceLeaseLost(StoreError):

@@ -19,6 +19,8 @@ SourceKind = Literal["prompt", "reply", "transcript", "note", "document"]
 ExtractionStatus = Literal["pending", "done", "failed", "skipped"]
 # A pending Source's reason when only a model can extract it: claimed again only once a model is configured.
 WAITING_FOR_MODEL = "waiting-for-model"
+# A purged Source's reason: its content (and digest) erased; what it wrote keeps its lineage by identity.
+PURGED = "purged"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,37 @@ class ClaimedSource:
     lease_until: str
 
 
+CandidateState = Literal["pending", "approved", "rejected"]
+PolicyChoice = Literal["apply", "review"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionPolicy:
+    """Whether a Scope's extracted writes apply at once or wait in the review inbox, by extractor."""
+
+    explicit: PolicyChoice
+    model: PolicyChoice
+
+    def choice(self, model_backed: bool) -> PolicyChoice:
+        return self.model if model_backed else self.explicit
+IN_REVIEW = "in-review"  # a done Source's reason while its extracted operations wait in the review inbox
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCandidate:
+    """One extracted operation waiting in the review inbox (or decided): applied with its Source as lineage."""
+
+    scope_id: str
+    candidate_id: str
+    status: CandidateState
+    operation: SourceOperation
+    source_id: str
+    reject_reason: str | None
+    result: ArtifactKey | None
+    created_at: str
+    updated_at: str
+
+
 @runtime_checkable
 class SourceStore(Protocol):
     """Sources and their lineage. Same transaction and read rules as ``Store``."""
@@ -133,4 +166,30 @@ class SourceStore(Protocol):
 
     def source_refs(self, keys: Sequence[ArtifactKey]) -> dict[ArtifactKey, tuple[SourceRef, ...]]:
         """The lineage of these exact revisions (those that have any)."""
+        ...
+
+    def propose_source(self, claim: ClaimedSource, operations: Sequence[SourceOperation]) -> SourceRecord:
+        """Put ``operations`` in the review inbox as Candidates and mark the Source done (``in-review``), in one
+        transaction, fenced like ``finish_source``."""
+        ...
+
+    def list_memory_candidates(
+        self, scope_id: str, status: CandidateState | None, before: int | None, limit: int
+    ) -> list[tuple[int, MemoryCandidate]]: ...
+    def read_memory_candidate(self, scope_id: str, candidate_id: str) -> MemoryCandidate: ...
+    def approve_memory_candidate(
+        self, scope_id: str, candidate_id: str, embedding: Embedding | None
+    ) -> MemoryCandidate:
+        """Apply a pending Candidate's operation with its Source as lineage (compare-and-swap as extracted)."""
+        ...
+
+    def reject_memory_candidate(self, scope_id: str, candidate_id: str, reason: str | None) -> MemoryCandidate: ...
+    def read_extraction_policy(self, scope_id: str) -> ExtractionPolicy | None:
+        """The Scope's own policy; None when it has none (the Server's default applies)."""
+        ...
+
+    def set_extraction_policy(self, scope_id: str, policy: ExtractionPolicy) -> ExtractionPolicy: ...
+    def purge_source(self, scope_id: str, source_id: str) -> SourceRecord:
+        """Erase a Source's content and digest for good (a pending one is never extracted); the exact read then
+        answers ``410 purged``. A second purge answers the same record."""
         ...

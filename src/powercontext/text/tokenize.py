@@ -75,6 +75,13 @@ def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
 
     Function words (``text.stopwords``) are left out: they would match nearly every memory and score it.
     """
+    return list(_query_terms(query, limit))
+
+
+# One prepare asks for the same query's terms once per searched Scope and family (~200 times for a Scope with 64
+# references); tokenizing an 8,192-character query each time cost more than all the searches together.
+@lru_cache(maxsize=64)
+def _query_terms(query: str, limit: int) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for term in terms(query):
         if is_stop_term(term):
@@ -82,7 +89,7 @@ def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
         seen.setdefault(term, None)
         if len(seen) >= limit:
             break
-    return list(seen)
+    return tuple(seen)
 
 
 def is_stop_term(term: str) -> bool:
@@ -99,6 +106,7 @@ def stop_terms() -> frozenset[str]:
     return frozenset(term for word in function_words() for term in terms(word))
 
 
+@lru_cache(maxsize=64)
 def only_function_words(query: str) -> bool:
     """Whether ``query`` has words and every one of them is a function word (such a query retrieves nothing)."""
     found = terms(query)

@@ -12,7 +12,9 @@ from powercontext.store.errors import FamilyUnsupported
 from powercontext.store.source_records import (
     ClaimedSource,
     CreateMemory,
+    ExtractionPolicy,
     ExtractionStatus,
+    MemoryCandidate,
     NewSource,
     ReviseMemory,
     SourceKind,
@@ -76,3 +78,26 @@ class SourceCapture:
     def defer_source(self, claim: ClaimedSource, reason: str, retry_at: str | None, give_up: bool) -> SourceRecord:
         """Leave a claimed Source pending with ``reason`` (or failed when ``give_up``); see ``SourceStore``."""
         return self._source_store().defer_source(claim, reason, retry_at, give_up)
+
+    def propose_source(self, claim: ClaimedSource, operations: Sequence[SourceOperation]) -> SourceRecord:
+        """Put a claimed Source's extracted operations in the review inbox (see ``SourceStore.propose_source``)."""
+        return self._source_store().propose_source(claim, operations)
+
+    def approve_memory_candidate(self, scope_id: str, candidate_id: str) -> MemoryCandidate:
+        """Apply a pending Candidate with its Source as lineage; the new text's embedding is computed first."""
+        store = self._source_store()
+        operation = store.read_memory_candidate(scope_id, candidate_id).operation
+        text = operation.text if isinstance(operation, CreateMemory | ReviseMemory) else None
+        embedding = self._embedder.embed_for_write([text])[0] if text is not None else None
+        return store.approve_memory_candidate(scope_id, candidate_id, embedding)
+
+    def reject_memory_candidate(self, scope_id: str, candidate_id: str, reason: str | None) -> MemoryCandidate:
+        return self._source_store().reject_memory_candidate(scope_id, candidate_id, reason)
+
+    def purge_source(self, scope_id: str, source_id: str) -> SourceRecord:
+        """Erase a Source's content for good (``SourceStore.purge_source``)."""
+        return self._source_store().purge_source(scope_id, source_id)
+
+    def set_extraction_policy(self, scope_id: str, policy: ExtractionPolicy) -> ExtractionPolicy:
+        """Set whether the Scope's extracted writes apply at once or wait in the review inbox."""
+        return self._source_store().set_extraction_policy(scope_id, policy)

@@ -29,6 +29,7 @@ from powercontext.store.base import (
     ScoredMemory,
     Store,
 )
+from powercontext.store.removal import DeletedScope, PurgedArtifact
 from powercontext.writes.capture import SourceCapture
 from powercontext.writes.families import FamilyWrites
 
@@ -57,6 +58,10 @@ class WriteService(SourceCapture, FamilyWrites):
 
     def create_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
         return self.store.create_scope(scope_id, title, context_references)
+
+    def delete_scope(self, scope_id: str) -> DeletedScope:
+        """Delete the Scope and everything in it (``Store.delete_scope``)."""
+        return self.store.delete_scope(scope_id)
 
     def update_scope(self, scope_id: str, edit: ScopeEdit, keep: Callable[[str], bool] | None = None) -> ScopeRecord:
         """Replace title and references; those for which ``keep`` is true stay (see ``Store.update_scope``)."""
@@ -100,6 +105,10 @@ class WriteService(SourceCapture, FamilyWrites):
         """Merge exact active revisions ``(artifact_id, revision)`` into a new Atomic Memory."""
         merge = MemoryMerge(tuple(sources), text, kind, tuple(tags), self.embedding_for(text))
         return self.store.merge_memories(scope_id, merge)
+
+    def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifact:
+        """Erase every revision of an Atomic Memory and remove it from every index (``Store.purge_memory``)."""
+        return self.store.purge_memory(scope_id, artifact_id)
 
     def change_lifecycle(
         self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None

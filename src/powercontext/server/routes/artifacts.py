@@ -18,10 +18,9 @@ from powercontext.server.mapping import memory_view
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, family_store_of, scope_router
 from powercontext.server.routes.profile import committed_head
 from powercontext.server.routes.prompts import prompt_artifact_view, prompt_store_of, require_body_access
-from powercontext.server.routes.sources import source_ref_view
+from powercontext.sources.lineage import lineage_of
 from powercontext.store.base import MemoryRecord
 from powercontext.store.errors import ArtifactNotFound
-from powercontext.store.source_records import SourceStore
 
 router = scope_router("artifacts", "/artifacts")
 
@@ -58,11 +57,8 @@ def _prompt_head(runtime: Runtime, scope_id: str, prompt_key: str) -> PromptArti
 def _memory_exact(runtime: Runtime, record: MemoryRecord) -> AtomicMemory:
     """The exact read of an Atomic Memory revision, with its lineage (the Sources it was written from)."""
     view = memory_view(record)
-    store = runtime.store
-    if not isinstance(store, SourceStore):
-        return view
-    refs = store.source_refs([record.key]).get(record.key, ())
-    return view.model_copy(update={"source_refs": [source_ref_view(ref) for ref in refs]})
+    refs = lineage_of(runtime.store, [record.key]).get(record.key)
+    return view if not refs else view.model_copy(update={"source_refs": refs})
 
 
 # One reader per family; the handlers below have no per-family branches.

@@ -9,7 +9,7 @@ from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
 from powercontext.server.routes.deps import PrincipalDep, RequestIdDep, RuntimeDep, area_router, errors
 
 # Both run one prepare: they answer the same errors.
-router = area_router("context", "/v1/context", responses=errors(404, 409, 503))
+router = area_router("context", "/v1/context", responses=errors(404, 409, 429, 503))
 
 
 @router.post(

@@ -19,6 +19,7 @@ from powercontext.contract.memory import (
     AtomicMemorySearchRequest,
     AtomicMemorySearchResult,
     MemoryListState,
+    PurgedArtifactView,
 )
 from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
 from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
@@ -104,3 +105,22 @@ def change_atomic_memory_lifecycle(
 ) -> AtomicMemory:
     writes = runtime.writes
     return memory_view(writes.change_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))
+
+
+@router.post(
+    "/{artifact_id}/purge",
+    responses=errors(410),
+    summary="Erase every revision of an Atomic Memory and remove it from every index (real deletion)",
+)
+def purge_atomic_memory(scope_id: str, artifact_id: str, runtime: RuntimeDep) -> PurgedArtifactView:
+    """Irreversible. A tombstone stays: exact reads answer ``410 purged``; search, prepare and lists never show it.
+    Purging again answers the same tombstone. Needs the ``write`` grant."""
+    purged = runtime.writes.purge_memory(scope_id, artifact_id)
+    key = purged.key
+    return PurgedArtifactView(
+        scope_id=key.scope_id,
+        family="atomic-memory",
+        artifact_id=key.artifact_id,
+        revisions=purged.revisions,
+        purged_at=purged.purged_at,
+    )

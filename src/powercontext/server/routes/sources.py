@@ -17,11 +17,10 @@ from powercontext.contract.sources import (
     SourceCreate,
     SourceCreated,
     SourceList,
-    SourceOrigin,
-    SourceRef,
 )
 from powercontext.runtime import Runtime
 from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
+from powercontext.sources.lineage import source_ref_view
 from powercontext.store import source_records as records
 from powercontext.store.errors import FamilyUnsupported
 
@@ -34,13 +33,6 @@ def source_store_of(runtime: Runtime) -> records.SourceStore:
     if not isinstance(store, records.SourceStore):
         raise FamilyUnsupported()
     return store
-
-
-def source_ref_view(ref: records.SourceRef) -> SourceRef:
-    origin = SourceOrigin(host=ref.origin.host, session_id=ref.origin.session_id, turn=ref.origin.turn)
-    return SourceRef(
-        scope_id=ref.scope_id, source_id=ref.source_id, kind=ref.kind, observed_at=ref.observed_at, origin=origin
-    )
 
 
 def _summary(record: records.SourceRecord) -> SourceCreated:
@@ -69,6 +61,17 @@ def create_source(scope_id: str, body: SourceCreate, runtime: RuntimeDep) -> Sou
 def get_source(scope_id: str, source_id: str, runtime: RuntimeDep) -> Source:
     record = source_store_of(runtime).read_source(scope_id, source_id)
     return Source(**_summary(record).model_dump(), content=record.content, created_at=record.created_at)
+
+
+@router.post(
+    "/{source_id}/purge",
+    responses=errors(501),
+    summary="Erase a Source's content for good (irreversible); its exact read then answers 410 purged",
+)
+def purge_source(scope_id: str, source_id: str, runtime: RuntimeDep) -> SourceCreated:
+    """What it wrote stays (purge those memories on their own); their lineage keeps naming the Source by id."""
+    source_store_of(runtime)
+    return _summary(runtime.writes.purge_source(scope_id, source_id))
 
 
 @router.get("", responses=errors(501), summary="List Sources, newest first, a page at a time")

@@ -7,7 +7,7 @@ from typing import Any
 from powercontext.store.base import MemoryRecord
 from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record
-from powercontext.store.errors import ArtifactNotFound, RevisionNotFound, ScopeNotFound
+from powercontext.store.errors import ArtifactNotFound, ArtifactPurged, RevisionNotFound, ScopeNotFound
 
 
 class MemoryReads(StoreConnections):
@@ -27,6 +27,7 @@ class MemoryReads(StoreConnections):
         if row is None:
             self._require_scope(conn, scope_id)
             raise ArtifactNotFound()
+        _refuse_purged(conn, row[0])
         return row
 
     def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord:
@@ -41,6 +42,7 @@ class MemoryReads(StoreConnections):
         if row is None:
             head = self._head_row(conn, scope_id, artifact_id)
             raise RevisionNotFound(head[4])
+        _refuse_purged(conn, row[0])
         return memory_record(row)
 
     def list_memories(
@@ -52,7 +54,7 @@ class MemoryReads(StoreConnections):
         # those only: joined before the ORDER BY ... LIMIT, every head of the Scope was read and sorted with its
         # body (2 s a page at 20,000 memories of 2 KB, whatever the page size).
         page = "SELECT id, scope_id, artifact_id, head_revision, state, merged_into FROM artifacts"
-        page += " WHERE scope_id = ? AND family = ?"
+        page += " WHERE scope_id = ? AND family = ? AND id NOT IN (SELECT artifact FROM purged_artifacts)"
         params: list[object] = [scope_id, FAMILY]
         if state is not None:
             page += " AND state = ?"
@@ -64,6 +66,12 @@ class MemoryReads(StoreConnections):
         sql = _SELECT_PAGE.format(page=page + " ORDER BY id DESC LIMIT ?")
         rows = conn.execute(sql, params).fetchall()
         return [(int(row[0]), memory_record(row)) for row in rows]
+
+
+def _refuse_purged(conn: Any, rowid: int) -> None:
+    """A purged Atomic Memory (``core.purge``) answers every exact read with ``ArtifactPurged``."""
+    if conn.execute("SELECT 1 FROM purged_artifacts WHERE artifact = ?", (rowid,)).fetchone() is not None:
+        raise ArtifactPurged()
 
 
 # ``SELECT_MEMORY``'s columns (the embedded engine's text reads recognise it by them) over one page of artifacts.

@@ -1,7 +1,8 @@
 """Sources and lineage (both stores): capture, the extraction worker's leases, and applying its operations.
 
-``finish_source`` is the one place extracted operations are written: the Atomic Memory writes, one lineage row per
-revision written, and the Source's new state commit together or not at all, and only while the worker still holds
+``finish_source`` is the one place extracted operations are written: the Atomic Memory writes, their lineage rows
+(a revision keeps the Sources of the revision it replaces, then adds this one), and the Source's new state commit
+together or not at all, and only while the worker still holds
 the lease it claimed (the lease's owner and expiry act as a fencing token: a claim by another worker changes them).
 So a Source is extracted once even with several Servers on one store, and a killed worker leaves it pending.
 """
@@ -17,9 +18,11 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import MemoryEdit, NewMemory
 from powercontext.store.core.family_rows import new_id, now
 from powercontext.store.core.memory_writes import MemoryWrites
+from powercontext.store.core.purge import Purges
 from powercontext.store.core.terms import TermCounts
-from powercontext.store.errors import SourceLeaseLost, SourceNotFound
+from powercontext.store.errors import SourceLeaseLost, SourceNotFound, SourcePurged
 from powercontext.store.source_records import (
+    PURGED,
     WAITING_FOR_MODEL,
     ClaimedSource,
     CreateMemory,
@@ -57,7 +60,7 @@ def _later(seconds: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class SourceWrites(MemoryWrites):
+class SourceWrites(MemoryWrites, Purges):
     """``SourceStore``; mixed into ``SqlStore`` (it writes Atomic Memory with ``MemoryWrites``' statements)."""
 
     # -- capture and reads ---------------------------------------------------------------------------------------
@@ -97,6 +100,8 @@ class SourceWrites(MemoryWrites):
         if row is None:
             self._require_scope(conn, scope_id)
             raise SourceNotFound()
+        if row[13] == PURGED:
+            raise SourcePurged()
         return _record(row, self._writes_of(conn, [row[0]]).get(row[0], ()))
 
     def list_sources(self, scope_id: str, before: int | None, limit: int) -> list[tuple[int, SourceRecord]]:
@@ -198,29 +203,72 @@ class SourceWrites(MemoryWrites):
             source_row = self._held(conn, claim)
             counts = TermCounts(ref.scope_id, self._fulltext)
             for op in operations:
-                if isinstance(op, CreateMemory):
-                    item = NewMemory(op.text, op.kind, op.tags, embedding=op.embedding, observed_at=ref.observed_at)
-                    rowid, record = self._insert_memory(conn, ref.scope_id, item, at, counts)
-                elif isinstance(op, ForgetMemory):
-                    self._change_lifecycle(conn, ref.scope_id, op.artifact_id, "forget", op.expected_revision, at)
-                    continue
-                else:
-                    edit = MemoryEdit(op.text, embedding=op.embedding, observed_at=ref.observed_at)
-                    rowid, record = self._revise_memory(
-                        conn, ref.scope_id, op.artifact_id, op.expected_revision, edit, at
-                    )
-                conn.execute(
-                    "INSERT INTO revision_sources (artifact, revision, source_row) VALUES (?, ?, ?)",
-                    (rowid, record.key.revision, source_row),
-                )
+                self._apply(conn, ref.scope_id, op, source_row, ref.observed_at, at, counts)
             counts.flush(conn)
             conn.execute(
                 "UPDATE sources SET status = ?, reason = NULL, lease_owner = NULL, lease_until = NULL,"
                 " next_attempt_at = NULL WHERE id = ?",
                 (status, source_row),
             )
-            row = conn.execute(SELECT_SOURCE + " WHERE id = ?", (source_row,)).fetchone()
-            return _record(row, self._writes_of(conn, [source_row]).get(source_row, ()))
+            return self._source_record(conn, conn.execute(SELECT_SOURCE + " WHERE id = ?", (source_row,)).fetchone())
+
+    def _apply(
+        self,
+        conn: Any,
+        scope_id: str,
+        op: SourceOperation,
+        source_row: int,
+        observed_at: str,
+        at: str,
+        counts: TermCounts,
+    ) -> ArtifactKey | None:
+        """One operation inside the caller's transaction, with its lineage; the revision it wrote (None: forget)."""
+        if isinstance(op, ForgetMemory):
+            self._change_lifecycle(conn, scope_id, op.artifact_id, "forget", op.expected_revision, at)
+            return None
+        if isinstance(op, CreateMemory):
+            item = NewMemory(op.text, op.kind, op.tags, embedding=op.embedding, observed_at=observed_at)
+            rowid, record = self._insert_memory(conn, scope_id, item, at, counts)
+        else:
+            edit = MemoryEdit(op.text, embedding=op.embedding, observed_at=observed_at)
+            rowid, record = self._revise_memory(conn, scope_id, op.artifact_id, op.expected_revision, edit, at)
+            # The revised statement keeps the evidence of the one it replaces, then this Source's.
+            conn.execute(
+                "INSERT INTO revision_sources (artifact, revision, source_row) SELECT artifact, ?, source_row"
+                " FROM revision_sources WHERE artifact = ? AND revision = ? AND source_row <> ?",
+                (record.key.revision, rowid, op.expected_revision, source_row),
+            )
+        conn.execute(
+            "INSERT INTO revision_sources (artifact, revision, source_row) VALUES (?, ?, ?)",
+            (rowid, record.key.revision, source_row),
+        )
+        return record.key
+
+    @staticmethod
+    def _source_select() -> str:
+        return SELECT_SOURCE + " WHERE id = ?"
+
+    def _source_record(self, conn: Any, row: Any) -> SourceRecord:
+        return _record(row, self._writes_of(conn, [row[0]]).get(row[0], ()))
+
+    def purge_source(self, scope_id: str, source_id: str) -> SourceRecord:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT id, status FROM sources WHERE scope_id = ? AND source_id = ?", (scope_id, source_id)
+            )
+            found = row.fetchone()
+            if found is None:
+                self._require_scope(conn, scope_id)
+                raise SourceNotFound()
+            status = "skipped" if found[1] == "pending" else found[1]
+            conn.execute(
+                "UPDATE sources SET content = '', content_digest = '', status = ?, reason = ?, lease_owner = NULL,"
+                " lease_until = NULL, next_attempt_at = NULL WHERE id = ?",
+                (status, PURGED, found[0]),
+            )
+            purged = self._source_record(conn, conn.execute(SELECT_SOURCE + " WHERE id = ?", (found[0],)).fetchone())
+        self._after_purge(scope_id)
+        return purged
 
     def defer_source(self, claim: ClaimedSource, reason: str, retry_at: str | None, give_up: bool) -> SourceRecord:
         with self._write() as conn:
@@ -230,5 +278,4 @@ class SourceWrites(MemoryWrites):
                 " lease_until = NULL WHERE id = ?",
                 ("failed" if give_up else "pending", reason, retry_at, source_row),
             )
-            row = conn.execute(SELECT_SOURCE + " WHERE id = ?", (source_row,)).fetchone()
-            return _record(row, self._writes_of(conn, [source_row]).get(source_row, ()))
+            return self._source_record(conn, conn.execute(SELECT_SOURCE + " WHERE id = ?", (source_row,)).fetchone())

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from powercontext.store.core.family_rows import scope_tag
+from powercontext.text.tokenize import MAX_QUERY_TERMS
 from powercontext.text.tokenize import terms as index_terms
 
 if TYPE_CHECKING:
@@ -15,43 +18,67 @@ if TYPE_CHECKING:
 
 MEMORY_INDEX: Final = "atomic_memory_fts"
 
-POSTING_BUDGET: Final = 8_000
 # A reserved term (the tokenizer never yields it) whose count is the Scope's number of active heads.
 ACTIVE_DOCS: Final = ""
-# In a small Scope a word in half the memories is still a topic, not a stop word.
-COMMON_TERM_MIN_DOCS: Final = 1_000
+# The postings one Atomic Memory search may read (~40 MB; the median bench query at a million memories reads
+# ~220,000, the largest ~1,000,000): a cost bound, not a ranking rule. Every kept term is ranked in full by the
+# exact top-k (core/topk.py); only a query whose terms together hold more than this loses its commonest ones.
+POSTING_BUDGET: Final = 2_000_000
+MAX_RANKED_TERMS: Final = MAX_QUERY_TERMS  # the most query terms one search ranks
 
 
-def affordable_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[list[str], bool]:
-    """The query terms worth scoring, rarest first, and whether BM25 ranking is affordable.
+class SearchShare(NamedTuple):
+    """What one Atomic Memory full-text search may rank: postings and query terms."""
 
-    BM25 cost grows with the postings of every OR-ed term, while a common term adds almost nothing
-    to the ranking: found in half of a large Scope or more, its IDF is clamped to ~0. So the rarest
-    term is always kept, and further terms are added, rarest first, while they are not that common
-    and their document counts fit ``POSTING_BUDGET``. Terms found nowhere are dropped: a query of only those
-    is a zero-hit search that scans nothing.
+    postings: int = POSTING_BUDGET
+    terms: int = MAX_RANKED_TERMS
+
+
+# One search's share of its prepare's work (recall/fanout.py); a search outside a prepare has the whole budget.
+_WHOLE_BUDGET: Final = SearchShare()
+_share: ContextVar[SearchShare] = ContextVar("search_share", default=_WHOLE_BUDGET)
+
+
+@contextmanager
+def search_share(share: SearchShare) -> Iterator[None]:
+    """Every Atomic Memory full-text search in this context ranks at most ``share.postings`` postings of at most
+    ``share.terms`` terms, the rarest first (the rarest term is always kept)."""
+    token = _share.set(share)
+    try:
+        yield
+    finally:
+        _share.reset(token)
+
+
+def ranked_terms(conn: Any, scope_id: str, terms: Sequence[str]) -> list[str]:
+    """The query terms the Scope's memories hold, rarest first, at most ``MAX_RANKED_TERMS``.
+
+    Every kept term is ranked: the top-k BM25 (core/topk.py) scores only the memories that can still make the
+    cut, so a term in most memories still adds its (small, positive) IDF. Terms are kept rarest first while
+    their postings fit ``POSTING_BUDGET`` (or the ``search_share`` in force, which also caps how many terms are
+    kept); the rarest is always kept. Terms found nowhere are dropped: a query of only those reads nothing.
     """
-    if not terms:
-        return [], True
-    marks = ",".join("?" * (len(terms) + 1))
-    counts = dict(
-        conn.execute(
-            f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})",
-            [scope_id, ACTIVE_DOCS, *terms],
+    distinct = list(dict.fromkeys(t for t in terms if t))
+    if not distinct:
+        return []
+    counts: dict[str, int] = {}
+    for start in range(0, len(distinct), 500):
+        part = distinct[start : start + 500]
+        marks = ",".join("?" * len(part))
+        counts.update(
+            conn.execute(
+                f"SELECT term, docs FROM fts_term_docs WHERE scope_id = ? AND term IN ({marks})", [scope_id, *part]
+            )
         )
-    )
-    active = counts.pop(ACTIVE_DOCS, 0)
-    present = sorted((t for t in terms if t in counts), key=lambda t: counts[t])
+    budget, most_terms = _share.get()
     kept: list[str] = []
     total = 0
-    for term in present:
-        docs = counts[term]
-        common = active >= COMMON_TERM_MIN_DOCS and 2 * docs >= active
-        if kept and (common or total + docs > POSTING_BUDGET):
+    for term in sorted((t for t in distinct if t in counts), key=lambda t: counts[t]):
+        if kept and (total + counts[term] > budget or len(kept) >= most_terms):
             break
         kept.append(term)
-        total += docs
-    return kept, total <= POSTING_BUDGET
+        total += counts[term]
+    return kept
 
 
 def term_statistics(conn: Any, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:

@@ -18,7 +18,7 @@ from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.experiences import EXPERIENCE_FTS, experience_record
 from powercontext.store.core.family_rows import ArtifactRow, FtsIndex, active_heads
 from powercontext.store.core.memory_rows import SELECT_MEMORY, memory_record, scope_tag
-from powercontext.store.core.terms import MEMORY_INDEX, affordable_terms, term_statistics
+from powercontext.store.core.terms import MEMORY_INDEX, ranked_terms, term_statistics
 from powercontext.store.core.topics import TOPIC_FTS, topic_record
 from powercontext.text.tokenize import MAX_QUERY_TERMS
 
@@ -28,12 +28,10 @@ class TextSearch(StoreConnections):
 
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
         conn = self._reader()
-        terms, rankable = affordable_terms(conn, scope_id, terms)
+        terms = ranked_terms(conn, scope_id, terms)
         if not terms or limit < 1:
             return []
-        # When even the rarest term is in too many memories to rank them all, rank only the newest matches.
-        window: Window = "rank" if rankable else "newest"
-        hits = self._fulltext.ranked(conn, MEMORY_INDEX, scope_tag(scope_id), terms, limit, window)
+        hits = self._fulltext.ranked(conn, MEMORY_INDEX, scope_tag(scope_id), terms, limit)
         by_id = _memories(conn, scope_id, [doc_id for _, doc_id in hits])
         return [Scored(by_id[doc_id], score) for score, doc_id in hits if doc_id in by_id]
 

@@ -50,6 +50,15 @@ def _bound(array: npt.NDArray[Any], term_idf: float, avgdl: float, weights: tupl
     return term_idf * ((freq * (K1 + 1.0)) / (freq + norm))
 
 
+def _in_doc_order(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The postings sorted by doc id (a term's segments arrive in write order; a revised document's new posting
+    sits in a newer segment than higher doc ids)."""
+    docs = array["doc"]
+    if len(docs) < 2 or bool(np.all(docs[1:] > docs[:-1])):
+        return array
+    return array[np.argsort(docs, kind="stable")]
+
+
 def _member(docs: npt.NDArray[Any], sorted_docs: npt.NDArray[Any]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[Any]]:
     """Which of ``docs`` are in ``sorted_docs``, and where."""
     at = np.searchsorted(sorted_docs, docs)
@@ -96,7 +105,7 @@ def top_k(
         return [], 0
     pair = (float(weights[0]), float(weights[1]) if len(weights) > 1 else 0.0)
     avgdl = postings.n_tokens / postings.n_rows
-    arrays = {t: postings.arrays[t] for t in terms}
+    arrays = {t: _in_doc_order(postings.arrays[t]) for t in terms}
     idfs = {t: idf(postings.n_rows, postings.counts.get(t, 0)) for t in terms}
     bounds = {t: _bound(arrays[t], idfs[t], avgdl, pair) for t in terms}
     order = sorted(terms, key=lambda t: -bounds[t])

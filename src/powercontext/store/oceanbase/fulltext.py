@@ -6,7 +6,7 @@ be the database's own relevance function: OceanBase's FULLTEXT parsers also drop
 Python tokenizer that produced the terms. Instead each indexed document keeps its exact term
 postings (term frequency per column) and token count, and ranking hands them to the shared formula
 (core/bm25.py), with ``N``, ``n(t)`` and ``avgdl`` over the searched Scope's documents only, as the SQLite
-store's per-Scope FTS5 tables keep them (store/core/scope_fts.py: no other Scope's content may move a Scope's
+store's per-Scope FTS5 tables keep them (core/fulltext.py: no other Scope's content may move a Scope's
 ranking); ``N`` and the token total count every document ever added to the Scope (``fts_scope_totals``), as a
 contentless-delete FTS5 table does.
 
@@ -33,8 +33,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from powercontext.store.core.bm25 import Window
+from powercontext.store.core.packed import indexed_doc
 from powercontext.store.oceanbase import bm25, native_fulltext
-from powercontext.store.oceanbase.postings import TABLES, SegmentCounts, posting_term
+from powercontext.store.oceanbase.postings import MAX_SEGMENTS, TABLES, SegmentCounts, posting_term
 from powercontext.store.oceanbase.segments import add_documents, bump_totals, remove_documents
 
 if TYPE_CHECKING:
@@ -60,17 +61,11 @@ class FtsWriter:
         self._removed: set[tuple[str, int]] = set()  # stored documents to take out of the index
         self._totals: Counter[tuple[str, str]] = Counter()  # (table, "docs" | "tokens")
         self._scope_totals: dict[tuple[str, str], tuple[int, int]] = {}  # (table, scope tag) -> (docs, tokens)
-        self.segments = SegmentCounts()
+        self.segments = SegmentCounts(MAX_SEGMENTS)
 
     def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None:
         spec = TABLES[table]
-        if len(spec.columns) == 1:  # the common case (memories, experiences): one counter, no per-term tuples
-            words = texts[0].split()
-            tf: tuple[Counter[str], ...] = (Counter(map(posting_term, words)),)
-            tokens = 1 + len(words)  # the scope tag is one token
-        else:
-            tf = tuple(Counter(map(posting_term, text.split())) for text in texts)
-            tokens = 1 + sum(sum(c.values()) for c in tf)
+        scope_tag, tokens, tf = indexed_doc(scope_tag, texts)
         self._docs[(table, doc_id)] = (scope_tag, tokens, tf)
         if self.native:
             self._native_docs[(table, doc_id)] = (scope_tag, native_fulltext.body(spec.weights, texts))

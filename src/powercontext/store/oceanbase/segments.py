@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core.bm25 import POSTING
+from powercontext.store.core.packed import group_postings
 from powercontext.store.oceanbase.postings import (
     SEGMENT_POSTINGS,
     SEGMENTS_PER_WRITE,
@@ -130,7 +130,7 @@ def add_documents(
     """One new segment per touched (index, scope tag, term), written without reading anything back; a
     term known to have reached ``MAX_SEGMENTS`` open segments is compacted here into full segments and one
     open rest."""
-    grouped = _group_postings(docs)
+    grouped = group_postings(docs)
     compact = segments.due(grouped)
     for table in sorted({key[0] for key in compact} - set(numbers)):
         numbers[table] = bump_totals(conn, table, 0, 0)
@@ -156,44 +156,6 @@ def add_documents(
             for (table, doc), (tag, tokens, tf) in docs.items()
         ],
     )
-
-
-def _group_postings(
-    docs: dict[tuple[str, int], tuple[str, int, tuple[Counter[str], ...]]],
-) -> dict[SegmentKey, npt.NDArray[Any]]:
-    """The transaction's postings per (index, scope tag, term), each array in doc order."""
-    # Every posting of the transaction in one array, sorted by (term key, doc), cut into one run per key:
-    # a NumPy array per term cost ~25 µs each, ~36 ms of a 500-memory batch. Columns are built with
-    # list.extend over each document's counters (no tuple per posting).
-    slots: dict[SegmentKey, int] = {}
-    key_of: list[int] = []
-    doc_col: list[int] = []
-    tf1_col: list[int] = []
-    tf2_col: list[int] = []
-    len_col: list[int] = []
-    for (table, doc), (tag, tokens, tf) in docs.items():
-        if len(tf) == 1:
-            terms: Iterable[str] = tf[0].keys()
-            tf1_col.extend(tf[0].values())
-            tf2_col.extend([0] * len(tf[0]))
-        else:
-            terms = list(set(tf[0]).union(tf[1]))
-            tf1_col.extend([tf[0].get(t, 0) for t in terms])
-            tf2_col.extend([tf[1].get(t, 0) for t in terms])
-        key_of.extend([slots.setdefault((table, tag, t), len(slots)) for t in terms])
-        grown = len(key_of) - len(doc_col)
-        doc_col.extend([doc] * grown)
-        len_col.extend([tokens] * grown)
-    everything = np.empty(len(key_of), dtype=POSTING)
-    everything["doc"], everything["tf1"], everything["tf2"], everything["len"] = doc_col, tf1_col, tf2_col, len_col
-    keys_array = np.array(key_of, dtype=np.int64)
-    order = np.lexsort((everything["doc"], keys_array))
-    everything, keys_array = everything[order], keys_array[order]
-    cuts = np.flatnonzero(np.diff(keys_array)) + 1
-    starts = [0, *cuts.tolist()]
-    ends = [*cuts.tolist(), len(everything)]
-    by_slot = {int(keys_array[a]): (a, b) for a, b in zip(starts, ends, strict=True) if b > a}
-    return {key: everything[slice(*by_slot[slot])] for key, slot in slots.items()}
 
 
 def _take_open_segments(conn: Connection, compact: Iterable[SegmentKey]) -> dict[SegmentKey, list[npt.NDArray[Any]]]:

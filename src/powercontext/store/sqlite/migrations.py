@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from powercontext.store.core.schema_versions import pending_migrations
+from powercontext.store.sqlite.packed import SCHEMA as PACKED_SCHEMA
 
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -275,6 +276,39 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX revision_sources_by_source ON revision_sources (source_row);
         """,
     ),
+    (
+        11,
+        """
+        -- Packed postings replace the per-Scope FTS5 tables (store/sqlite/packed.py, issue 39): a term's postings
+        -- are a few blobs, so a search over a million memories ranks every query term. The data step drops
+        -- the FTS5 tables and indexes every active head and code chunk again from the stored text.
+        """
+        + PACKED_SCHEMA,
+    ),
+    (
+        12,
+        """
+        -- Tombstones of purged Artifacts: every revision's text was erased and the Artifact left every index;
+        -- an exact read answers 410 purged.
+        CREATE TABLE purged_artifacts (
+          artifact INTEGER PRIMARY KEY REFERENCES artifacts(id),
+          purged_at TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        13,
+        """
+        -- A Scope's extraction policy: whether explicit and model-extracted writes apply at once or wait in
+        -- the review inbox. No row: the Server's default (POWERCONTEXT_EXTRACTION_REVIEW).
+        CREATE TABLE extraction_policies (
+          scope_id TEXT PRIMARY KEY REFERENCES scopes(scope_id),
+          explicit TEXT NOT NULL CHECK (explicit IN ('apply', 'review')),
+          model TEXT NOT NULL CHECK (model IN ('apply', 'review')),
+          updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -296,14 +330,15 @@ def _backfill_term_docs(conn: Any) -> None:
     )
 
 
-def _index_per_scope(conn: Any) -> None:
-    from powercontext.store.sqlite.migrate_scope_fts import index_every_scope
+def _index_packed(conn: Any) -> None:
+    from powercontext.store.sqlite.reindex import pack_every_scope
 
-    index_every_scope(conn)
+    pack_every_scope(conn)
 
 
-# Data steps that run after a migration's SQL, in the same transaction.
-DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs, 9: _index_per_scope}
+# Data steps that run after a migration's SQL, in the same transaction. (Migration 9's, which filled per-Scope
+# FTS5 tables, is gone: migration 11 replaces those tables and indexes everything again.)
+DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs, 11: _index_packed}
 
 
 def apply_migrations(conn: Any, now: str) -> int:

@@ -3,11 +3,12 @@
 One writer connection behind a lock serializes writes inside this process (so concurrent HTTP
 writers queue instead of meeting "database is locked"); a busy timeout covers other processes.
 Readers use one connection per thread and never block the writer (WAL). The statements shared with the
-OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``fulltext.Fts5Index``.
+OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``packed.PackedIndex``.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -24,8 +25,8 @@ from powercontext.store.core.vectors import Vector, VectorChanges, load_matrix
 from powercontext.store.errors import StoreUnavailable
 from powercontext.store.faults import storage_fault
 from powercontext.store.health import IntegrityCheck, StoreHealth
-from powercontext.store.sqlite.fulltext import Fts5Index
 from powercontext.store.sqlite.migrations import LATEST_VERSION, apply_migrations
+from powercontext.store.sqlite.packed import PackedIndex
 from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES, check_file, check_open, refusal
 
 _BUSY_TIMEOUT_MS = 10_000
@@ -41,8 +42,11 @@ class SqliteStore(SqlStore):
         check_file(self.path)  # a store that cannot work is refused before anything is written to it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._open_pool(VectorChanges(), StoreHealth(self.path.parent, self.path))
-        self._fulltext = Fts5Index()
+        self._fulltext: PackedIndex = PackedIndex()
         self._writer = self._connect()
+        # Deleted or overwritten content is zeroed in the file, not left in free space: a purged memory's text
+        # (core/purge.py) must not be recoverable from the database file.
+        self._writer.execute("PRAGMA secure_delete = ON")
         try:
             check_open(self._writer, self.path, LATEST_VERSION)
             self._writer.execute("PRAGMA journal_mode = WAL")
@@ -93,10 +97,13 @@ class SqliteStore(SqlStore):
                 self.health.note_fault(fault)
                 raise fault from exc
             self._changes = VectorChanges()
+            self._fulltext.discard()
             try:
                 yield conn
+                self._fulltext.flush(conn)  # the transaction's index writes, buffered until now
                 conn.execute("COMMIT")
             except BaseException as exc:
+                self._fulltext.discard()
                 self._roll_back(conn)
                 fault = storage_fault(exc, "write") if isinstance(exc, sqlite.Error) else None
                 if fault is not None:  # a full disk, a read-only file: a stable code, never a 500
@@ -106,6 +113,18 @@ class SqliteStore(SqlStore):
             self.health.note_write_ok()
             # Still under the write lock, so cached matrices see commits in order.
             self._vectors.apply(self._changes)
+
+    def _after_purge(self, scope_id: str) -> None:
+        """Copy the WAL into the database and truncate it: the purge's transaction rewrote (packed postings) or
+        zeroed (``secure_delete``) every page that held the text, but older copies of those pages live in the WAL
+        until a checkpoint. A checkpoint waits for readers of older snapshots; it is retried briefly, and what it
+        could not reach is checkpointed by a later purge or write."""
+        with self._write_turn():
+            for _ in range(20):
+                busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if not busy:
+                    return
+                time.sleep(0.05)
 
     def _quick_check(self) -> str:
         """SQLite's ``quick_check`` verdict, on a read-only connection of its own (one line)."""
