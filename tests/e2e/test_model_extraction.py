@@ -128,3 +128,29 @@ def test_an_answer_outside_the_contract_applies_nothing(model_server: LiveServer
     finally:
         chat.reset()
         api.close()
+
+
+def test_by_default_model_extracted_writes_wait_for_review(
+    chat: ChatServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    settings = {
+        "POWERCONTEXT_GENERATION": "openai-compatible",
+        "POWERCONTEXT_GENERATION_BASE_URL": chat.base_url,
+        "POWERCONTEXT_GENERATION_MODEL": "extract-model",
+    }
+    chat.reset()
+    chat.control(default=_operations({"op": "create", "text": "Releases are cut from main", "kind": "fact"}))
+    try:
+        with live_server(tmp_path_factory.mktemp("default-review"), settings) as live:
+            api = Api(live.base_url)
+            scope_id = api.new_scope()
+            source_id = _capture(api, scope_id, "we cut releases from main", "2026-03-01T00:00:00Z")
+            settled = _settled(api, scope_id, source_id)["extraction"]
+            assert (settled["reason"], settled["writes"]) == ("in-review", [])
+            (candidate,) = api.get(f"/v1/scopes/{scope_id}/memory-candidates").json()["items"]
+            assert candidate["operation"]["text"] == "Releases are cut from main"
+            assert api.get(f"/v1/scopes/{scope_id}/atomic-memory").json()["items"] == []
+            assert api.get("/v1/capabilities").json()["extraction"]["extractor"] == "model"
+            api.close()
+    finally:
+        chat.reset()

@@ -99,3 +99,27 @@ def test_extracted_writes_wait_for_approval_and_apply_with_lineage(reviewing_ser
         assert unknown.status_code == 404 and error_code(unknown) == "candidate-not-found"
     finally:
         api.close()
+
+
+def test_a_scope_policy_overrides_the_servers(reviewing_server: LiveServer) -> None:
+    api = Api(reviewing_server.base_url)
+    try:
+        scope_id = api.new_scope()
+        path = f"/v1/scopes/{scope_id}/extraction-policy"
+        assert api.get(path).json() == {"explicit": "review", "model": "review", "origin": "server"}
+        r = api.put(path, {"explicit": "apply", "model": "review"})
+        assert r.status_code == 200 and r.json()["origin"] == "scope"
+        assert api.get(path).json() == {"explicit": "apply", "model": "review", "origin": "scope"}
+        bad = api.put(path, {"explicit": "later", "model": "review"})
+        assert bad.status_code == 422
+        source_id = api.post(
+            f"/v1/scopes/{scope_id}/sources", {"kind": "note", "content": "note: the staging database is pg-2"}
+        ).json()["source_id"]
+
+        def writes() -> list[Any]:
+            return list(api.get(f"/v1/scopes/{scope_id}/sources/{source_id}").json()["extraction"]["writes"])
+
+        assert wait_until(lambda: len(writes()) == 1, timeout=20)  # applied at once: this Scope's policy
+        assert _pending(api, scope_id) == []
+    finally:
+        api.close()

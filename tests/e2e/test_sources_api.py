@@ -102,3 +102,26 @@ def test_bad_sources_are_refused_with_stable_codes(api: Api) -> None:
     assert missing.status_code == 404 and error_code(missing) == "scope-not-found"
     unknown = api.get(f"/v1/scopes/{scope_id}/sources/src_nothing")
     assert unknown.status_code == 404 and error_code(unknown) == "source-not-found"
+
+
+def test_a_purged_source_is_erased_for_good_and_never_extracted(server: LiveServer) -> None:
+    api = Api(server.base_url)
+    try:
+        scope_id = api.new_scope()
+        marker = "zqxj-purge-marker-" + scope_id
+        created = _capture(api, scope_id, f"the vendor contract number is {marker}")
+        purged = api.post(f"/v1/scopes/{scope_id}/sources/{created['source_id']}/purge", {})
+        assert purged.status_code == 200, purged.text
+        assert purged.json()["extraction"]["reason"] == "purged" and purged.json()["content_digest"] == ""
+        gone = api.get(f"/v1/scopes/{scope_id}/sources/{created['source_id']}")
+        assert gone.status_code == 410 and error_code(gone) == "purged"
+        again = api.post(f"/v1/scopes/{scope_id}/sources/{created['source_id']}/purge", {})
+        assert again.status_code == 200 and again.json()["extraction"]["reason"] == "purged"
+        listed = api.get(f"/v1/scopes/{scope_id}/sources").json()["items"]
+        assert [s["extraction"]["reason"] for s in listed] == ["purged"]
+        db = server.db_path
+        for path in (db, db.with_name(db.name + "-wal")):
+            if path.exists():
+                assert marker.encode() not in path.read_bytes(), f"{path.name} still holds the purged content"
+    finally:
+        api.close()

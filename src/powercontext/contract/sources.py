@@ -129,3 +129,14 @@ class MemoryCandidateList(StrictModel):
 
 class MemoryCandidateReject(StrictModel):
     reason: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+
+
+class ExtractionPolicyWrite(StrictModel):
+    explicit: Literal["apply", "review"] = Field(description="Writes extracted from explicit statements.")
+    model: Literal["apply", "review"] = Field(description="Writes a generation model extracted.")
+
+
+class ExtractionPolicyView(ExtractionPolicyWrite):
+    origin: Literal["scope", "server"] = Field(
+        description="scope: this Scope's own policy; server: the Server's default (POWERCONTEXT_EXTRACTION_REVIEW)."
+    )

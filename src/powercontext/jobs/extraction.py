@@ -21,6 +21,8 @@ from powercontext.store.errors import SourceLeaseLost, StoreError
 from powercontext.store.source_records import (
     WAITING_FOR_MODEL,
     ClaimedSource,
+    ExtractionPolicy,
+    PolicyChoice,
     SourceOperation,
     SourceRecord,
     SourceStore,
@@ -145,7 +147,7 @@ class ExtractionWorker:
                 self._writes.defer_source(claim, WAITING_FOR_MODEL, None, give_up=False)
                 self._note("deferred", WAITING_FOR_MODEL)
                 return
-            if operations and self._reviewed():
+            if operations and self._reviewed(claim.record.ref.scope_id):
                 self._writes.propose_source(claim, operations)
                 self._note("in_review", None)
                 return
@@ -158,9 +160,18 @@ class ExtractionWorker:
         except StoreError as exc:  # a stale compare-and-swap, a memory no longer active: decide again later
             self._retry(claim, exc.code)
 
-    def _reviewed(self) -> bool:
-        """Whether this worker's extracted writes wait in the review inbox (the policy, for this extractor)."""
-        return self.review == "all" or (self.review == "model" and self.extractor.model_backed)
+    def _reviewed(self, scope_id: str) -> bool:
+        """Whether this extractor's writes wait in the Scope's review inbox: the Scope's policy, else the Server's."""
+        return self.policy_for(scope_id).choice(self.extractor.model_backed) == "review"
+
+    def policy_for(self, scope_id: str) -> ExtractionPolicy:
+        """The Scope's extraction policy, or the Server's default (``review``) when it has none."""
+        own = self._store.read_extraction_policy(scope_id)
+        if own is not None:
+            return own
+        explicit: PolicyChoice = "review" if self.review == "all" else "apply"
+        model: PolicyChoice = "apply" if self.review == "none" else "review"
+        return ExtractionPolicy(explicit, model)
 
     def _retry(self, claim: ClaimedSource, reason: str) -> None:
         attempts = claim.record.attempts  # the claim counted this attempt already

@@ -149,6 +149,7 @@ def _include_routes(app: FastAPI, inspector: bool) -> None:
         prompts.router,
         sources.router,
         memory_candidates.router,
+        memory_candidates.policy_router,
         artifacts.router,
         context.router,
         code.router,

@@ -113,6 +113,7 @@ TABLES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
         ),
     ),
     ("revision_sources", ("artifact", "revision", "source_row"), ("artifact", "revision", "source_row")),
+    ("extraction_policies", ("scope_id",), ("scope_id", "explicit", "model", "updated_at")),
     ("purged_artifacts", ("artifact",), ("artifact", "purged_at")),
 )
 

@@ -19,6 +19,8 @@ SourceKind = Literal["prompt", "reply", "transcript", "note", "document"]
 ExtractionStatus = Literal["pending", "done", "failed", "skipped"]
 # A pending Source's reason when only a model can extract it: claimed again only once a model is configured.
 WAITING_FOR_MODEL = "waiting-for-model"
+# A purged Source's reason: its content (and digest) erased; what it wrote keeps its lineage by identity.
+PURGED = "purged"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,18 @@ class ClaimedSource:
 
 
 CandidateState = Literal["pending", "approved", "rejected"]
+PolicyChoice = Literal["apply", "review"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionPolicy:
+    """Whether a Scope's extracted writes apply at once or wait in the review inbox, by extractor."""
+
+    explicit: PolicyChoice
+    model: PolicyChoice
+
+    def choice(self, model_backed: bool) -> PolicyChoice:
+        return self.model if model_backed else self.explicit
 IN_REVIEW = "in-review"  # a done Source's reason while its extracted operations wait in the review inbox
 
 
@@ -170,3 +184,12 @@ class SourceStore(Protocol):
         ...
 
     def reject_memory_candidate(self, scope_id: str, candidate_id: str, reason: str | None) -> MemoryCandidate: ...
+    def read_extraction_policy(self, scope_id: str) -> ExtractionPolicy | None:
+        """The Scope's own policy; None when it has none (the Server's default applies)."""
+        ...
+
+    def set_extraction_policy(self, scope_id: str, policy: ExtractionPolicy) -> ExtractionPolicy: ...
+    def purge_source(self, scope_id: str, source_id: str) -> SourceRecord:
+        """Erase a Source's content and digest for good (a pending one is never extracted); the exact read then
+        answers ``410 purged``. A second purge answers the same record."""
+        ...

@@ -12,6 +12,7 @@ from powercontext.store.errors import FamilyUnsupported
 from powercontext.store.source_records import (
     ClaimedSource,
     CreateMemory,
+    ExtractionPolicy,
     ExtractionStatus,
     MemoryCandidate,
     NewSource,
@@ -92,3 +93,11 @@ class SourceCapture:
 
     def reject_memory_candidate(self, scope_id: str, candidate_id: str, reason: str | None) -> MemoryCandidate:
         return self._source_store().reject_memory_candidate(scope_id, candidate_id, reason)
+
+    def purge_source(self, scope_id: str, source_id: str) -> SourceRecord:
+        """Erase a Source's content for good (``SourceStore.purge_source``)."""
+        return self._source_store().purge_source(scope_id, source_id)
+
+    def set_extraction_policy(self, scope_id: str, policy: ExtractionPolicy) -> ExtractionPolicy:
+        """Set whether the Scope's extracted writes apply at once or wait in the review inbox."""
+        return self._source_store().set_extraction_policy(scope_id, policy)

@@ -118,6 +118,7 @@
     select.replaceChildren(...list.items.map((s) => el("option", { value: s.scope_id }, `${s.scope_id} — ${s.title}`)));
     if (wanted && list.items.some((s) => s.scope_id === wanted)) select.value = wanted;
     select.dataset.loaded = String(list.items.length);
+    loadReview();
     if (pendingRun && select.value) {
       pendingRun = false;
       runA();
@@ -355,6 +356,15 @@
     return pa - pb || a.family.localeCompare(b.family) || a.rank - b.rank;
   };
 
+  // RFC 1435's third level: the Sources an injected memory was written from (identity, never content).
+  function sourceNotes(candidate) {
+    return (candidate.source_refs || []).map((ref) => {
+      const where = [ref.origin.host, ref.origin.session_id ? `session ${ref.origin.session_id}` : null].filter(Boolean);
+      const text = `from ${ref.kind} ${ref.source_id}${where.length ? " · " + where.join(" · ") : ""} · ${ref.observed_at}`;
+      return el("div", { class: "hint source-ref", "data-source": ref.source_id }, text);
+    });
+  }
+
   function whyTable(explained, request) {
     const candidates = [...explained.candidates].sort(byFate);
     if (!candidates.length) return el("p", { class: "empty" }, "no search returned a candidate");
@@ -381,7 +391,7 @@
         el("td", { class: "num" }, number(c.fused)),
         el("td", { class: "terms" }, ...c.matched_terms.map((t) => el("span", { class: "term" }, t))),
         preview,
-        el("td", {}, link),
+        el("td", {}, link, ...sourceNotes(c)),
       );
       body.append(row);
       fillPreview(preview, c, request, c.family === "code" ? explained.code_query_terms || [] : terms);
@@ -652,6 +662,55 @@
 
   const describe = (request) => `"${request.query.slice(0, 60)}" at ${request.max_bytes} B`;
 
+  // -- Review inbox: extracted memories waiting for a decision ------------------------------------
+
+  async function loadReview() {
+    const scope = $("scope").value;
+    const box = $("review");
+    if (!scope) return;
+    let page;
+    let caps;
+    try {
+      page = await api("GET", `/v1/scopes/${segment(scope)}/memory-candidates?status=pending`);
+      caps = await api("GET", "/v1/capabilities");
+    } catch (error) {
+      box.replaceChildren(el("h2", {}, "Review inbox"), el("p", { class: "error" }, error.describe()));
+      box.hidden = false;
+      return;
+    }
+    const pending = caps.extraction ? caps.extraction.pending_sources : 0;
+    const rows = page.items.map((c) => {
+      const decide = (decision) => async () => {
+        try {
+          await api("POST", `/v1/scopes/${segment(scope)}/memory-candidates/${segment(c.candidate_id)}/${decision}`, {});
+        } catch (error) {
+          showError("request-error", error.describe());
+        }
+        loadReview();
+      };
+      const approve = el("button", { type: "button", class: "approve" }, "Approve");
+      const reject = el("button", { type: "button", class: "reject" }, "Reject");
+      approve.addEventListener("click", decide("approve"));
+      reject.addEventListener("click", decide("reject"));
+      const target = c.operation.target ? ` ${c.operation.target.artifact.artifact_id}@${c.operation.target.artifact.revision}` : "";
+      return el(
+        "tr",
+        { class: "review-row", "data-candidate": c.candidate_id },
+        el("td", {}, c.operation.op + target),
+        el("td", {}, c.operation.text || ""),
+        el("td", { class: "mono" }, c.source_id),
+        el("td", {}, approve, reject),
+      );
+    });
+    const summaryLine = `${page.items.length} extracted write(s) waiting for review; ${pending} Source(s) not extracted yet.`;
+    const heads = ["operation", "text", "source", "decision"];
+    const list = rows.length
+      ? scroll(el("table", { id: "review-table" }, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))), el("tbody", {}, ...rows)))
+      : el("p", { class: "empty" }, "nothing to review");
+    box.replaceChildren(el("h2", {}, "Review inbox"), el("p", { class: "hint", id: "review-summary" }, summaryLine), list);
+    box.hidden = false;
+  }
+
   // -- Wiring ------------------------------------------------------------------------------------
 
   const prefill = Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
@@ -711,6 +770,7 @@
       runA();
     });
     $("compare").addEventListener("click", compare);
+    $("scope").addEventListener("change", loadReview);
     $("pin").addEventListener("click", () => pin(true));
     $("unpin").addEventListener("click", () => pin(false));
     document.addEventListener("keydown", (event) => {

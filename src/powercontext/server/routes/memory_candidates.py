@@ -13,6 +13,7 @@ from powercontext.server.routes.sources import source_store_of
 from powercontext.store import source_records as records
 
 router = scope_router("memory-candidates", "/memory-candidates")
+policy_router = scope_router("memory-candidates", "/extraction-policy")
 
 
 def candidate_view(candidate: records.MemoryCandidate) -> wire.MemoryCandidate:
@@ -79,3 +80,22 @@ def reject_memory_candidate(
 ) -> wire.MemoryCandidate:
     source_store_of(runtime)
     return candidate_view(runtime.writes.reject_memory_candidate(scope_id, candidate_id, body.reason))
+
+
+@policy_router.get("", responses=errors(501), summary="Whether extracted writes apply at once or wait for review")
+def get_extraction_policy(scope_id: str, runtime: RuntimeDep) -> wire.ExtractionPolicyView:
+    own = source_store_of(runtime).read_extraction_policy(scope_id)
+    if own is not None:
+        return wire.ExtractionPolicyView(explicit=own.explicit, model=own.model, origin="scope")
+    worker = runtime.extraction
+    policy = worker.policy_for(scope_id) if worker is not None else records.ExtractionPolicy("apply", "review")
+    return wire.ExtractionPolicyView(explicit=policy.explicit, model=policy.model, origin="server")
+
+
+@policy_router.put("", responses=errors(501), summary="Set this Scope's extraction policy")
+def set_extraction_policy(
+    scope_id: str, body: wire.ExtractionPolicyWrite, runtime: RuntimeDep
+) -> wire.ExtractionPolicyView:
+    source_store_of(runtime)
+    policy = runtime.writes.set_extraction_policy(scope_id, records.ExtractionPolicy(body.explicit, body.model))
+    return wire.ExtractionPolicyView(explicit=policy.explicit, model=policy.model, origin="scope")

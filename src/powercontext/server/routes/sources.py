@@ -63,6 +63,17 @@ def get_source(scope_id: str, source_id: str, runtime: RuntimeDep) -> Source:
     return Source(**_summary(record).model_dump(), content=record.content, created_at=record.created_at)
 
 
+@router.post(
+    "/{source_id}/purge",
+    responses=errors(501),
+    summary="Erase a Source's content for good (irreversible); its exact read then answers 410 purged",
+)
+def purge_source(scope_id: str, source_id: str, runtime: RuntimeDep) -> SourceCreated:
+    """What it wrote stays (purge those memories on their own); their lineage keeps naming the Source by id."""
+    source_store_of(runtime)
+    return _summary(runtime.writes.purge_source(scope_id, source_id))
+
+
 @router.get("", responses=errors(501), summary="List Sources, newest first, a page at a time")
 def list_sources(
     scope_id: str,

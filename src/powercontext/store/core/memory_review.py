@@ -22,6 +22,7 @@ from powercontext.store.source_records import (
     CandidateState,
     ClaimedSource,
     CreateMemory,
+    ExtractionPolicy,
     ForgetMemory,
     MemoryCandidate,
     ReviseMemory,
@@ -148,3 +149,22 @@ class MemoryReview(SourceWrites):
                 (reason, at, row[0]),
             )
             return _candidate(self._candidate_row(conn, scope_id, candidate_id))
+
+    def read_extraction_policy(self, scope_id: str) -> ExtractionPolicy | None:
+        conn = self._reader()
+        row = conn.execute("SELECT explicit, model FROM extraction_policies WHERE scope_id = ?", (scope_id,)).fetchone()
+        if row is None:
+            self._require_scope(conn, scope_id)
+            return None
+        return ExtractionPolicy(row[0], row[1])
+
+    def set_extraction_policy(self, scope_id: str, policy: ExtractionPolicy) -> ExtractionPolicy:
+        with self._write() as conn:
+            self._require_scope(conn, scope_id)
+            conn.execute(
+                "INSERT INTO extraction_policies (scope_id, explicit, model, updated_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (scope_id) DO UPDATE SET explicit = excluded.explicit, model = excluded.model,"
+                " updated_at = excluded.updated_at",
+                (scope_id, policy.explicit, policy.model, now()),
+            )
+        return policy

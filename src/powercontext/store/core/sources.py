@@ -18,9 +18,11 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import MemoryEdit, NewMemory
 from powercontext.store.core.family_rows import new_id, now
 from powercontext.store.core.memory_writes import MemoryWrites
+from powercontext.store.core.purge import Purges
 from powercontext.store.core.terms import TermCounts
-from powercontext.store.errors import SourceLeaseLost, SourceNotFound
+from powercontext.store.errors import SourceLeaseLost, SourceNotFound, SourcePurged
 from powercontext.store.source_records import (
+    PURGED,
     WAITING_FOR_MODEL,
     ClaimedSource,
     CreateMemory,
@@ -58,7 +60,7 @@ def _later(seconds: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class SourceWrites(MemoryWrites):
+class SourceWrites(MemoryWrites, Purges):
     """``SourceStore``; mixed into ``SqlStore`` (it writes Atomic Memory with ``MemoryWrites``' statements)."""
 
     # -- capture and reads ---------------------------------------------------------------------------------------
@@ -98,6 +100,8 @@ class SourceWrites(MemoryWrites):
         if row is None:
             self._require_scope(conn, scope_id)
             raise SourceNotFound()
+        if row[13] == PURGED:
+            raise SourcePurged()
         return _record(row, self._writes_of(conn, [row[0]]).get(row[0], ()))
 
     def list_sources(self, scope_id: str, before: int | None, limit: int) -> list[tuple[int, SourceRecord]]:
@@ -246,6 +250,25 @@ class SourceWrites(MemoryWrites):
 
     def _source_record(self, conn: Any, row: Any) -> SourceRecord:
         return _record(row, self._writes_of(conn, [row[0]]).get(row[0], ()))
+
+    def purge_source(self, scope_id: str, source_id: str) -> SourceRecord:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT id, status FROM sources WHERE scope_id = ? AND source_id = ?", (scope_id, source_id)
+            )
+            found = row.fetchone()
+            if found is None:
+                self._require_scope(conn, scope_id)
+                raise SourceNotFound()
+            status = "skipped" if found[1] == "pending" else found[1]
+            conn.execute(
+                "UPDATE sources SET content = '', content_digest = '', status = ?, reason = ?, lease_owner = NULL,"
+                " lease_until = NULL, next_attempt_at = NULL WHERE id = ?",
+                (status, PURGED, found[0]),
+            )
+            purged = self._source_record(conn, conn.execute(SELECT_SOURCE + " WHERE id = ?", (found[0],)).fetchone())
+        self._after_purge(scope_id)
+        return purged
 
     def defer_source(self, claim: ClaimedSource, reason: str, retry_at: str | None, give_up: bool) -> SourceRecord:
         with self._write() as conn:

@@ -290,6 +290,18 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
             ) {_T}""",
         ],
     ),
+    (
+        13,
+        [
+            # A Scope's extraction policy (see the SQLite migration 13).
+            f"""CREATE TABLE extraction_policies (
+              scope_id {KEY} PRIMARY KEY,
+              explicit {KEY} NOT NULL CHECK (explicit IN ('apply', 'review')),
+              model {KEY} NOT NULL CHECK (model IN ('apply', 'review')),
+              updated_at VARCHAR(32) NOT NULL
+            ) {_T}""",
+        ],
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

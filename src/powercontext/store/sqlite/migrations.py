@@ -296,6 +296,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        13,
+        """
+        -- A Scope's extraction policy: whether explicit and model-extracted writes apply at once or wait in
+        -- the review inbox. No row: the Server's default (POWERCONTEXT_EXTRACTION_REVIEW).
+        CREATE TABLE extraction_policies (
+          scope_id TEXT PRIMARY KEY REFERENCES scopes(scope_id),
+          explicit TEXT NOT NULL CHECK (explicit IN ('apply', 'review')),
+          model TEXT NOT NULL CHECK (model IN ('apply', 'review')),
+          updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
