@@ -21,7 +21,7 @@ lives here and beside it:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -56,7 +56,16 @@ _log = logging.getLogger("powercontext.store")
 
 
 class _Changes(VectorChanges):
-    """``VectorChanges`` without SQLite's ``RETURNING``: the bumped row is read back inside the transaction."""
+    """``VectorChanges`` without SQLite's ``RETURNING`` (the bumped row is read back inside the transaction), whose
+    embedding writes also go to the native vector tables of a native-vectors database (native_vectors.py)."""
+
+    def __init__(self, mirror: native_vectors.VectorMirror | None = None) -> None:
+        super().__init__()
+        self._mirror = mirror
+
+    def embeddings_written(self, conn: Any, rows: Sequence[Sequence[Any]]) -> None:
+        if self._mirror is not None:
+            self._mirror.write(conn, rows)
 
     def touch(self, conn: Any, scope_id: str, family: str) -> None:
         if (scope_id, family) in self.generations:
@@ -104,7 +113,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
     # -- connections ---------------------------------------------------------------------------
 
     def _connect(self) -> Connection:
-        return Connection(connect(self.location, self.location.database), self._mirror)
+        return Connection(connect(self.location, self.location.database))
 
     def _reconnect_writer(self) -> Connection:
         conn = self._writer = self._connect()
@@ -114,7 +123,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
     def _connect_reader(self) -> Connection:
         raw = connect(self.location, self.location.database)
         raw.autocommit(True)
-        return Connection(raw, self._mirror, native_reader(self.location), _TEXT_READS)
+        return Connection(raw, native_reader(self.location), _TEXT_READS)
 
     def _run_ddl(self, ddl: str) -> None:
         execute_alone(self.location, ddl, self.location.database)
@@ -148,7 +157,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
             except (pymysql.MySQLError, sqlite.Error) as exc:
                 self._abandon(conn)
                 raise self._noted(self._write_fault(exc)) or _unavailable(exc) from exc
-            self._changes = _Changes()
+            self._changes = _Changes(self._mirror)
             self._fts.discard()
             try:
                 yield conn
