@@ -146,6 +146,8 @@ def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:
     if raw in ("off", "false", "0"):
         return False
     raise SettingsError(f"{name} must be on or off")
+
+
 def _store(raw: str | None, name: str) -> StoreLocation | None:
     if raw is None or not raw.strip():
         return None
@@ -184,6 +186,8 @@ def _code_roots(raw: str) -> tuple[Path, ...]:
             raise SettingsError("POWERCONTEXT_CODE_ROOTS lists a path that is not an existing directory")
         roots.append(root)
     return tuple(roots)
+
+
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """One of ``choices`` (the first is the default when unset or blank)."""
     raw = env.get(name, "").strip().lower()

@@ -8,9 +8,9 @@ import typer
 
 from powercontext.cli.common import DEFAULT_URL, JsonOption, UrlOption, printed_as_json
 from powercontext.cli.common import run as _run
-from powercontext.cli.terminal import say
+from powercontext.cli.terminal import confirm_irreversible, say
 
-scope_app = typer.Typer(no_args_is_help=True, help="Create and list Scopes.")
+scope_app = typer.Typer(no_args_is_help=True, help="Create, list and delete Scopes.")
 
 
 @scope_app.command("create")
@@ -39,3 +39,24 @@ def scope_list(url: UrlOption = DEFAULT_URL, as_json: JsonOption = False) -> Non
     for s in scopes:
         refs = f"  (references: {', '.join(s.context_references)})" if s.context_references else ""
         say(f"{s.scope_id}\t{s.title}{refs}")
+
+
+@scope_app.command("delete")
+def scope_delete(
+    scope_id: Annotated[str, typer.Argument(help="The Scope to delete, with everything in it.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Delete without asking (needed when not interactive).")
+    ] = False,
+    url: UrlOption = DEFAULT_URL,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete a Scope and everything in it, for good (needs the access file's delete grant). Irreversible."""
+    confirm_irreversible(f"delete Scope {scope_id} and everything in it", yes)
+    deleted = _run(url, lambda c: c.delete_scope(scope_id))
+    if printed_as_json(deleted, as_json):
+        return
+    say(
+        f"deleted Scope {deleted.scope_id}: {deleted.artifacts} artifact(s), {deleted.sources} source(s), "
+        f"{deleted.code_chunks} code chunk(s)"
+        + (f"; no longer referenced by {', '.join(deleted.referenced_by)}" if deleted.referenced_by else "")
+    )

@@ -36,7 +36,7 @@ from powercontext.contract.memory import (
 )
 from powercontext.contract.prepare import PrepareContextRequest as PrepareContextRequest
 from powercontext.contract.prepare import PreparedContext as PreparedContext
-from powercontext.contract.scopes import Scope, ScopeList
+from powercontext.contract.scopes import Scope, ScopeDeleted, ScopeList
 from powercontext.server_url import BadServerUrl as BadServerUrl
 from powercontext.server_url import check_server_url
 from powercontext.text.urls import mask_credentials
@@ -137,6 +137,10 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     async def get_scope(self, scope_id: str) -> Scope:
         """One Scope (``NotFound`` ``scope-not-found`` if it does not exist or may not be read)."""
         return await self._call("GET", f"/v1/scopes/{_seg(scope_id)}", Scope)
+
+    async def delete_scope(self, scope_id: str) -> ScopeDeleted:
+        """Delete a Scope and everything in it, for good (needs the ``delete`` grant); irreversible."""
+        return await self._call("DELETE", f"/v1/scopes/{_seg(scope_id)}", ScopeDeleted, {"confirm": scope_id})
 
     # -- atomic memory ---------------------------------------------------------------------------
 

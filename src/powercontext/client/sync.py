@@ -99,6 +99,7 @@ class SyncPowerContextClient:
     change_lifecycle = _blocking(PowerContextClient.change_lifecycle)
     change_topic_lifecycle = _blocking(PowerContextClient.change_topic_lifecycle)
     create_scope = _blocking(PowerContextClient.create_scope)
+    delete_scope = _blocking(PowerContextClient.delete_scope)
     create_topic = _blocking(PowerContextClient.create_topic)
     explain_context = _blocking(PowerContextClient.explain_context)
     forget_memory = _blocking(PowerContextClient.forget_memory)

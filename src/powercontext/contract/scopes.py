@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, StrictInt
 
 from powercontext.contract.common import NON_BLANK, StrictModel
 
@@ -52,3 +52,19 @@ class Scope(StrictModel):
 
 class ScopeList(StrictModel):
     items: list[Scope]
+
+
+class ScopeDelete(StrictModel):
+    """``DELETE /v1/scopes/{scope_id}``'s body: ``confirm`` repeats the ``scope_id``, so no slip deletes one."""
+
+    confirm: str = Field(min_length=1, max_length=255)
+
+
+class ScopeDeleted(StrictModel):
+    """What deleting a Scope removed."""
+
+    scope_id: str
+    artifacts: StrictInt = Field(ge=0, description="Artifacts of every family, with all their revisions.")
+    sources: StrictInt = Field(ge=0)
+    code_chunks: StrictInt = Field(ge=0)
+    referenced_by: list[str] = Field(description="Scopes whose context_references named it (no longer).")

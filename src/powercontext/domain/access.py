@@ -27,6 +27,8 @@ class Principal:
     write: tuple[str, ...]
     index: tuple[str, ...] = ()
     metrics: bool = False  # may read the Server's Prometheus metrics (GET /metrics)
+    # May delete a whole Scope (DELETE /v1/scopes/{id}): a grant of its own, implied by no other.
+    delete: tuple[str, ...] = ()
 
     def can_read(self, scope_id: str) -> bool:
         return any(_matches(p, scope_id) for p in (*self.read, *self.write))
@@ -37,10 +39,13 @@ class Principal:
     def can_index(self, scope_id: str) -> bool:
         return any(_matches(p, scope_id) for p in self.index)
 
+    def can_delete(self, scope_id: str) -> bool:
+        return any(_matches(p, scope_id) for p in self.delete)
+
 
 # Without an access file the Server is a single-user local service: one principal that may do anything
 # (indexing is still confined to the operator's POWERCONTEXT_CODE_ROOTS).
-OPEN_ACCESS = Principal("local", ("*",), ("*",), ("*",), metrics=True)
+OPEN_ACCESS = Principal("local", ("*",), ("*",), ("*",), metrics=True, delete=("*",))
 
 
 class ScopeForbidden(RequestRefused):

@@ -226,9 +226,7 @@ class LocalMiniLM:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         model = self._loaded()
         try:
-            return embed_texts(
-                model.encoder, model.tokenizer, texts, batch_size=self.batch_size, workers=self.threads
-            )
+            return embed_texts(model.encoder, model.tokenizer, texts, batch_size=self.batch_size, workers=self.threads)
         except InferenceError:
             raise
         except Exception as exc:  # e.g. MemoryError, or a non-str item the tokenizer rejects

@@ -85,6 +85,7 @@ class AccessTable:
                     tuple(str(p) for p in entry.get("write", [])),
                     tuple(str(p) for p in entry.get("index", [])),
                     metrics=entry.get("metrics", False),
+                    delete=tuple(str(p) for p in entry.get("delete", [])),
                 )
             except (KeyError, TypeError, AttributeError):
                 raise AccessFileError(f"principal {i} needs a name and a token_sha256") from None
@@ -125,6 +126,10 @@ def authorize(request: Request) -> Principal:
     scope_id = request.path_params.get("scope_id")
     if scope_id is not None:
         post = request.method == "POST"
+        if request.method == "DELETE":  # only DELETE /v1/scopes/{scope_id} exists: the Scope and all in it
+            if not principal.can_delete(scope_id):
+                raise ScopeForbidden("delete", grant="delete")
+            return principal
         if post and request.url.path.endswith(_INDEX_POSTS):
             if not principal.can_index(scope_id):
                 raise ScopeForbidden("index code into", grant="index")

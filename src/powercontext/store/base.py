@@ -21,6 +21,7 @@ from powercontext.store.prompt_records import PromptDemonstration as PromptDemon
 from powercontext.store.prompt_records import PromptMode as PromptMode
 from powercontext.store.prompt_records import PromptRecord as PromptRecord
 from powercontext.store.prompt_records import PromptStore as PromptStore
+from powercontext.store.removal import DeletedScope, PurgedArtifact
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,16 +138,6 @@ class Scored(Generic[R]):
 ScoredMemory = Scored[MemoryRecord]
 
 
-@dataclass(frozen=True, slots=True)
-class PurgedArtifact:
-    """The tombstone a purge leaves: which Artifact (its head revision's key), how many revisions were erased,
-    and when."""
-
-    key: ArtifactKey
-    revisions: int
-    purged_at: str
-
-
 class Store(Protocol):
     """Everything the runtime needs from storage. Writes are transactional; reads never block writes."""
 
@@ -157,6 +148,10 @@ class Store(Protocol):
         ...
 
     def get_scope(self, scope_id: str) -> ScopeRecord: ...
+    def delete_scope(self, scope_id: str) -> DeletedScope:
+        """Delete the Scope and everything in it, and its name from other Scopes' references (one transaction)."""
+        ...
+
     def list_scopes(self) -> list[ScopeRecord]: ...
 
     def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]: ...

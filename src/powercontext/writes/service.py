@@ -24,12 +24,12 @@ from powercontext.store.base import (
     MemoryMerge,
     MemoryRecord,
     NewMemory,
-    PurgedArtifact,
     ScopeEdit,
     ScopeRecord,
     ScoredMemory,
     Store,
 )
+from powercontext.store.removal import DeletedScope, PurgedArtifact
 from powercontext.writes.capture import SourceCapture
 from powercontext.writes.families import FamilyWrites
 
@@ -58,6 +58,10 @@ class WriteService(SourceCapture, FamilyWrites):
 
     def create_scope(self, scope_id: str, title: str, context_references: Sequence[str]) -> ScopeRecord:
         return self.store.create_scope(scope_id, title, context_references)
+
+    def delete_scope(self, scope_id: str) -> DeletedScope:
+        """Delete the Scope and everything in it (``Store.delete_scope``)."""
+        return self.store.delete_scope(scope_id)
 
     def update_scope(self, scope_id: str, edit: ScopeEdit, keep: Callable[[str], bool] | None = None) -> ScopeRecord:
         """Replace title and references; those for which ``keep`` is true stay (see ``Store.update_scope``)."""

@@ -7,14 +7,22 @@ reads leave such references out, and an update keeps them (the caller cannot see
 
 from __future__ import annotations
 
-from powercontext.contract.scopes import Scope, ScopeCreate, ScopeList, ScopeUpdate
+from powercontext.contract.scopes import Scope, ScopeCreate, ScopeDelete, ScopeDeleted, ScopeList, ScopeUpdate
 from powercontext.domain.access import Principal, ScopeForbidden
+from powercontext.domain.errors import RequestRefused
 from powercontext.server.mapping import scope_view
 from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, area_router, errors
 from powercontext.store.base import ScopeEdit, ScopeRecord
 from powercontext.store.errors import ReferencedScopeNotFound
 
 router = area_router("scopes", "/v1/scopes")
+
+
+class ConfirmationMismatch(RequestRefused):
+    code, status = "confirmation-mismatch", 409
+
+    def __init__(self, scope_id: str) -> None:
+        super().__init__(f'deleting a Scope needs {{"confirm": "{scope_id}"}}: the body must repeat its scope_id')
 
 
 def _require_readable(principal: Principal, references: list[str]) -> None:
@@ -51,6 +59,23 @@ def list_scopes(runtime: RuntimeDep, principal: PrincipalDep) -> ScopeList:
 def get_scope(scope_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> Scope:
     """One Scope; references the caller may not read are left out."""
     return _visible(runtime.store.get_scope(scope_id), principal)
+
+
+@router.delete("/{scope_id}", responses=errors(404, 409))
+def delete_scope(scope_id: str, body: ScopeDelete, runtime: RuntimeDep) -> ScopeDeleted:
+    """Delete the Scope and everything in it, for good: every Artifact and revision, Source, code evidence and
+    index entry, and its name from other Scopes' references. ``confirm`` must repeat the ``scope_id``. Needs
+    the ``delete`` grant (write does not give it)."""
+    if body.confirm != scope_id:
+        raise ConfirmationMismatch(scope_id)
+    deleted = runtime.writes.delete_scope(scope_id)
+    return ScopeDeleted(
+        scope_id=deleted.scope_id,
+        artifacts=deleted.artifacts,
+        sources=deleted.sources,
+        code_chunks=deleted.code_chunks,
+        referenced_by=list(deleted.referenced_by),
+    )
 
 
 @router.put("/{scope_id}", responses=errors(404))

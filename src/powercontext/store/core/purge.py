@@ -10,12 +10,12 @@ overwrites freed content (``secure_delete``), rewrites the Scope's full-text ind
 from __future__ import annotations
 
 from powercontext.domain.identity import ArtifactKey
-from powercontext.store.base import PurgedArtifact
 from powercontext.store.core.family_rows import now as _now
 from powercontext.store.core.memory_reads import MemoryReads
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY
 from powercontext.store.core.terms import TermCounts
 from powercontext.store.errors import ArtifactNotFound
+from powercontext.store.removal import PurgedArtifact
 
 
 class Purges(MemoryReads):

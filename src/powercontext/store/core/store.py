@@ -17,13 +17,15 @@ from powercontext.store.core.embeddings import Embeddings
 from powercontext.store.core.families import Families
 from powercontext.store.core.memory_review import MemoryReview
 from powercontext.store.core.memory_writes import MemoryWrites
-from powercontext.store.core.purge import Purges
+from powercontext.store.core.scope_delete import ScopeDeletion
 from powercontext.store.core.scopes import Scopes
 from powercontext.store.core.text_search import TextSearch
 
 __all__ = ["SqlStore"]
 
 
-class SqlStore(TextSearch, Scopes, MemoryReview, MemoryWrites, Purges, Embeddings, Families, CodeIndex, ConnectionPool):
+class SqlStore(
+    TextSearch, Scopes, MemoryReview, MemoryWrites, ScopeDeletion, Embeddings, Families, CodeIndex, ConnectionPool
+):
     """The shared part of ``Store``, ``FamilyStore``, ``PromptStore``, ``SourceStore`` and ``CodeStore`` (see the
     module doc)."""
