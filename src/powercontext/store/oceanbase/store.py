@@ -20,6 +20,7 @@ lives here and beside it:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -50,6 +51,8 @@ from powercontext.store.oceanbase.writer_lock import (
     held_writer_lock,
     keep_redo_until_commit,
 )
+
+_log = logging.getLogger("powercontext.store")
 
 
 class _Changes(VectorChanges):
@@ -153,7 +156,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
                 self._mirror.native = self._mirror.native or native_vectors.LOCK_ROW in locked
             except (pymysql.MySQLError, sqlite.Error) as exc:
                 self._abandon(conn)
-                raise self._noted(self._write_fault(exc)) or StoreUnavailable() from exc
+                raise self._noted(self._write_fault(exc)) or _unavailable(exc) from exc
             self._changes = _Changes(self._mirror)
             self._fts.discard()
             try:
@@ -163,7 +166,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
                 self._fts.discard()
                 self._abandon(conn)
                 if isinstance(exc, pymysql.MySQLError | sqlite.OperationalError):
-                    raise self._noted(self._write_fault(exc)) or StoreUnavailable() from exc
+                    raise self._noted(self._write_fault(exc)) or _unavailable(exc) from exc
                 raise
             self._commit(conn)
             self.health.note_write_ok()
@@ -186,7 +189,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
         except pymysql.MySQLError as exc:
             self._fts.discard()
             self._abandon(conn)
-            raise self._noted(self._write_fault(exc, "commit")) or StoreUnavailable() from exc
+            raise self._noted(self._write_fault(exc, "commit")) or _unavailable(exc) from exc
 
     @contextmanager
     def _engine_turn(self) -> Iterator[None]:
@@ -202,6 +205,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
                 fault = EngineStoppedByFullDisk("write")
                 self.health.note_fault(fault)
                 raise fault from exc
+            _log.warning("event=store.write.unavailable reason=writer-turn-timeout")
             raise
 
     def _write_fault(self, exc: BaseException, operation: str = "write") -> StorageFault | None:
@@ -230,6 +234,13 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
 
     def _close_writer(self) -> None:
         self._writer.raw.close()
+
+
+def _unavailable(exc: BaseException) -> StoreUnavailable:
+    """``StoreUnavailable`` for a write the engine failed without a storage fault; the log keeps the engine's error
+    number (content-free), so that a 503 can be told from another afterwards."""
+    _log.warning("event=store.write.unavailable reason=%s", mysql_error_number(exc) or type(exc).__name__)
+    return StoreUnavailable()
 
 
 _MODE_ROWS = (native_fulltext.LOCK_ROW, native_vectors.LOCK_ROW)
