@@ -50,6 +50,7 @@ from powercontext.store.oceanbase.writer_lock import (
     bound_session,
     held_writer_lock,
     keep_redo_until_commit,
+    settle_recovered_transactions,
 )
 
 _log = logging.getLogger("powercontext.store")
@@ -105,6 +106,8 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
         self._mirror.native = native_vectors.prepare(self._writer, location.vectors == "native", location.display())
         self._mirror.know(self._writer)
         bound_session(self._writer.raw)
+        if self._engine_lock is not None:
+            settle_recovered_transactions(self._writer.raw)
         # A transaction from before a crash that still holds the writer row (see writer_lock.py) is reported by
         # readiness; only the embedded engine can be checked at start without mistaking a busy peer for it.
         if self._engine_lock is not None and held_writer_lock(self._writer.raw):

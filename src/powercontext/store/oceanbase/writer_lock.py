@@ -23,6 +23,7 @@ writer row.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -46,6 +47,11 @@ LOCK_FILE = "powercontext-writer.lock"
 # system (issue 42): restarted with 29 MiB free after a full disk, it answered no write for minutes.
 ENGINE_MIN_FREE_BYTES = 64 * 1024 * 1024
 
+# How long a store opening on the embedded engine waits for the transactions the engine recovered from before a
+# crash to finish (see ``settle_recovered_transactions``) before it serves anyway.
+SETTLE_WAIT_S = 60.0
+
+_log = logging.getLogger("powercontext.store")
 _turns: dict[str, threading.Lock] = {}
 _files: dict[str, int] = {}
 _registry = threading.Lock()
@@ -133,3 +139,34 @@ def held_writer_lock(raw: Any, wait_s: float = 1.0) -> bool:
             raw.rollback()
             cur.execute(f"SET SESSION ob_trx_lock_timeout = {int(before)}")
     return held
+
+
+def settle_recovered_transactions(raw: Any, wait_s: float = SETTLE_WAIT_S) -> None:
+    """Wait, up to ``wait_s``, until the embedded engine holds no transaction but this session's own.
+
+    Call it when the store opens, before the Server serves: nothing else of this process talks to the engine
+    yet, so any other transaction is one the engine recovered from before a crash. A transaction that had
+    started committing when the Server was killed is finished by the engine some seconds after the restart
+    and holds its row locks until then (issue 42: the first write after a restart waited for them and answered
+    ``503 store-unavailable`` after the 10 s lock wait, 1205). Past ``wait_s`` the store opens anyway, with a
+    warning; a write then waits for those locks as before."""
+    query = "SELECT count(*) FROM oceanbase.__all_virtual_trans_stat WHERE session_id <> CONNECTION_ID()"
+    started = time.monotonic()
+    logged = False
+    while True:
+        with raw.cursor() as cur:
+            cur.execute(query)
+            (pending,) = cur.fetchone()
+        raw.rollback()  # end the read's snapshot: the next poll must see the engine's progress
+        waited = time.monotonic() - started
+        if not pending:
+            if logged:
+                _log.info("event=store.recovered_transactions.settled waited_s=%.1f", waited)
+            return
+        if waited >= wait_s:
+            _log.warning("event=store.recovered_transactions.unsettled count=%d waited_s=%.1f", pending, waited)
+            return
+        if not logged:
+            _log.info("event=store.recovered_transactions.waiting count=%d", pending)
+            logged = True
+        time.sleep(0.1)
