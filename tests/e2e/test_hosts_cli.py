@@ -121,8 +121,15 @@ def test_codex_install_records_exactly_the_trust_codex_expects(project: Path, ho
     user = tomllib.loads((home / ".codex" / "config.toml").read_text())
     assert user["projects"] == {str(project): {"trust_level": "trusted"}}
     key = f"{project}/.codex/hooks.json:user_prompt_submit:0:0"
-    handler = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]
-    assert user["hooks"]["state"] == {key: {"trusted_hash": trust_hash(handler)}}
+    hooks = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
+    handler = hooks["UserPromptSubmit"][0]["hooks"][0]
+    stop = hooks["Stop"][0]["hooks"][0]  # capture of the final answer (docs/hosts.md), trusted the same way
+    assert stop["command"] == "powercontext hook codex stop"
+    stop_key = f"{project}/.codex/hooks.json:stop:0:0"
+    assert user["hooks"]["state"] == {
+        key: {"trusted_hash": trust_hash(handler)},
+        stop_key: {"trusted_hash": trust_hash(stop, event="stop")},
+    }
     mcp = tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["powercontext"]
     assert mcp == {"command": "powercontext", "args": ["mcp"], "env_vars": ["POWERCONTEXT_URL", "POWERCONTEXT_TOKEN"]}
 

@@ -97,6 +97,7 @@ class Ledger:
     acknowledged: set[str] = field(default_factory=set)
     unanswered: list[list[dict[str, Any]]] = field(default_factory=list)
     refused: list[int] = field(default_factory=list)  # statuses other than 201: none is expected
+    last_refusal: httpx.Response | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def send(self, http: httpx.Client, scope_id: str, items: list[dict[str, Any]]) -> int | None:
@@ -116,6 +117,7 @@ class Ledger:
         else:
             with self.lock:
                 self.refused.append(r.status_code)
+                self.last_refusal = r
         return r.status_code
 
     def replay(self, url: str, scope_id: str) -> None:

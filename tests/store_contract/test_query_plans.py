@@ -21,6 +21,7 @@ from powercontext.runtime import Runtime
 from powercontext.store.base import ExperienceContent, ExperienceDraft, NewMemory, NewTopic
 from powercontext.store.code import NewCodeChunk, NewCodeFile
 from powercontext.store.core.driver import sqlite
+from powercontext.store.core.store import SqlStore
 from powercontext.store.sqlite import SqliteStore
 from tests.support import sha256_of
 
@@ -59,7 +60,8 @@ def _code_file(path: str, text: str) -> NewCodeFile:
     return NewCodeFile(path, sha256_of(text), "python", len(text), lines, " ".join(path_terms(path)), (chunk,))
 
 
-def _seed(store: SqliteStore) -> None:
+def seed(store: SqlStore) -> None:
+    """The Scope the plans are checked on (both stores): memories past the old budget, a topic, an experience, code."""
     store.create_scope(SCOPE, "plans", [])
     texts = [f"ledger note {i} about shard {i % 97}" for i in range(COMMON_TERM_MEMORIES)]
     texts[17] += " checkpoint"
@@ -83,7 +85,7 @@ def test_no_statement_of_a_prepare_walks_a_scopes_rows(tmp_path: Path) -> None:
     TracedStore.statements = []
     store = TracedStore(tmp_path / "plans.db")
     try:
-        _seed(store)
+        seed(store)
         runtime = Runtime(store)
         TracedStore.statements.clear()
         for query in QUERIES:

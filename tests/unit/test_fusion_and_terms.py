@@ -127,9 +127,43 @@ def test_hybrid_fusion_weighs_a_full_text_hit_by_the_share_of_the_query_it_cover
         return [dataclasses.replace(h, score=0.5) for h in store.search_text(scope_id, ["zanzibar"], limit)]
 
     search = ChannelSearch(store.search_text, flat_vectors, embedder, floor=RelevanceFloor(store.term_statistics))
-    by_bm25 = search.search("s", "zanzibar payout", "fts", 2).hits
-    assert by_bm25[0].record.text.startswith("Zanzibar zanzibar")  # term frequency wins BM25
+    assert store.search_text("s", ["zanzibar", "payout"], 1)[0].record.text.startswith("Zanzibar zanzibar")  # BM25: TF
     fused = search.search("s", "zanzibar payout", "hybrid", 2).hits
     # The memory holding both query terms covers more of the query than the one repeating one of them.
     assert fused[0].record.text.startswith("Zanzibar signs")
+    store.close()
+
+
+def test_full_text_orders_its_hits_by_bm25_and_query_coverage_together(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "t.db")
+    store.create_scope("s", "s", ())
+    store.create_memories(
+        "s",
+        [
+            NewMemory("Zanzibar zanzibar zanzibar zanzibar.", "fact", ()),
+            NewMemory(
+                "Zanzibar signs each payout in the nightly ledger run, with retries, alerts and a long tail of "
+                "words about nothing.",
+                "fact",
+                (),
+            ),
+            NewMemory("Zanzibar zanzibar payout.", "fact", ()),
+            *(NewMemory(f"Payout note {i}.", "fact", ()) for i in range(10)),
+        ],
+    )
+    terms = ["zanzibar", "payout", "ledger"]
+    by_bm25 = [h.record.text[:16] for h in store.search_text("s", terms, 3)]
+    assert by_bm25 == ["Zanzibar zanziba", "Zanzibar zanziba", "Zanzibar signs e"]  # term frequency, short texts
+    search = ChannelSearch(
+        store.search_text,
+        None,
+        GuardedEmbedder(build_embedding_provider(EmbeddingConfig())),
+        floor=RelevanceFloor(store.term_statistics),
+    )
+    found = search.search("s", "zanzibar payout ledger", "fts", 3).hits
+    # The one memory holding all three query terms comes first; the others keep BM25's order.
+    assert found[0].record.text.startswith("Zanzibar signs")
+    assert [h.record.text for h in found][1:] == ["Zanzibar zanzibar payout.", "Zanzibar zanzibar zanzibar zanzibar."]
+    # A deeper search starts with the same hits.
+    assert search.search("s", "zanzibar payout ledger", "fts", 3, depth=12).hits[:3] == found
     store.close()

@@ -48,6 +48,7 @@ class SourceClientMixin:
         return await self._call("GET", _path(scope_id, "sources", source_id), Source)
 
     async def list_sources(self, scope_id: str, limit: int = 50, cursor: str | None = None) -> SourceList:
+        """One page of the Scope's Sources, newest first; pass the answer's cursor for the next page."""
         params: dict[str, str | int] = {"limit": limit}
         if cursor:
             params["cursor"] = cursor
@@ -67,6 +68,7 @@ class SourceClientMixin:
         return await self._call("GET", _path(scope_id, "memory-candidates"), MemoryCandidateList, params=params)
 
     async def get_memory_candidate(self, scope_id: str, candidate_id: str) -> MemoryCandidate:
+        """One Candidate of the review inbox: the write an extraction proposes, and its state."""
         return await self._call("GET", _path(scope_id, "memory-candidates", candidate_id), MemoryCandidate)
 
     async def approve_memory_candidate(self, scope_id: str, candidate_id: str) -> MemoryCandidate:
@@ -77,5 +79,6 @@ class SourceClientMixin:
     async def reject_memory_candidate(
         self, scope_id: str, candidate_id: str, reason: str | None = None
     ) -> MemoryCandidate:
+        """Decline it: nothing is written; ``reason`` is kept with the Candidate."""
         path = _path(scope_id, "memory-candidates", candidate_id, "reject")
         return await self._call("POST", path, MemoryCandidate, _wire(MemoryCandidateReject(reason=reason)))

@@ -42,7 +42,7 @@ def capture_on(config_capture: bool | None, env: Mapping[str, str] | None = None
 
 def capture_notice(host: str) -> str:
     """What ``hosts install`` tells the user about capture (on by default)."""
-    what = "your prompts and its final answers are" if host == "claude-code" else "your prompts are"
+    what = "your prompts and its final answers are" if host in ("claude-code", "codex") else "your prompts are"
     return (
         f"capture: {what} recorded as Sources in this Scope (secrets redacted by the Server); `remember: ...` lines"
         " become memories. Off: POWERCONTEXT_CAPTURE=off or `capture = false` in .powercontext.toml (docs/sources.md)"

@@ -47,12 +47,14 @@ from powercontext.hosts.files import (
 from powercontext.hosts.local_hooks import interpreter_check, rerun_install_fix
 from powercontext.hosts.machine import machine_hook_needed
 from powercontext.hosts.mcp_probe import mcp_checks
+from powercontext.hosts.stop_hook import stop_handler, with_stop_hook, without_stop_hook
 
 EVENT = "user_prompt_submit"
+STOP_EVENT = "stop"
 MCP_BLOCK = "mcp"
 
 
-def trust_hash(handler: dict[str, Any], matcher: str | None = None) -> str:
+def trust_hash(handler: dict[str, Any], matcher: str | None = None, event: str = EVENT) -> str:
     """The hash Codex computes for one command hook handler (what ``trusted_hash`` must equal)."""
     normalized = {
         "async": bool(handler.get("async", False)),
@@ -60,15 +62,15 @@ def trust_hash(handler: dict[str, Any], matcher: str | None = None) -> str:
         "timeout": int(handler.get("timeout", 600)),
         "type": "command",
     }
-    identity: dict[str, Any] = {"event_name": EVENT, "hooks": [normalized]}
+    identity: dict[str, Any] = {"event_name": event, "hooks": [normalized]}
     if matcher is not None:
         identity["matcher"] = matcher
     canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def hook_state_key(project: Path, group: int) -> str:
-    return f"{project / '.codex' / 'hooks.json'}:{EVENT}:{group}:0"
+def hook_state_key(project: Path, group: int, event: str = EVENT) -> str:
+    return f"{project / '.codex' / 'hooks.json'}:{event}:{group}:0"
 
 
 class Codex:
@@ -93,6 +95,10 @@ class Codex:
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
         hook_change, group, handler = HooksFile(hooks_path, ctx.project).registration(self.name)
+        stop: tuple[int, dict[str, Any]] | None = None
+        if not machine_hook_needed(ctx.env):  # the final answer is captured when `powercontext` is on PATH
+            hook_change = with_stop_hook(hook_change, self.name)
+            stop = stop_handler(hook_change)
         changes = [hook_change]
         before = read_text(config_path, ctx.project)
         rest = parse_toml(config_path, without_block(before or "", MCP_BLOCK))
@@ -106,10 +112,12 @@ class Codex:
         ]
         why = "MCP server `powercontext mcp` (env_vars pass POWERCONTEXT_URL/TOKEN)"
         changes.append(FileChange(config_path, ctx.project, before, with_block(before, MCP_BLOCK, body), why))
-        changes.append(self._trust_change(ctx, group, handler))
+        changes.append(self._trust_change(ctx, group, handler, stop))
         return changes
 
-    def _trust_change(self, ctx: HostContext, group: int, handler: dict[str, Any]) -> FileChange:
+    def _trust_change(
+        self, ctx: HostContext, group: int, handler: dict[str, Any], stop: tuple[int, dict[str, Any]] | None = None
+    ) -> FileChange:
         """This project's marked block in the user config: the project's trust, and either the trust of the
         committed hook or (``powercontext`` not on PATH) the per-machine hook and its trust (``codex_machine``)."""
         path = self.user_config(ctx)
@@ -133,12 +141,16 @@ class Codex:
         if key in rest.get("hooks", {}).get("state", {}):
             raise InstallError(f"{path} already has [hooks.state.{toml_string(key)}]; remove it, then run again")
         body += [*hook, f"[hooks.state.{toml_string(key)}]", f"trusted_hash = {toml_string(digest)}"]
+        if stop is not None:  # the Stop hook (capture of the final answer) is trusted the same way
+            stop_key = hook_state_key(ctx.project, stop[0], STOP_EVENT)
+            stop_digest = trust_hash(stop[1], event=STOP_EVENT)
+            body += [f"[hooks.state.{toml_string(stop_key)}]", f"trusted_hash = {toml_string(stop_digest)}"]
         after = renumbered(path, with_block(before, block_id, body))
         return FileChange(path, self.user_dir(ctx), before, after, why, trust=True)
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         hooks_path, config_path = self.paths(ctx.project)
-        changes = [HooksFile(hooks_path, ctx.project).removal()]
+        changes = [without_stop_hook(HooksFile(hooks_path, ctx.project).removal())]
         before = read_text(config_path, ctx.project)
         after = without_block(before or "", MCP_BLOCK) if before is not None else None
         changes.append(FileChange(config_path, ctx.project, before, after or None, "remove the MCP server"))

@@ -1,6 +1,6 @@
-"""PowerContext's ``Stop`` hook entry in a hooks file (Claude Code's ``.claude/settings.json``): capture of the
-agent's final answer (``hosts.capture``). Added to, and removed from, the same change that carries the
-``UserPromptSubmit`` hook, so the file is written once."""
+"""PowerContext's ``Stop`` hook entry in a hooks file (Claude Code's ``.claude/settings.json``, Codex's
+``.codex/hooks.json``): capture of the agent's final answer (``hosts.capture``). Added to, and removed from, the
+same change that carries the ``UserPromptSubmit`` hook, so the file is written once."""
 
 from __future__ import annotations
 
@@ -47,3 +47,12 @@ def without_stop_hook(change: FileChange) -> FileChange:
     if not hooks:
         del settings["hooks"]
     return replace(change, after=render_json(settings))
+
+
+def stop_handler(change: FileChange) -> tuple[int, dict[str, Any]] | None:
+    """(group index, handler) of PowerContext's ``Stop`` entry in the file ``change`` writes (what Codex trusts)."""
+    entries = _settings(change.after).get("hooks", {}).get(STOP, [])
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        if is_powercontext_hook(entry):
+            return index, entry["hooks"][0]
+    return None

@@ -196,7 +196,7 @@ class ChannelSearch(Generic[H]):
             vectors = mode in ("vector", "hybrid") or (mode == "auto" and self.vectors_available)
             return SearchOutcome([], ("vector" if mode == "vector" else "hybrid") if vectors else "fts", "none")
         if mode == "fts" or (mode == "auto" and (self._vector is None or not self._complete(scope_id))):
-            return _single(self._fts_list(scope_id, normalized, depth, probe), "fts", "none")
+            return self._fts_only(scope_id, normalized, limit, depth, probe, "none")
         if mode in ("vector", "hybrid"):
             try:
                 vector: Vector = self._embedder.embed([normalized])[0]
@@ -211,7 +211,7 @@ class ChannelSearch(Generic[H]):
             return self._auto_overlapped(scope_id, normalized, limit, depth, channel, round, probe)
         planned = channel.query_vector(round, normalized, scope_id)
         if isinstance(planned, str):
-            return _single(self._fts_list(scope_id, normalized, depth, probe), "fts", planned)
+            return self._fts_only(scope_id, normalized, limit, depth, probe, planned)
         return self._hybrid(scope_id, normalized, planned, limit, depth, probe)
 
     def _complete(self, scope_id: str) -> bool:
@@ -248,8 +248,29 @@ class ChannelSearch(Generic[H]):
         fts = self._fts_list(scope_id, normalized, channel_depth, probe)
         planned, vec = pending.result()
         if isinstance(planned, str):
-            return _single(self._fts_list(scope_id, normalized, depth, probe), "fts", planned)
+            return self._fts_only(scope_id, normalized, limit, depth, probe, planned)
         return self._fuse(fts, vec, depth, probe)
+
+    def _fts_only(
+        self,
+        scope_id: str,
+        normalized: str,
+        limit: int,
+        depth: int,
+        probe: ChannelProbe | None,
+        reason: FallbackReason,
+    ) -> SearchOutcome[H]:
+        """Full text alone. With the floor's IDF shares, the hits BM25 ranked are ordered by BM25 and query
+        coverage together (each mapped onto 0..1 over the list read, then summed), like hybrid fusion with
+        coverage in the place of the cosine. The list read is as deep as a hybrid channel's for ``limit``, so
+        the first ``limit`` hits do not depend on ``depth``."""
+        found = self._fts_list(scope_id, normalized, max(depth, _channel_depth(limit)), probe)
+        if found.fusion_hits is None:
+            return SearchOutcome(found.hits[:depth], "fts", reason, found.dropped)
+        ordered = fuse_scores(
+            [(found.hits, 1.0), (found.fusion_hits, 1.0)], depth, ranges=[found.read_range, found.fusion_range]
+        )
+        return SearchOutcome(ordered, "fts", reason, found.dropped)
 
     def _fts_list(self, scope_id: str, normalized: str, limit: int, probe: ChannelProbe | None) -> ChannelList[H]:
         terms = query_terms(normalized, SEARCH_QUERY_TERMS)

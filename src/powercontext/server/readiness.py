@@ -17,15 +17,17 @@ UNREADABLE = StoreProblem("store-unavailable", "the store did not answer a read;
 
 
 def store_readiness(store: Any) -> Callable[[], StoreProblem | None]:
-    """The check for ``store``: it answers a read (``ready``), then whatever its ``readiness_problem`` reports
-    (can it write, is it whole: ``store.health``). A store without that method is judged by its read alone."""
+    """The check for ``store``: whatever its ``readiness_problem`` reports (can it write, is it whole:
+    ``store.health``), then whether it answers a read (``ready``). A store without that method is judged by its
+    read alone. The known problem comes first: it is cheap and names the cause, where a read on a store in
+    trouble (an embedded engine whose log a full disk stopped) may not answer within the probe's second."""
 
     def check() -> StoreProblem | None:
-        if not store.ready():
-            return UNREADABLE
         problem_of = getattr(store, "readiness_problem", None)
         problem = problem_of() if callable(problem_of) else None
-        return problem if isinstance(problem, StoreProblem) else None
+        if isinstance(problem, StoreProblem):
+            return problem
+        return None if store.ready() else UNREADABLE
 
     return check
 

@@ -154,6 +154,8 @@ def copy_store(
             with destination._write() as conn:
                 marks = ", ".join("?" * len(columns))
                 conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", batch)
+                if table == "artifact_embeddings":
+                    destination._changes.embeddings_written(conn, batch)
                 if table == "revisions":
                     _index_heads(destination._fulltext, conn, batch)
                 elif table == "code_chunks":

@@ -188,15 +188,31 @@ class StorageFault(StoreError):
     remedy = "retry shortly"
 
     def __init__(self, operation: str = "write") -> None:
-        outcome = "nothing was written" if operation == "write" else "the read failed"
-        super().__init__(f"{self.describe}: {outcome}; {self.remedy}")
+        super().__init__(f"{self.describe}: {_OUTCOMES.get(operation, 'the read failed')}; {self.remedy}")
         self.operation = operation
+
+
+# What became of the operation a fault interrupted (``operation``: a write, its commit, a read).
+_OUTCOMES = {
+    "write": "nothing was written",
+    # The engine did not answer the commit: it may still complete it once it can write again.
+    "commit": "whether the write was stored is not known (its commit did not complete); send it again with the same"
+    " idempotency keys, which store it at most once",
+}
 
 
 class StoreFull(StorageFault):
     code, status, cause = "store-full", 507, "disk-full"
     describe = "the disk that holds the store is full"
     remedy = "free space on that file system, then retry"
+
+
+class EngineStoppedByFullDisk(StoreFull):
+    """Embedded seekdb met a full disk: its log stops, so statements time out instead of failing, and it does not
+    always start writing again once space is freed, even restarted (measured, issue 42; docs/operations.md)."""
+
+    describe = "the disk that holds the store is full, and the embedded engine stopped writing"
+    remedy = "free space on that file system, then retry (docs/operations.md, Storage faults: it may not resume)"
 
 
 class StoreReadOnly(StorageFault):

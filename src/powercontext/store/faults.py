@@ -29,8 +29,22 @@ _MYSQL: dict[int, type[StorageFault]] = {
     1836: StoreReadOnly,  # ER_READ_ONLY_MODE
     1030: StoreIOError,  # ER_GET_ERRNO (the storage engine's error)
     4009: StoreIOError,  # OB_IO_ERROR
+    6325: StoreIOError,  # "ob clog disk hang": the engine's log writes are stuck (a full disk is one cause)
     4103: StoreCorrupt,  # OB_CHECKSUM_ERROR
 }
+
+
+def mysql_error_number(exc: BaseException) -> int | None:
+    """The MySQL-protocol error number of ``exc`` or of the pymysql error it was raised from, or None."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return None
+        args = getattr(seen, "args", ())
+        if type(seen).__module__.startswith("pymysql") and args and isinstance(args[0], int):
+            return args[0]
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def fault_kind(exc: BaseException) -> type[StorageFault] | None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from powercontext.store.errors import StorageFault, StoreCorrupt
+from powercontext.store.errors import StorageFault, StoreCorrupt, StoreFull
 
 # Less room than this on the store's file system and a write is about to fail: a SQLite commit appends its pages
 # to the write-ahead log, and one largest batch is some 10 MB of pages.
@@ -48,15 +48,17 @@ class StoreProblem:
 class StoreHealth:
     """The store's write and integrity state as readiness reports it. Thread-safe; every check is cheap."""
 
-    def __init__(self, directory: Path | None, file: Path | None = None) -> None:
+    def __init__(self, directory: Path | None, file: Path | None = None, min_free_bytes: int = MIN_FREE_BYTES) -> None:
         self._directory = directory
         self._file = file
+        self._min_free = min_free_bytes  # less room than this and a write is about to fail
         self._lock = threading.Lock()
         self._fault: StorageFault | None = None
         self._fault_room = 0  # the free bytes when ``_fault`` was noted
         self._fault_at = 0.0
         self._damaged: StoreProblem | None = None
         self._stale_lock: StoreProblem | None = None
+        self._full_since_write = False  # a write met a full disk, and none has succeeded since
 
     # -- what the store tells it ---------------------------------------------------------------------
 
@@ -66,11 +68,20 @@ class StoreHealth:
                 self._damaged = StoreProblem(fault.code, str(fault))
             else:
                 self._fault, self._fault_room, self._fault_at = fault, self._free_bytes(), time.monotonic()
+                self._full_since_write = self._full_since_write or isinstance(fault, StoreFull)
 
     def note_write_ok(self) -> None:
-        if self._fault is not None:
+        if self._fault is not None or self._full_since_write:
             with self._lock:
                 self._fault = None
+                self._full_since_write = False
+
+    def full_disk_unresolved(self) -> bool:
+        """Whether the store's disk is full now (under ``MIN_FREE_BYTES`` free), or a write met a full disk and no
+        write has succeeded since: what a write that timed out on the embedded engine is then taken to mean."""
+        if self._full_since_write:
+            return True
+        return self._directory is not None and self._free_bytes() < self._min_free
 
     def note_damaged(self, verdict: str) -> None:
         with self._lock:
@@ -112,7 +123,7 @@ class StoreHealth:
         write succeed and clear it. A fault that persists is met again by the next write."""
         if time.monotonic() - self._fault_at > FAULT_HOLD_S:
             return True
-        return self._free_bytes() > self._fault_room + MIN_FREE_BYTES
+        return self._free_bytes() > self._fault_room + self._min_free
 
     def _free_bytes(self) -> int:
         if self._directory is None:
@@ -133,7 +144,7 @@ class StoreHealth:
         if stats.f_flag & os.ST_RDONLY:
             return StoreProblem("store-read-only", f"{_READ_ONLY}: its file system is mounted read-only; {_WRITABLE}")
         free = self._free_bytes()
-        if free < MIN_FREE_BYTES:
+        if free < self._min_free:
             return StoreProblem(
                 "store-full",
                 f"the disk that holds the store is full ({free // 1024} KiB free); free space on that file system",

@@ -196,10 +196,12 @@ def chunk_records(conn: Any, chunk_ids: list[int], scope_id: str | None = None) 
     scope_filter, params = (
         ("", list(chunk_ids)) if scope_id is None else (" AND t.scope_id = ?", [*chunk_ids, scope_id])
     )
+    # From the hits, by primary key, always: SQLite keeps a CROSS JOIN's order, OceanBase follows the hint (a
+    # comment to SQLite); otherwise OceanBase may scan every code file (tests/store_contract/*query_plans.py).
     rows = conn.execute(
-        "SELECT c.id, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
+        "SELECT /*+ LEADING(c f t) USE_NL(f t) */ c.id, t.scope_id, t.fingerprint, f.path, f.file_sha256, f.language,"
         " c.start_line, c.end_line, c.snippet_sha256, c.text"
-        " FROM code_chunks c JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree"
+        " FROM code_chunks c CROSS JOIN code_files f ON f.id = c.file CROSS JOIN code_trees t ON t.id = f.tree"
         f" WHERE c.id IN ({marks}){scope_filter}",
         params,
     ).fetchall()

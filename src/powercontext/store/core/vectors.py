@@ -9,7 +9,7 @@ database tells when another connection changed the Scope, which forces a rebuild
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,12 +148,19 @@ class VectorChanges:
     ) -> None:
         """Record a revision's embedding (it becomes searchable if that revision is the active head)."""
         self.touch(conn, scope_id, family)
+        row = (rowid, revision, model_id, to_blob(vector))
         conn.execute(
             "INSERT INTO artifact_embeddings (artifact, revision, model_id, vector) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (artifact, revision) DO UPDATE SET model_id = excluded.model_id, vector = excluded.vector",
-            (rowid, revision, model_id, to_blob(vector)),
+            row,
         )
+        self.embeddings_written(conn, [row])
         self.ops.append((scope_id, family, rowid, model_id, vector))
+
+    def embeddings_written(self, conn: Any, rows: Sequence[Sequence[Any]]) -> None:
+        """``artifact_embeddings`` rows (artifact, revision, model id, vector bytes) this transaction wrote, by any
+        path (a write, a batch, a reindex, ``store copy``): a store that keeps a second vector index (OceanBase's
+        native vectors) writes them there too. Nothing to do by default."""
 
     def stored(self, conn: Any, scope_id: str, family: str, rowid: int, model_id: str, vector: Vector) -> None:
         """A vector the caller wrote to its own table (code chunks) becomes searchable after COMMIT."""

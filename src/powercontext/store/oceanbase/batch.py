@@ -73,6 +73,7 @@ class BatchWrites(MemoryWrites):
                 "INSERT INTO artifact_embeddings (artifact, revision, model_id, vector) VALUES (?, ?, ?, ?)",
                 embeddings,
             )
+            self._changes.embeddings_written(conn, embeddings)
         keyed = [(a, item) for item, a in fresh if item.idempotency_key is not None]
         if keyed:
             conn.executemany(

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 import pymysql
 from pymysql.cursors import RE_INSERT_VALUES
@@ -23,16 +23,6 @@ from powercontext.store.core.driver import sqlite
 
 _ON_CONFLICT = re.compile(r"ON CONFLICT \([^)]*\) DO UPDATE SET", re.IGNORECASE)
 _EXCLUDED = re.compile(r"\bexcluded\.(\w+)")
-# Every write of an embedding, whichever path (single write, batch, reindex, store copy): mirrored into the
-# VECTOR(n) tables on a native-vectors database (native_vectors.py).
-_EMBEDDING_INSERT = re.compile(r"^\s*INSERT INTO artifact_embeddings \(artifact, revision, model_id, vector\) VALUES")
-
-
-class EmbeddingSink(Protocol):
-    """Where every ``artifact_embeddings`` write is mirrored (``native_vectors.VectorMirror``)."""
-
-    def write(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None: ...
-
 
 @lru_cache(maxsize=1024)
 def translate(sql: str) -> str:
@@ -111,12 +101,10 @@ class Connection:
     def __init__(
         self,
         raw: Any,
-        vectors: EmbeddingSink | None = None,
         native: Any | None = None,
         text_reads: tuple[str, ...] = (),
     ) -> None:
         self.raw = raw
-        self._vectors = vectors
         self._native = native
         self._text_reads = text_reads
 
@@ -132,10 +120,7 @@ class Connection:
         native = self._native
         if native is not None and sql.lstrip().startswith(self._text_reads):
             return self._read_native(native, translate(sql), params)
-        result = self.query(translate(sql), params)
-        if self._vectors is not None and _EMBEDDING_INSERT.match(sql):
-            self._vectors.write(self, [params])
-        return result
+        return self.query(translate(sql), params)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> Result:
         """Run MySQL-mode text as is (no translation)."""
@@ -206,8 +191,6 @@ class Connection:
         if not items:
             return
         text = translate(sql)
-        if self._vectors is not None and _EMBEDDING_INSERT.match(sql):
-            self._vectors.write(self, items)
         multi = RE_INSERT_VALUES.match(text)
         if multi is not None:
             head, row, tail = multi.group(1), multi.group(2).rstrip(), multi.group(3)

@@ -20,7 +20,8 @@ lives here and beside it:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,8 +32,8 @@ from powercontext.store.core.family_rows import SELECT_ROW, now
 from powercontext.store.core.memory_rows import SELECT_MEMORY
 from powercontext.store.core.store import SqlStore
 from powercontext.store.core.vectors import VectorChanges
-from powercontext.store.errors import StorageFault, StoreUnavailable
-from powercontext.store.faults import storage_fault
+from powercontext.store.errors import EngineStoppedByFullDisk, StorageFault, StoreIOError, StoreUnavailable
+from powercontext.store.faults import mysql_error_number, storage_fault
 from powercontext.store.health import StoreHealth
 from powercontext.store.location import StoreLocation
 from powercontext.store.oceanbase import native_fulltext, native_vectors
@@ -43,15 +44,28 @@ from powercontext.store.oceanbase.fulltext import FtsWriter
 from powercontext.store.oceanbase.migrations import apply_migrations
 from powercontext.store.oceanbase.vector_search import OceanBaseVectorSearch
 from powercontext.store.oceanbase.writer_lock import (
+    ENGINE_MIN_FREE_BYTES,
     EngineWriterLock,
+    WriterTurnTimeout,
     bound_session,
     held_writer_lock,
     keep_redo_until_commit,
 )
 
+_log = logging.getLogger("powercontext.store")
+
 
 class _Changes(VectorChanges):
-    """``VectorChanges`` without SQLite's ``RETURNING``: the bumped row is read back inside the transaction."""
+    """``VectorChanges`` without SQLite's ``RETURNING`` (the bumped row is read back inside the transaction), whose
+    embedding writes also go to the native vector tables of a native-vectors database (native_vectors.py)."""
+
+    def __init__(self, mirror: native_vectors.VectorMirror | None = None) -> None:
+        super().__init__()
+        self._mirror = mirror
+
+    def embeddings_written(self, conn: Any, rows: Sequence[Sequence[Any]]) -> None:
+        if self._mirror is not None:
+            self._mirror.write(conn, rows)
 
     def touch(self, conn: Any, scope_id: str, family: str) -> None:
         if (scope_id, family) in self.generations:
@@ -75,7 +89,8 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
     def __init__(self, location: StoreLocation) -> None:
         self.location = location
         self.path = location.path or location.display()
-        self._open_pool(_Changes(), StoreHealth(location.path if location.backend == "seekdb" else None))
+        embedded = location.path if location.backend == "seekdb" else None
+        self._open_pool(_Changes(), StoreHealth(embedded, min_free_bytes=ENGINE_MIN_FREE_BYTES))
         self._fts = self._fulltext = FtsWriter()
         self._mirror = native_vectors.VectorMirror(self._run_ddl)
         ensure_database(location)
@@ -98,7 +113,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
     # -- connections ---------------------------------------------------------------------------
 
     def _connect(self) -> Connection:
-        return Connection(connect(self.location, self.location.database), self._mirror)
+        return Connection(connect(self.location, self.location.database))
 
     def _reconnect_writer(self) -> Connection:
         conn = self._writer = self._connect()
@@ -108,7 +123,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
     def _connect_reader(self) -> Connection:
         raw = connect(self.location, self.location.database)
         raw.autocommit(True)
-        return Connection(raw, self._mirror, native_reader(self.location), _TEXT_READS)
+        return Connection(raw, native_reader(self.location), _TEXT_READS)
 
     def _run_ddl(self, ddl: str) -> None:
         execute_alone(self.location, ddl, self.location.database)
@@ -141,19 +156,19 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
                 self._mirror.native = self._mirror.native or native_vectors.LOCK_ROW in locked
             except (pymysql.MySQLError, sqlite.Error) as exc:
                 self._abandon(conn)
-                raise self._noted(storage_fault(exc, "write")) or StoreUnavailable() from exc
-            self._changes = _Changes()
+                raise self._noted(self._write_fault(exc)) or _unavailable(exc) from exc
+            self._changes = _Changes(self._mirror)
             self._fts.discard()
             try:
                 yield conn
                 self._fts.flush(conn)
-                conn.raw.commit()
             except BaseException as exc:
                 self._fts.discard()
                 self._abandon(conn)
                 if isinstance(exc, pymysql.MySQLError | sqlite.OperationalError):
-                    raise self._noted(storage_fault(exc, "write")) or StoreUnavailable() from exc
+                    raise self._noted(self._write_fault(exc)) or _unavailable(exc) from exc
                 raise
+            self._commit(conn)
             self.health.note_write_ok()
             self._vectors.apply(self._changes)
 
@@ -165,13 +180,45 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
             return "SELECT name FROM store_locks WHERE name IN (%s, %s)"
         return "SELECT name FROM store_locks WHERE name IN ('writer', %s, %s) FOR UPDATE"
 
+    def _commit(self, conn: Connection) -> None:
+        """Commit; a commit that fails without an answer from the engine (a timeout: its log stopped) may still
+        complete later, so its fault says the outcome is not known (``operation="commit"``) instead of "nothing
+        was written" (measured on a full disk, issue 42: batches answered after 10 s were stored later)."""
+        try:
+            conn.raw.commit()
+        except pymysql.MySQLError as exc:
+            self._fts.discard()
+            self._abandon(conn)
+            raise self._noted(self._write_fault(exc, "commit")) or _unavailable(exc) from exc
+
     @contextmanager
     def _engine_turn(self) -> Iterator[None]:
         if self._engine_lock is None:
             yield
             return
-        with self._engine_lock.held():
-            yield
+        try:
+            with self._engine_lock.held():
+                yield
+        except WriterTurnTimeout as exc:
+            # The writer before this one is stuck: on a full disk, the engine's log stopped under it.
+            if self.health.full_disk_unresolved():
+                fault = EngineStoppedByFullDisk("write")
+                self.health.note_fault(fault)
+                raise fault from exc
+            _log.warning("event=store.write.unavailable reason=writer-turn-timeout")
+            raise
+
+    def _write_fault(self, exc: BaseException, operation: str = "write") -> StorageFault | None:
+        """The storage fault a failed write met. The embedded engine meets a full disk without saying so: its log
+        stops, and statements time out (4012), wait for a lock the stuck log holds (1205) or find the log hung
+        (6325); so on a disk that is full, or was when a write last failed with none succeeding since, those
+        mean the disk (``EngineStoppedByFullDisk``)."""
+        fault = storage_fault(exc, operation)
+        unnamed = fault is None or isinstance(fault, StoreIOError)
+        stalled = unnamed and mysql_error_number(exc) in _STALLED_BY_FULL_DISK
+        if self._engine_lock is not None and stalled and self.health.full_disk_unresolved():
+            return EngineStoppedByFullDisk(operation)
+        return fault
 
     def _noted(self, fault: StorageFault | None) -> StorageFault | None:
         if fault is not None:
@@ -189,7 +236,17 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
         self._writer.raw.close()
 
 
+def _unavailable(exc: BaseException) -> StoreUnavailable:
+    """``StoreUnavailable`` for a write the engine failed without a storage fault; the log keeps the engine's error
+    number (content-free), so that a 503 can be told from another afterwards."""
+    _log.warning("event=store.write.unavailable reason=%s", mysql_error_number(exc) or type(exc).__name__)
+    return StoreUnavailable()
+
+
 _MODE_ROWS = (native_fulltext.LOCK_ROW, native_vectors.LOCK_ROW)
+# What a write on the embedded engine answers once a full disk has stopped its log (measured, issue 42): a
+# statement timeout, a lock wait timeout, "clog disk hang".
+_STALLED_BY_FULL_DISK = frozenset({4012, 1205, 6325})
 
 # on the embedded engine they go through its C client (engine.native_reader), which returns every column as
 # text. A statement that selects a BLOB (vectors, packed postings) must never be listed.

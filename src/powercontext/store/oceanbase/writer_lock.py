@@ -41,6 +41,10 @@ LOCK_WAIT_S = 10.0
 TRANSACTION_TIMEOUT_S = 120
 IDLE_TIMEOUT_S = 120
 LOCK_FILE = "powercontext-writer.lock"
+# The embedded engine extends its log a 64 MiB block at a time: with less room than that, its log stops at the
+# end of the current block (and a write then times out: store.py, ``_write_fault``). Measured on a small file
+# system (issue 42): restarted with 29 MiB free after a full disk, it answered no write for minutes.
+ENGINE_MIN_FREE_BYTES = 64 * 1024 * 1024
 
 _turns: dict[str, threading.Lock] = {}
 _files: dict[str, int] = {}
@@ -70,6 +74,10 @@ def keep_redo_until_commit(raw: Any) -> None:
         cur.execute("ALTER SYSTEM SET _private_buffer_size = '0B'")
 
 
+class WriterTurnTimeout(StoreUnavailable):
+    """A writer waited ``LOCK_WAIT_S`` for its turn on the embedded engine (the writer before it did not finish)."""
+
+
 class EngineWriterLock:
     """The writer's turn on one embedded engine directory: a thread lock shared by every store of this process on
     that directory, then ``flock`` on a file there (other processes attached to the same engine)."""
@@ -86,7 +94,7 @@ class EngineWriterLock:
     def held(self, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
         deadline = time.monotonic() + wait_s
         if not self._turn.acquire(timeout=wait_s):
-            raise StoreUnavailable()
+            raise WriterTurnTimeout()
         try:
             while True:
                 try:
@@ -94,7 +102,7 @@ class EngineWriterLock:
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
-                        raise StoreUnavailable() from None
+                        raise WriterTurnTimeout() from None
                     time.sleep(0.005)
             try:
                 yield
