@@ -100,3 +100,32 @@ def test_purge_on_embedded_seekdb_answers_410_and_leaves_the_text_only_in_the_re
     # still holds the write that created it until the engine recycles that log; nothing else may.
     holding = files_holding(tmp_path, SECRET.encode()) + files_holding(tmp_path, SECRET_TERM)
     assert all("/redo/" in f"/{path}" for path in holding), holding
+
+
+def test_purge_a_topic_memory_and_an_experience_on_sqlite(tmp_path: Path) -> None:
+    """Topic Memory and Experience purge the same way; an Experience's Candidate shows ``[purged]``."""
+    with live_server(tmp_path) as server:
+        api = Api(server.base_url)
+        scope = api.new_scope(prefix="purge-fam")
+        topic = api.post(f"/v1/scopes/{scope}/topic-memory", {"title": "Deploy keys", "body": f"key {SECRET}"})
+        tid = topic.json()["artifact_address"]["artifact"]["artifact_id"]
+        revised = api.put(f"/v1/scopes/{scope}/topic-memory/{tid}", {"expected_revision": 1, "body": f"{SECRET} 2"})
+        assert revised.status_code == 200, revised.text
+        lesson = {"situation": "deploy token leaked", "what_worked": f"rotate {SECRET}", "what_to_avoid": "pasting"}
+        cid = api.post(f"/v1/scopes/{scope}/experience/candidates", lesson).json()["candidate_id"]
+        approved = api.post(f"/v1/scopes/{scope}/experience/candidates/{cid}/review", {"decision": "approve"})
+        eid = approved.json()["experience"]["artifact_address"]["artifact"]["artifact_id"]
+
+        for family, aid, revisions in (("topic-memory", tid, 2), ("experience", eid, 1)):
+            done = api.post(f"/v1/scopes/{scope}/{family}/{aid}/purge", {})
+            assert done.status_code == 200 and done.json()["revisions"] == revisions, done.text
+            for path in (f"{family}/{aid}", f"{family}/{aid}/revisions/1"):
+                read = api.get(f"/v1/scopes/{scope}/artifacts/{path}")
+                assert read.status_code == 410 and error_code(read) == "purged", read.text
+        assert api.post(f"/v1/scopes/{scope}/topic-memory/search", {"query": "deploy keys"}).json()["hits"] == []
+        assert api.post(f"/v1/scopes/{scope}/experience/search", {"query": "deploy token"}).json()["hits"] == []
+        candidate = api.get(f"/v1/scopes/{scope}/experience/candidates/{cid}").json()
+        assert candidate["what_worked"] == "[purged]" and SECRET not in json.dumps(candidate)
+        assert SECRET not in api.prepare(scope, "deploy token keys", max_bytes=32768).text
+        assert files_holding(tmp_path, SECRET.encode()) == [] and files_holding(tmp_path, SECRET_TERM) == []
+        api.close()
