@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import forked
 from tests.conftest import live_server
 from tests.seekdb_support import new_engine_dir, require_seekdb
@@ -129,3 +131,34 @@ def test_purge_a_topic_memory_and_an_experience_on_sqlite(tmp_path: Path) -> Non
         assert SECRET not in api.prepare(scope, "deploy token keys", max_bytes=32768).text
         assert files_holding(tmp_path, SECRET.encode()) == [] and files_holding(tmp_path, SECRET_TERM) == []
         api.close()
+
+
+def test_store_copy_does_not_bring_a_purged_memory_back(tmp_path: Path) -> None:
+    from powercontext.store.base import NewMemory
+    from powercontext.store.errors import ArtifactPurged
+    from powercontext.store.sqlite import SqliteStore
+
+    source = SqliteStore(tmp_path / "source.db")
+    source.create_scope("copy:s", "t", [])
+    kept, doomed = source.create_memories(
+        "copy:s", [NewMemory("the deploy checklist stays", "note", ()), NewMemory(f"deploy token {SECRET}", "fact", ())]
+    )
+    source.purge_memory("copy:s", doomed.key.artifact_id)
+    source.close()
+    copied = cli_copy(tmp_path / "source.db", tmp_path / "copy" / "copy.db")
+    assert copied.returncode == 0, copied.stderr
+    destination = SqliteStore(tmp_path / "copy" / "copy.db")
+    with pytest.raises(ArtifactPurged):
+        destination.read_head("copy:s", doomed.key.artifact_id)
+    assert destination.read_head("copy:s", kept.key.artifact_id).text == "the deploy checklist stays"
+    assert [h.record.key for h in destination.search_text("copy:s", ["deploy", "token"], 10)] == [kept.key]
+    destination.close()
+    assert (
+        files_holding(tmp_path / "copy", SECRET.encode()) == [] and files_holding(tmp_path / "copy", SECRET_TERM) == []
+    )
+
+
+def cli_copy(source: Path, target: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    command = [sys.executable, "-m", "powercontext", "store", "copy", "--from", f"sqlite://{source}"]
+    return forked.run([*command, "--to", f"sqlite://{target}"], env=env, timeout=300)
