@@ -11,7 +11,8 @@ relate a value to another part of the request or to the Server's state, which JS
 * a code line range that ends before it starts (two query parameters) and an index path that must exist;
 * an Atomic Memory's ``observed_at`` that the pattern admits but the calendar has not (2025-02-30), or
   one more than 5 minutes in the future (it depends on the Server's clock);
-* UTF-8 byte bounds on text (``maxLength`` counts characters, not bytes).
+* UTF-8 byte bounds on text (``maxLength`` counts characters, not bytes);
+* ``410 purged``: an exact read of an Artifact or Source that an earlier (stateful) step purged.
 
 Everything else the schema states: one section per family and Experience's section cap, a Candidate's
 target and expected revision together, a Topic revise changing something; an integer written ``8.0`` is
@@ -26,7 +27,7 @@ from typing import Any
 import schemathesis
 
 # Stable error codes of rules that depend on more than one field, or on the Server's state.
-SEMANTIC_CODES = {"invalid-reference", "invalid-merge", "invalid-line-range", "invalid-code-path"}
+SEMANTIC_CODES = {"invalid-reference", "invalid-merge", "invalid-line-range", "invalid-code-path", "purged"}
 # ``invalid-request`` message parts of the same kind (model validators), and the byte bounds.
 SEMANTIC_MESSAGES = (
     "each key may appear only once",

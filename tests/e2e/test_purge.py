@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import forked
 from tests.conftest import live_server
 from tests.seekdb_support import new_engine_dir, require_seekdb
@@ -100,3 +102,63 @@ def test_purge_on_embedded_seekdb_answers_410_and_leaves_the_text_only_in_the_re
     # still holds the write that created it until the engine recycles that log; nothing else may.
     holding = files_holding(tmp_path, SECRET.encode()) + files_holding(tmp_path, SECRET_TERM)
     assert all("/redo/" in f"/{path}" for path in holding), holding
+
+
+def test_purge_a_topic_memory_and_an_experience_on_sqlite(tmp_path: Path) -> None:
+    """Topic Memory and Experience purge the same way; an Experience's Candidate shows ``[purged]``."""
+    with live_server(tmp_path) as server:
+        api = Api(server.base_url)
+        scope = api.new_scope(prefix="purge-fam")
+        topic = api.post(f"/v1/scopes/{scope}/topic-memory", {"title": "Deploy keys", "body": f"key {SECRET}"})
+        tid = topic.json()["artifact_address"]["artifact"]["artifact_id"]
+        revised = api.put(f"/v1/scopes/{scope}/topic-memory/{tid}", {"expected_revision": 1, "body": f"{SECRET} 2"})
+        assert revised.status_code == 200, revised.text
+        lesson = {"situation": "deploy token leaked", "what_worked": f"rotate {SECRET}", "what_to_avoid": "pasting"}
+        cid = api.post(f"/v1/scopes/{scope}/experience/candidates", lesson).json()["candidate_id"]
+        approved = api.post(f"/v1/scopes/{scope}/experience/candidates/{cid}/review", {"decision": "approve"})
+        eid = approved.json()["experience"]["artifact_address"]["artifact"]["artifact_id"]
+
+        for family, aid, revisions in (("topic-memory", tid, 2), ("experience", eid, 1)):
+            done = api.post(f"/v1/scopes/{scope}/{family}/{aid}/purge", {})
+            assert done.status_code == 200 and done.json()["revisions"] == revisions, done.text
+            for path in (f"{family}/{aid}", f"{family}/{aid}/revisions/1"):
+                read = api.get(f"/v1/scopes/{scope}/artifacts/{path}")
+                assert read.status_code == 410 and error_code(read) == "purged", read.text
+        assert api.post(f"/v1/scopes/{scope}/topic-memory/search", {"query": "deploy keys"}).json()["hits"] == []
+        assert api.post(f"/v1/scopes/{scope}/experience/search", {"query": "deploy token"}).json()["hits"] == []
+        candidate = api.get(f"/v1/scopes/{scope}/experience/candidates/{cid}").json()
+        assert candidate["what_worked"] == "[purged]" and SECRET not in json.dumps(candidate)
+        assert SECRET not in api.prepare(scope, "deploy token keys", max_bytes=32768).text
+        assert files_holding(tmp_path, SECRET.encode()) == [] and files_holding(tmp_path, SECRET_TERM) == []
+        api.close()
+
+
+def test_store_copy_does_not_bring_a_purged_memory_back(tmp_path: Path) -> None:
+    from powercontext.store.base import NewMemory
+    from powercontext.store.errors import ArtifactPurged
+    from powercontext.store.sqlite import SqliteStore
+
+    source = SqliteStore(tmp_path / "source.db")
+    source.create_scope("copy:s", "t", [])
+    kept, doomed = source.create_memories(
+        "copy:s", [NewMemory("the deploy checklist stays", "note", ()), NewMemory(f"deploy token {SECRET}", "fact", ())]
+    )
+    source.purge_memory("copy:s", doomed.key.artifact_id)
+    source.close()
+    copied = cli_copy(tmp_path / "source.db", tmp_path / "copy" / "copy.db")
+    assert copied.returncode == 0, copied.stderr
+    destination = SqliteStore(tmp_path / "copy" / "copy.db")
+    with pytest.raises(ArtifactPurged):
+        destination.read_head("copy:s", doomed.key.artifact_id)
+    assert destination.read_head("copy:s", kept.key.artifact_id).text == "the deploy checklist stays"
+    assert [h.record.key for h in destination.search_text("copy:s", ["deploy", "token"], 10)] == [kept.key]
+    destination.close()
+    assert (
+        files_holding(tmp_path / "copy", SECRET.encode()) == [] and files_holding(tmp_path / "copy", SECRET_TERM) == []
+    )
+
+
+def cli_copy(source: Path, target: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    command = [sys.executable, "-m", "powercontext", "store", "copy", "--from", f"sqlite://{source}"]
+    return forked.run([*command, "--to", f"sqlite://{target}"], env=env, timeout=300)

@@ -51,6 +51,16 @@ def test_score_fusion_weights_missing_items_and_flat_lists() -> None:
     assert fuse_scores([([], 1.0), ([], 1.0)], 5, key_of=by_name) == []
 
 
+def test_a_store_repeat_scores_once_and_stays_in_the_answer_for_the_receipt() -> None:
+    """A list holding an identity twice is a store's repeat: it must not double that hit's score, and the
+    repeat must reach the assembler, which reports it as an omitted duplicate."""
+    fts = [Hit("a", 5.0), Hit("a", 5.0), Hit("b", 4.5), Hit("c", 1.0)]
+    vec = [Hit("b", 0.9), Hit("a", 0.5), Hit("c", 0.1)]
+    fused = fuse_scores([(fts, 1.0), (vec, 1.0)], 3, key_of=by_name)
+    assert names(fused) == ["b", "a", "a", "c"]  # b: 0.875 + 1.0; a: 1.0 + 0.5 (counted twice it would lead)
+    assert fused[1] == fused[2]
+
+
 def test_score_fusion_maps_each_channel_by_the_range_of_the_list_it_read() -> None:
     # The vector channel read cosines 0.9 .. 0.1; a relevance floor then dropped everything below 0.5.
     fts = [Hit("a", 8.0), Hit("b", 4.0), Hit("c", 0.0)]

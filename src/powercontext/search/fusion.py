@@ -46,9 +46,13 @@ def fuse_scores(
     an item missing from a list gets 0 from it. The fused score is the weighted sum; ties keep first-seen
     order (fts before vector). ``ranges`` (one per channel, or None) gives the range to map from instead:
     that of the whole list the channel read, when a relevance floor has since dropped part of it.
+
+    An identity a single list holds more than once (a store's own repeat, not two channels agreeing) scores
+    once, and its repeats follow it in the answer, so the assembler still counts them as duplicates.
     """
     scores: dict[Hashable, float] = {}
     first: dict[Hashable, T] = {}
+    repeats: dict[Hashable, int] = {}
     for index, (hits, weight) in enumerate(channels):
         if not hits:
             continue
@@ -56,10 +60,17 @@ def fuse_scores(
         given = ranges[index] if ranges is not None else None
         low, high = given if given is not None else (min(raw), max(raw))
         span = high - low
+        seen: dict[Hashable, int] = {}
         for hit, value in zip(hits, raw, strict=True):
             key = key_of(hit)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > 1:
+                continue
             normalised = (value - low) / span if span > 0 else 1.0
             scores[key] = scores.get(key, 0.0) + weight * normalised
             first.setdefault(key, hit)
+        for key, count in seen.items():
+            repeats[key] = max(repeats.get(key, 0), count - 1)
     ordered = sorted(scores, key=lambda key: -scores[key])[:limit]
-    return [dataclasses.replace(first[key], score=scores[key]) for key in ordered]  # type: ignore[type-var]
+    fused = [dataclasses.replace(first[key], score=scores[key]) for key in ordered]  # type: ignore[type-var]
+    return [copy for hit, key in zip(fused, ordered, strict=True) for copy in [hit] * (1 + repeats[key])]

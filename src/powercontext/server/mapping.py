@@ -8,10 +8,17 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from powercontext.contract.memory import AtomicMemory, AtomicMemoryBatchItem, AtomicMemoryCreate, AtomicMemoryHit
+from powercontext.contract.memory import (
+    AtomicMemory,
+    AtomicMemoryBatchItem,
+    AtomicMemoryCreate,
+    AtomicMemoryHit,
+    PurgedArtifactView,
+)
 from powercontext.contract.scopes import Scope
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.base import MemoryRecord, NewMemory, ScopeRecord, ScoredMemory
+from powercontext.store.removal import PurgedArtifact
 
 
 def scope_view(record: ScopeRecord) -> Scope:
@@ -81,3 +88,17 @@ def request_digest(item: BaseModel, *, unset: frozenset[str] = frozenset()) -> s
 def new_memory(item: AtomicMemoryCreate) -> NewMemory:
     digest = request_digest(item, unset=frozenset({"observed_at"}))
     return NewMemory(item.text, item.kind, tuple(item.tags), item.idempotency_key, digest, observed_at=item.observed_at)
+
+
+def purged_view(purged: PurgedArtifact) -> PurgedArtifactView:
+    """A purge's answer: the tombstone left in place of the erased text."""
+    key = purged.key
+    family = key.family
+    assert family in ("atomic-memory", "topic-memory", "experience")
+    return PurgedArtifactView(
+        scope_id=key.scope_id,
+        family=family,
+        artifact_id=key.artifact_id,
+        revisions=purged.revisions,
+        purged_at=purged.purged_at,
+    )

@@ -9,6 +9,7 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.contract.common import ArtifactFamily
 from powercontext.domain.families import CandidateStatus, ExperienceAction, TopicAction
 from powercontext.domain.identity import ArtifactKey
 from powercontext.domain.lifecycle import LifecycleAction
@@ -165,6 +166,10 @@ class Store(Protocol):
     def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifact:
         """Erase the text of every revision and remove the memory from every index, keeping a tombstone (exact
         reads then raise ``ArtifactPurged``); idempotent."""
+        ...
+
+    def purge_artifact(self, scope_id: str, family: ArtifactFamily, artifact_id: str) -> PurgedArtifact:
+        """``purge_memory`` for an Atomic Memory, Topic Memory or Experience."""
         ...
 
     def read_head(self, scope_id: str, artifact_id: str) -> MemoryRecord: ...

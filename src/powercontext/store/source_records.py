@@ -115,6 +115,8 @@ class ExtractionPolicy:
 
     def choice(self, model_backed: bool) -> PolicyChoice:
         return self.model if model_backed else self.explicit
+
+
 IN_REVIEW = "in-review"  # a done Source's reason while its extracted operations wait in the review inbox
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from powercontext.contract.common import ArtifactFamily
 from powercontext.domain.lifecycle import LifecycleAction
 from powercontext.recall.supersession import superseded
 from powercontext.search.channels import ChannelSearch
@@ -109,6 +110,10 @@ class WriteService(SourceCapture, FamilyWrites):
     def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifact:
         """Erase every revision of an Atomic Memory and remove it from every index (``Store.purge_memory``)."""
         return self.store.purge_memory(scope_id, artifact_id)
+
+    def purge_artifact(self, scope_id: str, family: ArtifactFamily, artifact_id: str) -> PurgedArtifact:
+        """The same for an Atomic Memory, Topic Memory or Experience (``Store.purge_artifact``)."""
+        return self.store.purge_artifact(scope_id, family, artifact_id)
 
     def change_lifecycle(
         self, scope_id: str, artifact_id: str, action: LifecycleAction, expected_revision: int | None

@@ -15,7 +15,7 @@ from powercontext.domain.families import PROFILE_ARTIFACT_ID
 from powercontext.runtime import Runtime
 from powercontext.server.family_mapping import experience_view, profile_view, topic_view
 from powercontext.server.mapping import memory_view
-from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, family_store_of, scope_router
+from powercontext.server.routes.deps import PrincipalDep, RuntimeDep, errors, family_store_of, scope_router
 from powercontext.server.routes.profile import committed_head
 from powercontext.server.routes.prompts import prompt_artifact_view, prompt_store_of, require_body_access
 from powercontext.sources.lineage import lineage_of
@@ -80,7 +80,9 @@ REVISIONS: Final[dict[ArtifactFamily, RevisionReader]] = {
 WRITERS_ONLY: Final[frozenset[ArtifactFamily]] = frozenset({"prompt"})
 
 
-@router.get("/{family}/{artifact_id}", summary="Read the current head of an Artifact of any family")
+@router.get(
+    "/{family}/{artifact_id}", responses=errors(410), summary="Read the current head of an Artifact of any family"
+)
 def get_artifact_head(
     scope_id: str, family: ArtifactFamily, artifact_id: str, runtime: RuntimeDep, principal: PrincipalDep
 ) -> ArtifactView:
@@ -91,6 +93,7 @@ def get_artifact_head(
 
 @router.get(
     "/{family}/{artifact_id}/revisions/{revision}",
+    responses=errors(410),
     summary="Read one exact, immutable revision (never follows a newer head or a merge target)",
 )
 def get_artifact_revision(

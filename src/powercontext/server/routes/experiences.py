@@ -14,8 +14,10 @@ from powercontext.contract.families import (
     ExperienceSearchResult,
     RejectDecision,
 )
+from powercontext.contract.memory import PurgedArtifactView
 from powercontext.search.families import ExperienceSearch
 from powercontext.server.family_mapping import candidate_view, experience_draft, experience_hit_view, experience_view
+from powercontext.server.mapping import purged_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, scope_router
 
 router = scope_router("experience", "/experience")
@@ -76,3 +78,13 @@ def change_experience_lifecycle(
     return experience_view(
         runtime.writes.change_experience_lifecycle(scope_id, artifact_id, body.action, body.expected_revision)
     )
+
+
+@router.post(
+    "/{artifact_id}/purge",
+    responses=errors(410),
+    summary="Erase every revision of an Experience and remove it from every index (real deletion)",
+)
+def purge_experience(scope_id: str, artifact_id: str, runtime: RuntimeDep) -> PurgedArtifactView:
+    """Irreversible; exact reads then answer ``410 purged``. Needs the ``write`` grant (docs/operations.md)."""
+    return purged_view(runtime.writes.purge_artifact(scope_id, "experience", artifact_id))

@@ -21,7 +21,7 @@ from powercontext.contract.memory import (
     MemoryListState,
     PurgedArtifactView,
 )
-from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory
+from powercontext.server.mapping import batch_item_view, hit_view, memory_view, new_memory, purged_view
 from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
 
 router = scope_router("atomic-memory", "/atomic-memory")
@@ -115,12 +115,4 @@ def change_atomic_memory_lifecycle(
 def purge_atomic_memory(scope_id: str, artifact_id: str, runtime: RuntimeDep) -> PurgedArtifactView:
     """Irreversible. A tombstone stays: exact reads answer ``410 purged``; search, prepare and lists never show it.
     Purging again answers the same tombstone. Needs the ``write`` grant."""
-    purged = runtime.writes.purge_memory(scope_id, artifact_id)
-    key = purged.key
-    return PurgedArtifactView(
-        scope_id=key.scope_id,
-        family="atomic-memory",
-        artifact_id=key.artifact_id,
-        revisions=purged.revisions,
-        purged_at=purged.purged_at,
-    )
+    return purged_view(runtime.writes.purge_artifact(scope_id, "atomic-memory", artifact_id))

@@ -57,7 +57,9 @@ def create_source(scope_id: str, body: SourceCreate, runtime: RuntimeDep) -> Sou
     return _summary(runtime.writes.capture_source(scope_id, body.kind, body.content, body.observed_at, origin))
 
 
-@router.get("/{source_id}", responses=errors(501), summary="Read a Source exactly: content, digest, origin, extraction")
+@router.get(
+    "/{source_id}", responses=errors(410, 501), summary="Read a Source exactly: content, digest, origin, extraction"
+)
 def get_source(scope_id: str, source_id: str, runtime: RuntimeDep) -> Source:
     record = source_store_of(runtime).read_source(scope_id, source_id)
     return Source(**_summary(record).model_dump(), content=record.content, created_at=record.created_at)

@@ -10,7 +10,9 @@ from powercontext.contract.families import (
     TopicMemorySearchRequest,
     TopicMemorySearchResult,
 )
+from powercontext.contract.memory import PurgedArtifactView
 from powercontext.server.family_mapping import new_topic, topic_hit_view, topic_view
+from powercontext.server.mapping import purged_view
 from powercontext.server.routes.deps import FamilyStoreDep, RuntimeDep, errors, scope_router
 from powercontext.store.base import TopicEdit
 
@@ -58,3 +60,13 @@ def change_topic_memory_lifecycle(
 ) -> TopicMemory:
     writes = runtime.writes
     return topic_view(writes.change_topic_lifecycle(scope_id, artifact_id, body.action, body.expected_revision))
+
+
+@router.post(
+    "/{artifact_id}/purge",
+    responses=errors(410),
+    summary="Erase every revision of a Topic Memory and remove it from every index (real deletion)",
+)
+def purge_topic_memory(scope_id: str, artifact_id: str, runtime: RuntimeDep) -> PurgedArtifactView:
+    """Irreversible; exact reads then answer ``410 purged``. Needs the ``write`` grant (docs/operations.md)."""
+    return purged_view(runtime.writes.purge_artifact(scope_id, "topic-memory", artifact_id))

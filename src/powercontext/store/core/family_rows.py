@@ -19,6 +19,7 @@ from powercontext.domain.families import FamilyTransitionRefused, family_next_st
 from powercontext.domain.identity import ArtifactKey
 from powercontext.store.errors import (
     ArtifactNotFound,
+    ArtifactPurged,
     IdempotencyConflict,
     NotActive,
     RevisionConflict,
@@ -108,6 +109,12 @@ def active_heads(conn: Any, rowids: Sequence[int]) -> dict[int, ArtifactRow]:
     return {row.rowid: row for row in map(artifact_row, rows)}
 
 
+def refuse_purged(conn: Any, rowid: int) -> None:
+    """A purged Artifact (``core.purge``) answers every exact read with ``ArtifactPurged`` (410)."""
+    if conn.execute("SELECT 1 FROM purged_artifacts WHERE artifact = ?", (rowid,)).fetchone() is not None:
+        raise ArtifactPurged()
+
+
 def require_scope(conn: Any, scope_id: str) -> None:
     if conn.execute("SELECT 1 FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone() is None:
         raise ScopeNotFound(scope_id)
@@ -133,13 +140,15 @@ def head_row(
     if row is None:
         require_scope(conn, scope_id)
         raise not_found()
+    refuse_purged(conn, row.rowid)
     return row
 
 
 def family_heads(conn: Any, scope_id: str, family: ArtifactFamily) -> list[ArtifactRow]:
     """Every head of one family in one Scope, in any state, ordered by artifact id."""
     rows = conn.execute(
-        SELECT_ROW + " WHERE a.scope_id = ? AND a.family = ? AND r.revision = a.head_revision ORDER BY a.artifact_id",
+        SELECT_ROW + " WHERE a.scope_id = ? AND a.family = ? AND r.revision = a.head_revision"
+        " AND a.id NOT IN (SELECT artifact FROM purged_artifacts) ORDER BY a.artifact_id",
         (scope_id, family),
     ).fetchall()
     return [artifact_row(raw) for raw in rows]
@@ -161,7 +170,9 @@ def revision_row(
     if raw is None:
         head = head_row(conn, scope_id, family, artifact_id, not_found)
         raise RevisionNotFound(head.head_revision)
-    return artifact_row(raw)
+    row = artifact_row(raw)
+    refuse_purged(conn, row.rowid)
+    return row
 
 
 def insert_artifact(conn: Any, scope_id: str, family: ArtifactFamily, artifact_id: str, at: str) -> int:

@@ -122,6 +122,11 @@ class SegmentCounts:
                 self._counts.clear()
             self._counts[key] = count
 
+    def over(self, touched: Iterable[SegmentKey]) -> set[SegmentKey]:
+        """The touched terms one more open segment would take past the limit (only those: no scan of the rest)."""
+        with self._lock:
+            return {key for key in touched if self._counts.get(key, 0) + 1 > self._limit}
+
     def due(self, touched: Iterable[SegmentKey]) -> set[SegmentKey]:
         """The touched terms that would exceed the limit, and any a search found over it."""
         with self._lock:

@@ -192,26 +192,24 @@ def read_postings(
 
 def _add_documents(conn: Any, docs: dict[tuple[str, int], IndexedDoc], open_segments: SegmentCounts) -> None:
     grouped = group_postings(docs)
-    due = open_segments.due(grouped)
+    due = open_segments.over(grouped)
     opened = _open_segments(conn, sorted(due)) if due else {}
     merging: dict[SegmentKey, list[int]] = {}  # key -> ids of the open segments merged into its new one
     after: dict[SegmentKey, int] = {}  # a merged key's open segments after this write
     for key in due:
         older = opened.get(key, [])
-        size = len(grouped[key]) if key in grouped else 0
-        # Newest first, while an older segment is at most twice what is being merged: big ones stay put.
-        while older and older[-1][1] <= 2 * max(size, 1):
+        size = len(grouped[key])
+        # Newest first, while an older segment is at most twice what is being merged (big ones stay put), and in
+        # any case until at most half the limit stay open, so a term's open segments stay bounded.
+        while older and (older[-1][1] <= 2 * size or len(older) >= MAX_OPEN_SEGMENTS // 2):
             seg_id, n = older.pop()
             merging.setdefault(key, []).append(seg_id)
             size += n
         after[key] = len(older) + (size % SEGMENT_POSTINGS > 0)
     stored = _segments(conn, [seg_id for ids in merging.values() for seg_id in ids])
     written: list[tuple[str, str, str, int, npt.NDArray[Any]]] = []
-    for key in set(grouped) | set(merging):
-        parts = [grouped[key]] if key in grouped else []
-        parts.extend(stored[seg_id] for seg_id in merging.get(key, ()))
-        if not parts:
-            continue
+    for key, fresh in grouped.items():
+        parts = [fresh, *(stored[seg_id] for seg_id in merging.get(key, ()))]
         array = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts), order="doc")
         for piece in split(array):
             written.append((*key, int(len(piece) < SEGMENT_POSTINGS), piece))
