@@ -16,8 +16,8 @@ import subprocess
 from pathlib import Path
 
 from powercontext.hosts.adapter import Check, HostContext
-from powercontext.hosts.extension import interpreter_check, plugin_check, plugin_file_change
-from powercontext.hosts.files import FileChange, InstallError, read_text
+from powercontext.hosts.extension import interpreter_check, plugin_check, plugin_file_change, project_file_present
+from powercontext.hosts.files import FileChange
 
 OPT_IN = Path(".bub") / "powercontext.json"
 OPT_IN_TEXT = json.dumps({"recall": True, "plugin": "powercontext-recall-bub"}, indent=2) + "\n"
@@ -46,10 +46,7 @@ class Bub:
         return [change] if change.changed else []
 
     def installed(self, ctx: HostContext) -> bool:
-        try:
-            return read_text(ctx.project / OPT_IN, ctx.project) is not None
-        except InstallError:
-            return True  # let the checks name the broken file
+        return project_file_present(ctx, OPT_IN)
 
     def checks(self, ctx: HostContext) -> list[Check]:
         fix = "run `powercontext hosts install bub`"

@@ -26,6 +26,7 @@ from powercontext.hosts.extension import (
     plugin_check,
     plugin_file_change,
     plugin_text,
+    project_file_present,
     user_level_in_use_elsewhere,
 )
 from powercontext.hosts.files import FileChange, InstallError, read_text, with_block, without_block
@@ -94,10 +95,7 @@ class Dsh:
         return [c for c in changes if c.changed]
 
     def installed(self, ctx: HostContext) -> bool:
-        try:
-            return read_text(ctx.project / OPT_IN, ctx.project) is not None
-        except InstallError:
-            return True  # let the checks name the broken file
+        return project_file_present(ctx, OPT_IN)
 
     def checks(self, ctx: HostContext) -> list[Check]:
         fix = "powercontext hosts install dsh --yes"

@@ -15,7 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from powercontext.hosts.adapter import Check, HostAdapter, HostContext
-from powercontext.hosts.files import FileChange, read_text
+from powercontext.hosts.files import FileChange, InstallError, read_text
 
 RUNNER_MARKER = "// @powercontext-recall-runner: install puts assets/recall_runner.js here\n"
 
@@ -42,6 +42,15 @@ def plugin_file_change(path: Path, root: Path, text: str | None, why: str) -> Fi
     """Write (``text``) or remove (None) one plugin file PowerContext owns whole (removing a Python file also
     removes the bytecode the host compiled from it)."""
     return FileChange(path, root, read_text(path, root), text, why, owns_bytecode=path.suffix == ".py")
+
+
+def project_file_present(ctx: HostContext, relative: Path) -> bool:
+    """Whether the project holds the host's file at ``relative`` (its opt-in or plugin): the host is installed.
+    A file that cannot be read safely counts as installed, so the doctor's checks name it."""
+    try:
+        return read_text(ctx.project / relative, ctx.project) is not None
+    except InstallError:
+        return True
 
 
 def plugin_check(name: str, path: Path, root: Path, expected: str, fix: str) -> Check:

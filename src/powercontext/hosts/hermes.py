@@ -26,6 +26,7 @@ from powercontext.hosts.extension import (
     interpreter_check,
     plugin_check,
     plugin_file_change,
+    project_file_present,
     user_level_in_use_elsewhere,
 )
 from powercontext.hosts.files import FileChange, InstallError, read_text, with_block, without_block
@@ -92,10 +93,7 @@ class Hermes:
         return [c for c in changes if c.changed]
 
     def installed(self, ctx: HostContext) -> bool:
-        try:
-            return read_text(ctx.project / OPT_IN, ctx.project) is not None
-        except InstallError:
-            return True  # let the checks name the broken file
+        return project_file_present(ctx, OPT_IN)
 
     def checks(self, ctx: HostContext) -> list[Check]:
         fix = "powercontext hosts install hermes --yes"

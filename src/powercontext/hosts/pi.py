@@ -11,8 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from powercontext.hosts.adapter import Check, HostContext
-from powercontext.hosts.extension import interpreter_check, plugin_check, plugin_file_change, plugin_text
-from powercontext.hosts.files import FileChange, InstallError, read_text
+from powercontext.hosts.extension import (
+    interpreter_check,
+    plugin_check,
+    plugin_file_change,
+    plugin_text,
+    project_file_present,
+)
+from powercontext.hosts.files import FileChange
 
 EXTENSION_FILE = Path(".pi") / "extensions" / "powercontext.ts"
 
@@ -31,10 +37,7 @@ class Pi:
         return [change] if change.changed else []
 
     def installed(self, ctx: HostContext) -> bool:
-        try:
-            return read_text(ctx.project / EXTENSION_FILE, ctx.project) is not None
-        except InstallError:
-            return True  # let the checks name the broken file
+        return project_file_present(ctx, EXTENSION_FILE)
 
     def checks(self, ctx: HostContext) -> list[Check]:
         """What Pi will do in the project: load the extension and run the hook."""
