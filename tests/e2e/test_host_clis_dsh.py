@@ -29,11 +29,14 @@ from tests.e2e.test_host_clis_opencode_pi import (
     QUESTION,
     FakeModel,
     HungServer,
+    assert_answered,
+    assert_gave_up_within_budget,
     fresh_project,
     install,
+    seed_marker,
 )
 from tests.hosts_e2e.pinned import pinned_cli
-from tests.support import Api, free_port, unique
+from tests.support import Api, free_port
 
 fake_model = shared.fake_model
 hung_server = shared.hung_server
@@ -85,20 +88,16 @@ def carrying_question(requests: list[dict[str, Any]]) -> list[str]:
 
 
 def test_context_reaches_the_model(tmp_path: Path, server: LiveServer, api: Api, fake_model: FakeModel) -> None:
-    scope_id = api.new_scope(prefix="host-dsh")
-    marker = unique("marker").replace("-", "")
-    api.add(scope_id, f"Payments deploys reach production from the release branch only ({marker})", kind="constraint")
+    scope_id, marker = seed_marker(api, "dsh")
     done, requests = prompt(tmp_path, fake_model, server.base_url, scope_id)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "fake-model-answer" in done.stdout
+    assert_answered(done)
     carrying = carrying_question(requests)
     assert carrying and all(marker in text for text in carrying), "the prepared context reached the model"
 
 
 def test_server_down_still_answers(tmp_path: Path, fake_model: FakeModel) -> None:
     done, requests = prompt(tmp_path, fake_model, f"http://127.0.0.1:{free_port()}", "project:down")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "fake-model-answer" in done.stdout
+    assert_answered(done)
     assert carrying_question(requests)
 
 
@@ -109,8 +108,7 @@ def test_a_hook_printing_garbage_never_aborts_the_prompt(tmp_path: Path, fake_mo
     garbage.chmod(0o755)
     extra = {"POWERCONTEXT_PYTHON": str(garbage)}
     done, requests = prompt(tmp_path, fake_model, f"http://127.0.0.1:{free_port()}", "project:x", extra)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "fake-model-answer" in done.stdout
+    assert_answered(done)
     assert carrying_question(requests)
 
 
@@ -118,9 +116,5 @@ def test_hung_server_costs_at_most_the_hook_budget(
     tmp_path: Path, fake_model: FakeModel, hung_server: HungServer
 ) -> None:
     done, requests = prompt(tmp_path, fake_model, hung_server.url, "project:hung")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "fake-model-answer" in done.stdout
-    assert len(hung_server.accepted_at) == 1, "one prepare request per prompt"
-    assert hung_server.closed_at, "the hook gave up on the request"
-    assert hung_server.closed_at[0] - hung_server.accepted_at[0] <= BUDGET_MS / 1000 + 0.5
-    assert min(r["received_at"] for r in agent_requests(requests)) >= hung_server.closed_at[0]
+    assert_answered(done)
+    assert_gave_up_within_budget(hung_server, agent_requests(requests))

@@ -114,6 +114,28 @@ class HungServer:
         self.closed_at.append(time.time())
 
 
+def seed_marker(api: Api, host: str) -> tuple[str, str]:
+    """A new Scope holding one constraint with a unique marker; the Scope and the marker."""
+    scope_id = api.new_scope(prefix=f"host-{host}")
+    marker = unique("marker").replace("-", "")
+    api.add(scope_id, f"Payments deploys reach production from the release branch only ({marker})", kind="constraint")
+    return scope_id, marker
+
+
+def assert_answered(done: subprocess.CompletedProcess[str]) -> None:
+    """The host exited 0 with the fake model's answer: the prompt went on, whatever recall did."""
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "fake-model-answer" in done.stdout
+
+
+def assert_gave_up_within_budget(hung: HungServer, model_requests: list[dict[str, Any]]) -> None:
+    """One prepare request, dropped within the hook budget + 0.5 s, before the prompt reached the model."""
+    assert len(hung.accepted_at) == 1, "one prepare request per prompt"
+    assert hung.closed_at, "the hook gave up on the request"
+    assert hung.closed_at[0] - hung.accepted_at[0] <= BUDGET_MS / 1000 + 0.5
+    assert min(r["received_at"] for r in model_requests) >= hung.closed_at[0]
+
+
 @pytest.fixture
 def hung_server() -> Iterator[HungServer]:
     sock = socket.socket()
@@ -242,12 +264,9 @@ HOSTS = ["opencode", "pi"]
 def test_context_reaches_the_model_on_the_first_prompt(
     host: str, tmp_path: Path, server: LiveServer, api: Api, fake_model: FakeModel
 ) -> None:
-    scope_id = api.new_scope(prefix=f"host-{host}")
-    marker = unique("marker").replace("-", "")
-    api.add(scope_id, f"Payments deploys reach production from the release branch only ({marker})", kind="constraint")
+    scope_id, marker = seed_marker(api, host)
     done, requests = prepared(host, tmp_path, fake_model, server.base_url, scope_id)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "fake-model-answer" in done.stdout
+    assert_answered(done)
     carrying = with_question(requests)
     assert carrying, "the prompt reached the model"
     assert all(marker in text for text in carrying), "every model call of the turn carries the prepared context"
@@ -259,8 +278,7 @@ def test_context_reaches_the_model_on_the_first_prompt(
 @pytest.mark.parametrize("host", HOSTS)
 def test_server_down_still_answers(host: str, tmp_path: Path, fake_model: FakeModel) -> None:
     done, requests = prepared(host, tmp_path, fake_model, f"http://127.0.0.1:{free_port()}", "project:down")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "fake-model-answer" in done.stdout
+    assert_answered(done)
     assert with_question(requests)
 
 
@@ -270,12 +288,7 @@ def test_hung_server_costs_at_most_the_hook_budget(
     host: str, tmp_path: Path, fake_model: FakeModel, hung_server: HungServer
 ) -> None:
     done, requests = prepared(host, tmp_path, fake_model, hung_server.url, "project:hung")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "fake-model-answer" in done.stdout
-    assert len(hung_server.accepted_at) == 1, "one prepare request per prompt"
-    accepted = hung_server.accepted_at[0]
-    assert hung_server.closed_at, "the hook gave up on the request"
-    assert hung_server.closed_at[0] - accepted <= BUDGET_MS / 1000 + 0.5
+    assert_answered(done)
     # The prompt went on after the hook gave up (what the host then does before calling the model is its own
     # work: seconds for OpenCode on a busy machine, so it is not timed here).
-    assert min(r["received_at"] for r in requests) >= hung_server.closed_at[0]
+    assert_gave_up_within_budget(hung_server, requests)
