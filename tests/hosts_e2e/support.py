@@ -82,6 +82,18 @@ def make_sandbox(base: Path, on_path: bool = True, **extra_env: str) -> Sandbox:
     return Sandbox(home, project.resolve(), env)
 
 
+def claude_sandbox(base: Path, model_url: str, on_path: bool = True) -> Sandbox:
+    """``make_sandbox`` for Claude Code talking to the fake Anthropic model at ``model_url``, offline."""
+    return make_sandbox(
+        base,
+        on_path,
+        ANTHROPIC_BASE_URL=model_url,
+        ANTHROPIC_API_KEY="sk-test-dummy",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+    )
+
+
 @contextmanager
 def hung_server(port: int) -> Iterator[None]:
     """Accepts connections on ``port`` and never answers (a Server stuck mid-request)."""

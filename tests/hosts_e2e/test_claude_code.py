@@ -24,7 +24,7 @@ from tests.hostile_text import (
     forbidden_found,
     strings_in,
 )
-from tests.hosts_e2e.support import HOOK_BUDGET_MS, host_cli, hung_server, make_sandbox
+from tests.hosts_e2e.support import HOOK_BUDGET_MS, claude_sandbox, host_cli, hung_server
 from tests.support import Api, unique
 
 ANSWER = "FAKE-CLAUDE-ANSWER"
@@ -39,13 +39,7 @@ def test_claude_code_receives_context_and_survives_a_down_or_hung_server(tmp_pat
     claude = host_cli("claude")
     marker = unique("zebra-marker")
     with serve_anthropic(ANSWER) as model:
-        box = make_sandbox(
-            tmp_path,
-            ANTHROPIC_BASE_URL=model.base_url,
-            ANTHROPIC_API_KEY="sk-test-dummy",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
+        box = claude_sandbox(tmp_path, model.base_url)
         (tmp_path / "server-data").mkdir()
         with live_server(tmp_path / "server-data") as server:
             api = Api(server.base_url)
@@ -96,13 +90,7 @@ def test_claude_code_gives_the_model_no_framing_a_memory_forged(tmp_path: Path) 
     ``<system-reminder>`` tags stay balanced (a memory closed or opened none)."""
     claude = host_cli("claude")
     with serve_anthropic(ANSWER) as model:
-        box = make_sandbox(
-            tmp_path,
-            ANTHROPIC_BASE_URL=model.base_url,
-            ANTHROPIC_API_KEY="sk-test-dummy",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
+        box = claude_sandbox(tmp_path, model.base_url)
         (tmp_path / "server-data").mkdir()
         with live_server(tmp_path / "server-data") as server:
             api = Api(server.base_url)

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import live_server
 from tests.fake_models import serve_anthropic
-from tests.hosts_e2e.support import host_cli, make_sandbox
+from tests.hosts_e2e.support import claude_sandbox, host_cli
 from tests.support import Api, wait_until
 
 ANSWER = "FAKE-CLAUDE-ANSWER-ABOUT-DEPLOYS"
@@ -36,13 +36,7 @@ def _sources(api: Api, scope_id: str) -> list[dict[str, Any]]:
 def test_a_remembered_prompt_and_the_answer_are_captured_and_recalled_next_turn(tmp_path: Path) -> None:
     claude = host_cli("claude")
     with serve_anthropic(ANSWER) as model:
-        box = make_sandbox(
-            tmp_path,
-            ANTHROPIC_BASE_URL=model.base_url,
-            ANTHROPIC_API_KEY="sk-test-dummy",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
+        box = claude_sandbox(tmp_path, model.base_url)
         (tmp_path / "server-data").mkdir()
         with live_server(tmp_path / "server-data") as server:
             api = Api(server.base_url)

@@ -27,7 +27,7 @@ from tests.fake_models import serve_anthropic, serve_openai_responses
 from tests.fake_models.base import FakeModelServer, ModelRequest, json_answer, serve
 from tests.fake_models.openai_chat import json_body, sse_body
 from tests.hosts_e2e.pinned import pinned_cli
-from tests.hosts_e2e.support import Sandbox, host_cli, make_sandbox
+from tests.hosts_e2e.support import Sandbox, claude_sandbox, host_cli, make_sandbox
 from tests.hosts_e2e.test_codex import write_provider
 from tests.support import Api, unique
 
@@ -85,14 +85,7 @@ def test_claude_code_runs_the_hook_after_the_readme_install(tmp_path: Path) -> N
     marker = unique("okapi-marker")
     args = [claude, "-p", "When do release trains leave?", "--output-format", "stream-json", "--verbose"]
     with serve_anthropic("FAKE-CLAUDE-ANSWER") as model:
-        box = make_sandbox(
-            tmp_path,
-            on_path=False,
-            ANTHROPIC_BASE_URL=model.base_url,
-            ANTHROPIC_API_KEY="sk-test-dummy",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-        )
+        box = claude_sandbox(tmp_path, model.base_url, on_path=False)
         (tmp_path / "server-data").mkdir()
         with live_server(tmp_path / "server-data") as server:
             api = Api(server.base_url)
