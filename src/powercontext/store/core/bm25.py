@@ -34,9 +34,9 @@ B: Final = 0.75
 # One posting: doc id, term frequency in the first and second text column, document tokens.
 POSTING: Final = np.dtype([("doc", "<i8"), ("tf1", "<i4"), ("tf2", "<i4"), ("len", "<i4")])
 
-# ``rank`` ranks every matching document; ``newest`` only the ``limit`` highest doc ids, ``first`` only the
-# ``window_size`` lowest (the cuts a store takes when ranking every match is unaffordable).
-Window = Literal["rank", "newest", "first"]
+# ``rank`` ranks every matching document; ``first`` only the ``window_size`` lowest doc ids (the cut code search
+# takes when ranking every match is unaffordable).
+Window = Literal["rank", "first"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +69,7 @@ def rank(
     if limit < 1 or not postings.n_rows or not postings.arrays:
         return []
     docs = np.unique(np.concatenate([a["doc"] for a in postings.arrays.values()]))
-    if window == "newest":
-        docs = docs[-limit:]
-    elif window == "first":
+    if window == "first":
         docs = docs[:window_size]
     pair = (float(weights[0]), float(weights[1]) if len(weights) > 1 else 0.0)
     score = scores(postings, query, docs, pair)

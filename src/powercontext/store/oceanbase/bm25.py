@@ -31,8 +31,8 @@ def search(
 ) -> list[tuple[float, int]]:
     """(score, doc_id) of the Scope's documents matching any term, best first (ties: lower doc_id first).
 
-    ``window`` mirrors the SQLite adapter's cut when ranking every match is unaffordable: ``newest``
-    ranks only the ``limit`` highest doc ids, ``first`` only the ``window_size`` lowest.
+    ``window`` mirrors the SQLite adapter's cut when ranking every match is unaffordable: ``first`` ranks
+    only the ``window_size`` lowest doc ids (code search).
     """
     query = list(dict.fromkeys(posting_term(t) for t in terms if t))
     if not query or limit < 1:
