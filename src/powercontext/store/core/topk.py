@@ -24,7 +24,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core.bm25 import K1, B, Postings, idf
+from powercontext.store.core.bm25 import K1, B, Postings, Window, idf, rank
 
 # Bounds are summed in another order than scores: a relative slack keeps float rounding from pruning a tie.
 _SLACK: Final = 1e-9
@@ -145,3 +145,17 @@ def top_k(
             if len(best_docs) >= limit:
                 theta = float(best_scores[-1])
     return [(float(s), int(d)) for s, d in zip(best_scores, best_docs, strict=True)], scored
+
+
+def ranked(
+    postings: Postings,
+    query: Sequence[str],
+    limit: int,
+    weights: Sequence[float],
+    window: Window = "rank",
+    window_size: int = 0,
+) -> list[tuple[float, int]]:
+    """(score, doc id) best first: the exact early-stopping top-k, or under a ``window`` cut ``bm25.rank``."""
+    if window == "rank":
+        return top_k(postings, query, limit, weights)[0]
+    return rank(postings, query, limit, weights, window, window_size)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core import bm25, topk
+from powercontext.store.core import topk
 from powercontext.store.core.bm25 import Postings, Window
 from powercontext.store.oceanbase.postings import SEGMENT_POSTINGS, TABLES, SegmentCounts, posting_term, unpack
 
@@ -38,9 +38,7 @@ def search(
     if not query or limit < 1:
         return []
     postings = _read_postings(conn, table, scope_tag, query, segments)
-    if window == "rank":  # the exact ranking, scoring only the documents that can still make the cut
-        return topk.top_k(postings, query, limit, TABLES[table].weights)[0]
-    return bm25.rank(postings, query, limit, TABLES[table].weights, window, window_size)
+    return topk.ranked(postings, query, limit, TABLES[table].weights, window, window_size)
 
 
 def _read_postings(

@@ -25,7 +25,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core import bm25, topk
+from powercontext.store.core import topk
 from powercontext.store.core.bm25 import Postings, Window
 from powercontext.store.core.fulltext import INDEXES
 from powercontext.store.core.packed import (
@@ -138,10 +138,7 @@ class PackedIndex:
         if not query or limit < 1:
             return []
         postings = read_postings(conn, index, scope_tag, query, self.open_segments)
-        weights = INDEXES[index].weights
-        if window == "rank":
-            return topk.top_k(postings, query, limit, weights)[0]
-        return bm25.rank(postings, query, limit, weights, window, window_size)
+        return topk.ranked(postings, query, limit, INDEXES[index].weights, window, window_size)
 
     def documents(self, conn: Any, index: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:
         stored = {t: posting_term(t) for t in dict.fromkeys(terms) if t}
