@@ -113,3 +113,13 @@ def test_delete_without_confirm_is_refused_before_anything_is_deleted(tmp_path: 
             refused = c.request("DELETE", "/v1/scopes/keep:me", json=body)
             assert refused.status_code == 422 and error_code(refused) == "invalid-request", body
         assert c.get("/v1/scopes/keep:me").status_code == 200
+
+
+def test_a_scope_with_the_longest_id_can_be_deleted(tmp_path: Path) -> None:
+    """``confirm`` takes every scope_id a Scope can have (256 characters), so no Scope is beyond deletion."""
+    longest = "s" * 256
+    with live_server(tmp_path) as server, httpx.Client(base_url=server.base_url, verify=TLS) as c:
+        assert c.post("/v1/scopes", json={"scope_id": longest, "title": "t"}).status_code == 201
+        deleted = c.request("DELETE", f"/v1/scopes/{longest}", json={"confirm": longest})
+        assert deleted.status_code == 200, deleted.text
+        assert c.get(f"/v1/scopes/{longest}").status_code == 404

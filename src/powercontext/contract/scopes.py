@@ -57,7 +57,7 @@ class ScopeList(StrictModel):
 class ScopeDelete(StrictModel):
     """``DELETE /v1/scopes/{scope_id}``'s body: ``confirm`` repeats the ``scope_id``, so no slip deletes one."""
 
-    confirm: str = Field(min_length=1, max_length=255)
+    confirm: str = Field(min_length=1, max_length=256)  # as long as the longest scope_id (ScopeId)
 
 
 class ScopeDeleted(StrictModel):
