@@ -25,6 +25,7 @@ from tests.e2e.test_host_clis_opencode_pi import (
     HungServer,
     assert_answered,
     assert_gave_up_within_budget,
+    assert_reply_captured,
     fresh_project,
     install,
     seed_marker,
@@ -84,6 +85,16 @@ def test_context_reaches_the_model(tmp_path: Path, server: LiveServer, api: Api,
     assert_answered(done)
     carrying = carrying_question(requests)
     assert carrying and all(marker in text for text in carrying), "the prepared context reached the model"
+
+
+
+def test_the_final_answer_is_captured_as_a_reply_source(
+    tmp_path: Path, server: LiveServer, api: Api, fake_model: FakeModel
+) -> None:
+    scope_id, _ = seed_marker(api, "hermes")
+    done, _ = prompt(tmp_path, fake_model, server.base_url, scope_id)
+    assert_answered(done)
+    assert_reply_captured(api, scope_id, "hermes")
 
 
 def test_server_down_still_answers(tmp_path: Path, fake_model: FakeModel) -> None:

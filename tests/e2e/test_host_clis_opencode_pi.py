@@ -27,13 +27,14 @@ import pytest
 from tests import forked
 from tests.conftest import REPO_ROOT, LiveServer
 from tests.hosts_e2e.pinned import pinned_cli
-from tests.support import Api, free_port, unique
+from tests.support import Api, free_port, unique, wait_until
 
 OPENCODE_VERSION = "1.18.33"
 # Generous so that a loaded CI machine still starts the hook's interpreter in time; the bound scales with it.
 BUDGET_MS = 3000
 QUESTION = "How do payments deploys reach production from the release branch?"
 HOST_TIMEOUT_S = 240
+ANSWER = "fake-model-answer"  # what tests/fake_models/openai_chat.py answers every prompt with
 
 
 def host_cli(name: str) -> str:
@@ -125,7 +126,25 @@ def seed_marker(api: Api, host: str) -> tuple[str, str]:
 def assert_answered(done: subprocess.CompletedProcess[str]) -> None:
     """The host exited 0 with the fake model's answer: the prompt went on, whatever recall did."""
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "fake-model-answer" in done.stdout
+    assert ANSWER in done.stdout
+
+
+def replies(api: Api, scope_id: str) -> list[dict[str, Any]]:
+    """The Scope's ``reply`` Sources, each as its exact read (content, origin)."""
+    listed = api.get(f"/v1/scopes/{scope_id}/sources?limit=50")
+    assert listed.status_code == 200, listed.text
+    ids = [item["source_id"] for item in listed.json()["items"] if item["kind"] == "reply"]
+    return [api.get(f"/v1/scopes/{scope_id}/sources/{source_id}").json() for source_id in ids]
+
+
+def assert_reply_captured(api: Api, scope_id: str, host: str) -> None:
+    """The agent's final answer (the fake model's text) is stored, once, as a ``reply`` Source from ``host``: the
+    host handed it to the hook after it answered, without holding the prompt for it."""
+    assert wait_until(lambda: any(ANSWER in r["content"] for r in replies(api, scope_id)), timeout=30), (
+        f"no reply Source with the model's answer: {replies(api, scope_id)}"
+    )
+    (reply,) = replies(api, scope_id)
+    assert reply["origin"]["host"] == host and reply["origin"].get("session_id"), reply["origin"]
 
 
 def assert_gave_up_within_budget(hung: HungServer, model_requests: list[dict[str, Any]]) -> None:
@@ -273,6 +292,16 @@ def test_context_reaches_the_model_on_the_first_prompt(
     if host == "opencode":  # opencode.json's mcp entry started `powercontext mcp`: its tools reach the model
         offered = {t["function"]["name"] for r in requests for t in r["body"].get("tools", [])}
         assert {"powercontext_scope_list", "powercontext_memory_search"} <= offered, sorted(offered)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_final_answer_is_captured_as_a_reply_source(
+    host: str, tmp_path: Path, server: LiveServer, api: Api, fake_model: FakeModel
+) -> None:
+    scope_id, _ = seed_marker(api, host)
+    done, _ = prepared(host, tmp_path, fake_model, server.base_url, scope_id)
+    assert_answered(done)
+    assert_reply_captured(api, scope_id, host)
 
 
 @pytest.mark.parametrize("host", HOSTS)

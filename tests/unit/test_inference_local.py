@@ -217,6 +217,36 @@ def test_openvino_vectors_rank_like_the_float32_route(route_vectors: RouteVector
     assert LocalMiniLM(backend="openvino").model_id == LocalMiniLM(backend="numpy").model_id
 
 
+@pytest.mark.skipif(not openvino_available(), reason="no embeddings-fast")
+def test_openvino_pads_inputs_to_few_shapes_without_changing_a_vector(model: LocalMiniLM) -> None:
+    from powercontext.inference.local import load_encoder
+    from powercontext.inference.openvino_minilm import PADDED_LENGTHS, OpenVinoMiniLM, pad_inputs
+
+    # Every length from 1 to 256 and batch from 1 to 64 lands on one of a few shapes the plugin keeps kernels for.
+    shapes = {
+        pad_inputs(np.zeros((batch, length, 1), np.float32), np.ones((batch, length), np.bool_))[0].shape[:2]
+        for batch in range(1, 65)
+        for length in range(1, 257)
+        if batch * length <= 1024
+    }
+    assert len(shapes) <= 16 * 10
+    hidden, mask = pad_inputs(np.ones((3, 9, 2), np.float32), np.ones((3, 9), np.bool_))
+    assert hidden.shape == (4, 16, 2) and mask[:3, :9].all() and not mask[:3, 9:].any()
+    assert mask[3].tolist() == [True] + [False] * 15  # a filler row is never all padding
+    # Padded or not, a text's pooled sum is the same: against an input that already has a padded shape.
+    encoder = OpenVinoMiniLM(load_encoder(), threads=1)
+    ids = np.array([load_tokenizer().encode(RELEVANT).ids], dtype=np.int64)
+    width = ids.shape[1]
+    assert width not in PADDED_LENGTHS
+    exact_ids = np.zeros((2, 32), dtype=np.int64)
+    exact_ids[:, :width] = ids
+    exact_mask = np.zeros((2, 32), dtype=np.bool_)
+    exact_mask[:, :width] = True
+    padded = encoder.mean_pooled(ids, np.ones_like(ids, dtype=np.bool_))
+    unpadded = encoder.mean_pooled(exact_ids, exact_mask)
+    np.testing.assert_allclose(padded[0], unpadded[0], atol=2e-6)
+
+
 def test_auto_takes_the_fastest_installed_route() -> None:
     provider = LocalMiniLM()
     assert provider.backend is None  # nothing loaded yet

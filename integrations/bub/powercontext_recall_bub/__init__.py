@@ -5,9 +5,11 @@ A pluggy plugin (entry-point group ``bub``). Before each model call of a turn it
 per user prompt, within the hook budget, and puts the validated content into the request as a system
 message. It acts only in a workspace where ``powercontext hosts install bub`` wrote ``.bub/powercontext.json``
 (a portable file a team can commit), never elsewhere. Every path catches everything: recall never blocks a
-prompt. This package holds no PowerContext code: it finds the interpreter that has PowerContext at run time
-(``POWERCONTEXT_PYTHON``, else the one ``hosts install`` recorded for the project on this machine, else the
-``#!`` line of ``powercontext`` on PATH).
+prompt. After the model call that ends a turn (text, no tool call) it starts ``hook bub stop``, which records
+that final answer as a ``reply`` Source (capture), and returns without waiting for it. This package holds no
+PowerContext code: it finds the interpreter that has PowerContext at run time (``POWERCONTEXT_PYTHON``, else
+the one ``hosts install`` recorded for the project on this machine, else the ``#!`` line of ``powercontext`` on
+PATH).
 """
 
 from __future__ import annotations
@@ -89,6 +91,41 @@ def recall(prompt: str, cwd: Path) -> str | None:
         return None
 
 
+# The hook's input for the agent's final answer must fit an empty pipe (64 KiB on Linux), so that handing it
+# over never blocks the host; a larger answer exceeds the Server's Source limit anyway and is not captured.
+MAX_REPLY_INPUT_BYTES = 64 * 1024
+
+
+def capture_reply(answer: Any, cwd: Path, session_id: Any = None) -> None:
+    """Start the hook's capture of the agent's final answer (``hook HOST stop``: a ``reply`` Source) and return
+    at once: the hook runs on in its own session, its request bounded by the hook budget; never raises."""
+    try:
+        if not isinstance(answer, str) or not answer.strip():
+            return
+        python = _interpreter(cwd)
+        if python is None:
+            return
+        data: dict[str, Any] = {"hook_event_name": "Stop", "cwd": str(cwd), "last_assistant_message": answer}
+        if isinstance(session_id, str) and session_id:
+            data["session_id"] = session_id
+        payload = json.dumps(data).encode("utf-8")
+        if len(payload) > MAX_REPLY_INPUT_BYTES:
+            return
+        child = subprocess.Popen(
+            [python, "-m", "powercontext.hosts.hook", HOST, "stop"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        if child.stdin is not None:
+            with child.stdin:
+                child.stdin.write(payload)
+    except Exception:  # fail open whatever happens
+        return
+
+
 # -- END recall runner --
 
 
@@ -135,3 +172,16 @@ class PowerContextRecall:
             return dataclasses.replace(request, messages=messages)
         except Exception:  # fail open: the request goes on unchanged
             return None
+
+    @hookimpl
+    async def after_llm_call(self, request: Any, result: Any, state: Any) -> None:
+        """A call that answered with text and asked for no tool is the turn's final answer: capture it."""
+        try:
+            if getattr(result, "error", None) is not None or getattr(result, "tool_calls", None):
+                return
+            workspace = self._workspace()
+            if (workspace / OPT_IN).is_file():
+                session_id = state.get("session_id") if isinstance(state, dict) else None
+                capture_reply(getattr(result, "text", None), workspace, session_id)
+        except Exception:  # fail open: capture never touches the turn
+            return

@@ -29,6 +29,8 @@ CAPTURE_ENV = "POWERCONTEXT_CAPTURE"
 CAPTURE_WAIT_S = 0.3  # what capture may add after recall answered
 MAX_SOURCE_BYTES = 64 * 1024  # the Server's limit: a larger text is not sent (a Source is never truncated)
 MAX_TRANSCRIPT_TAIL = 4 * 1024 * 1024  # how much of a transcript's end is read for the last answer
+# The hosts whose integration hands the agent's final answer to ``hook HOST stop`` (docs/hosts.md, "Capture").
+REPLY_HOSTS = frozenset({"claude-code", "codex", "workbuddy", "opencode", "pi", "dsh", "hermes", "bub"})
 _ORIGIN_TEXT = re.compile(r"^[\x21-\x7E]{1,128}$")
 
 
@@ -42,7 +44,7 @@ def capture_on(config_capture: bool | None, env: Mapping[str, str] | None = None
 
 def capture_notice(host: str) -> str:
     """What ``hosts install`` tells the user about capture (on by default)."""
-    what = "your prompts and its final answers are" if host in ("claude-code", "codex") else "your prompts are"
+    what = "your prompts and its final answers are" if host in REPLY_HOSTS else "your prompts are"
     return (
         f"capture: {what} recorded as Sources in this Scope (secrets redacted by the Server); `remember: ...` lines"
         " become memories. Off: POWERCONTEXT_CAPTURE=off or `capture = false` in .powercontext.toml (docs/sources.md)"

@@ -1,6 +1,8 @@
 """WorkBuddy (and CodeBuddy Code, the engine it runs): the ``UserPromptSubmit`` hook in the project's settings.
 
-* ``.codebuddy/settings.json`` (committed): ``hooks.UserPromptSubmit`` runs ``powercontext hook workbuddy``;
+* ``.codebuddy/settings.json`` (committed): ``hooks.UserPromptSubmit`` runs ``powercontext hook workbuddy``, and
+  ``hooks.Stop`` runs ``powercontext hook workbuddy stop`` (capture of the agent's final answer, which the engine
+  hands its Stop hook as ``last_assistant_message``, as Claude Code does);
 * ``.codebuddy/settings.local.json`` (this machine; the engine's project-local settings, git-ignored): only when
   ``powercontext`` is not on ``PATH``, the hook naming the interpreter that ran install
   (``hosts.local_hooks``); the committed one defers to it.
@@ -20,6 +22,7 @@ from typing import Any
 from powercontext.hosts.adapter import Check, HooksFile, HostContext
 from powercontext.hosts.files import FileChange, InstallError
 from powercontext.hosts.local_hooks import hook_runner_check, machine_hooks_change
+from powercontext.hosts.stop_hook import with_stop_hook, without_stop_hook
 
 
 class WorkBuddy:
@@ -39,13 +42,13 @@ class WorkBuddy:
         return [self.settings(ctx.project), local, *(HooksFile(d / "settings.json", d) for d in users)]
 
     def plan_install(self, ctx: HostContext) -> list[FileChange]:
-        committed = self.settings(ctx.project).registration(self.name)[0]
-        return [committed, machine_hooks_change(ctx.project, self.name, ctx.env)]
+        committed = with_stop_hook(self.settings(ctx.project).registration(self.name)[0], self.name)
+        return [committed, machine_hooks_change(ctx.project, self.name, ctx.env, stop=True)]
 
     def plan_uninstall(self, ctx: HostContext) -> list[FileChange]:
         changes = [
-            self.settings(ctx.project).removal(),
-            machine_hooks_change(ctx.project, self.name, ctx.env, remove=True),
+            without_stop_hook(self.settings(ctx.project).removal()),
+            machine_hooks_change(ctx.project, self.name, ctx.env, stop=True, remove=True),
         ]
         return [c for c in changes if c.changed]
 

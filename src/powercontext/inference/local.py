@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
-from powercontext.inference.base import Vectors, l2_normalise
+from powercontext.inference.base import Vectors, l2_normalise, release_freed_heap
 from powercontext.inference.bert import F32, BertEncoder
 from powercontext.inference.errors import InferenceError, InferenceUnavailable
 from powercontext.inference.onnx_minilm import OnnxMiniLM
@@ -42,9 +42,11 @@ DIMENSION = 384
 LAYERS = 6
 HEADS = 12
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model; longer inputs are truncated
-# Attention scores cost batch * heads * length^2 floats: bounding batch * length keeps a mini-batch of long
-# texts near 50 MB while short texts still batch widely.
-TOKEN_BUDGET = 4096
+# Attention scores cost batch * heads * length^2 floats and the feed-forward layer batch * length * 1536:
+# bounding batch * length keeps a mini-batch of long texts near 13 MB of activations while short texts still batch
+# widely. 1024 embeds as fast as 4096 did (NumPy 116 against 110 texts/s, OpenVINO 240 against 224 on the bench
+# corpus) and lowers the process's peak by 70-140 MB (docs/evaluation.md, "Memory of the hybrid Server").
+TOKEN_BUDGET = 1024
 
 _DATA = "minilm"
 
@@ -147,6 +149,8 @@ class _Model:
     encoder: SentenceEncoder
     tokenizer: Tokenizer
     backend: Route
+    # Whether mini-batches may run side by side: not on a route whose one compiled stream uses every thread.
+    parallel_batches: bool = True
 
 
 # Where a route comes from, for the error that names what to install.
@@ -226,11 +230,15 @@ class LocalMiniLM:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         model = self._loaded()
         try:
-            return embed_texts(model.encoder, model.tokenizer, texts, batch_size=self.batch_size, workers=self.threads)
+            workers = self.threads if model.parallel_batches else 1
+            vectors = embed_texts(model.encoder, model.tokenizer, texts, batch_size=self.batch_size, workers=workers)
         except InferenceError:
             raise
         except Exception as exc:  # e.g. MemoryError, or a non-str item the tokenizer rejects
             raise InferenceUnavailable(f"the local embedding model failed ({type(exc).__name__})") from None
+        if len(texts) > self.batch_size:
+            release_freed_heap()  # a bulk call's activations: tens of MB glibc would otherwise keep
+        return vectors
 
     def call_budget_s(self, count: int) -> float | None:
         return None  # computation on this machine: nothing to wait for but the CPU
@@ -247,6 +255,7 @@ class LocalMiniLM:
         with self._lock:
             if self._model is None:
                 self._model = self._build()
+                release_freed_heap()  # the float32 weights a compiled route was built from, now freed
             return self._model
 
     def _build(self) -> _Model:
@@ -278,7 +287,7 @@ class LocalMiniLM:
 
     def _start(self, route: Route, encoder: BertEncoder, tokenizer: Tokenizer) -> _Model:
         if route == "openvino":
-            return _Model(OpenVinoMiniLM(encoder, threads=self.threads), tokenizer, route)
+            return _Model(OpenVinoMiniLM(encoder, threads=self.threads), tokenizer, route, parallel_batches=False)
         if route == "onnx":
             return _Model(OnnxMiniLM(encoder), tokenizer, route)
         return _Model(encoder, tokenizer, route)

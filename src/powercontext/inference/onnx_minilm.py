@@ -13,9 +13,6 @@ to the NumPy forward pass when either is missing.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import sys
 from typing import Any
 
 import numpy as np
@@ -138,19 +135,14 @@ class OnnxMiniLM(CompiledBlocks):
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # warnings about unused initialisers etc. are not the user's business
+        # The CPU arena keeps every activation buffer it ever grew for the next call (~135 MB after mini-batches
+        # of varied shapes, measured); without it buffers go back to the heap, which the provider trims after
+        # bulk calls. One query measured no slower (6.0 against 7.3 ms at 18 tokens).
+        options.enable_cpu_mem_arena = False
+        options.enable_mem_pattern = False
         self._session = ort.InferenceSession(build_graph(encoder), options, providers=["CPUExecutionProvider"])
         super().__init__(encoder)
-        _release_freed_heap()
 
     def _summed(self, hidden: F32, mask: npt.NDArray[np.bool_]) -> F32:
         (summed,) = self._session.run(["pooled_sum"], {"hidden": hidden, "mask": mask.astype(np.int32)})
         return np.asarray(summed, dtype=np.float32)
-
-
-def _release_freed_heap() -> None:
-    """Hand the graph's build-time copies (~65 MB, freed by now) back to the OS; glibc keeps them otherwise."""
-    if not sys.platform.startswith("linux"):
-        return
-    # On musl or another libc there is no malloc_trim: the memory is merely kept for reuse.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)

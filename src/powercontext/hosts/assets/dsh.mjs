@@ -5,7 +5,9 @@
 // PowerContext hook (`python -m powercontext.hosts.hook dsh`: Scope, bounded query, strict four-key
 // validation, fail-open) within the hook budget and adds the validated content as one more user message
 // entering that step, so it reaches the model beside the prompt. It acts only in a project where install
-// wrote `.dsh/powercontext.json`. DSH aborts the prompt when a pre-step listener throws, so everything of
+// wrote `.dsh/powercontext.json`. When a turn is about to close (`agent/turn-stopping`), the last assistant
+// message's text (the final answer) is handed to `hook dsh stop` (capture, a `reply` Source) without waiting for
+// it. DSH aborts the prompt when a pre-step listener throws, so everything of
 // ours is caught; only what the rest of the chain (`next()`) throws is DSH's own and passes through. The
 // file names no machine-specific path: the interpreter that has PowerContext is POWERCONTEXT_PYTHON, else
 // the one install recorded for the project on this machine, else the one that runs `powercontext` on PATH.
@@ -45,7 +47,30 @@ function contextMessage(text) {
   return Object.freeze({ role: "user", content: Object.freeze(content), source, id: randomUUID() })
 }
 
+// The text of the last assistant message in the agent's session: the turn's final answer when it stops.
+function finalAnswer(agent) {
+  const messages = agent?.session?.deriveMessages?.()
+  const last = Array.isArray(messages) ? [...messages].reverse().find((m) => m?.role === "assistant") : undefined
+  const blocks = Array.isArray(last?.content) ? last.content : []
+  return blocks
+    .filter((block) => block?.type === "text" && typeof block.text === "string")
+    .map((block) => block.text)
+    .join("\n")
+    .trim()
+}
+
 export function apply(ctx) {
+  // Capture of the final answer (a `reply` Source): handed to `hook dsh stop` without waiting for it.
+  ctx.on("agent/turn-stopping", (payload) => {
+    try {
+      const cwd = process.cwd()
+      if (payload?.signal?.aborted || !optedIn(cwd)) return
+      const agent = payload?.agent
+      captureReply(finalAnswer(agent), cwd, typeof agent?.id === "string" ? agent.id : undefined)
+    } catch {
+      // fail open: the turn closes as it would have
+    }
+  })
   ctx.on("agent/pre-step", async (payload, next) => {
     const decision = await next()
     try {

@@ -4,6 +4,8 @@ A Hermes user plugin (``$HERMES_HOME/plugins/powercontext/``, enabled in ``confi
 On ``pre_llm_call`` (once per user turn) it runs the PowerContext hook (``python -m powercontext.hosts.hook
 hermes``: Scope, bounded query, strict four-key validation, fail-open) within the hook budget and returns the
 validated content as ``{"context": ...}``, which Hermes appends to that turn's user message (not persisted).
+On ``post_llm_call`` (once per turn, after the tool loop, with the final answer) it starts ``hook hermes stop``,
+which records that answer as a ``reply`` Source (capture), and returns without waiting for it.
 It acts only in a project where install wrote ``.hermes/powercontext.json``. Every path catches everything:
 a plugin error never blocks a prompt. It holds no machine-specific path: the interpreter that has
 PowerContext is found at run time (``POWERCONTEXT_PYTHON``, else the one install recorded for the project on
@@ -88,6 +90,41 @@ def recall(prompt: str, cwd: Path) -> str | None:
         return None
 
 
+# The hook's input for the agent's final answer must fit an empty pipe (64 KiB on Linux), so that handing it
+# over never blocks the host; a larger answer exceeds the Server's Source limit anyway and is not captured.
+MAX_REPLY_INPUT_BYTES = 64 * 1024
+
+
+def capture_reply(answer: Any, cwd: Path, session_id: Any = None) -> None:
+    """Start the hook's capture of the agent's final answer (``hook HOST stop``: a ``reply`` Source) and return
+    at once: the hook runs on in its own session, its request bounded by the hook budget; never raises."""
+    try:
+        if not isinstance(answer, str) or not answer.strip():
+            return
+        python = _interpreter(cwd)
+        if python is None:
+            return
+        data: dict[str, Any] = {"hook_event_name": "Stop", "cwd": str(cwd), "last_assistant_message": answer}
+        if isinstance(session_id, str) and session_id:
+            data["session_id"] = session_id
+        payload = json.dumps(data).encode("utf-8")
+        if len(payload) > MAX_REPLY_INPUT_BYTES:
+            return
+        child = subprocess.Popen(
+            [python, "-m", "powercontext.hosts.hook", HOST, "stop"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        if child.stdin is not None:
+            with child.stdin:
+                child.stdin.write(payload)
+    except Exception:  # fail open whatever happens
+        return
+
+
 # -- END recall runner --
 
 
@@ -104,5 +141,15 @@ def _pre_llm_call(**kwargs: Any) -> dict[str, str] | None:
         return None
 
 
+def _post_llm_call(**kwargs: Any) -> None:
+    try:
+        cwd = Path.cwd()
+        if any((d / OPT_IN).is_file() for d in (cwd, *cwd.parents)):
+            capture_reply(kwargs.get("assistant_response"), cwd, kwargs.get("session_id"))
+    except Exception:  # fail open: capture never touches the turn
+        return
+
+
 def register(ctx: Any) -> None:
     ctx.register_hook("pre_llm_call", _pre_llm_call)
+    ctx.register_hook("post_llm_call", _post_llm_call)

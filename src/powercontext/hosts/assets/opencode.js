@@ -5,7 +5,8 @@
 // four-key validation of the Server's answer, fail-open on any problem. This file only runs that hook
 // within the hook budget and hands its content to OpenCode. It holds no machine-specific path, so the
 // project can commit it: the interpreter is POWERCONTEXT_PYTHON, else the one that runs `powercontext`
-// on PATH. OpenCode puts no timeout on a plugin hook and aborts the prompt when one throws, so every
+// on PATH. When a session goes idle, its last assistant message's text (the turn's final answer) is handed
+// to `hook opencode stop` (capture, a `reply` Source) without waiting for it. OpenCode puts no timeout on a plugin hook and aborts the prompt when one throws, so every
 // path here is bounded by POWERCONTEXT_HOOK_TIMEOUT_MS (default 1500) + 0.4 s and catches everything.
 // @powercontext-recall-runner: install puts assets/recall_runner.js here
 
@@ -16,7 +17,36 @@ export const PowerContextRecall = async ({ directory }) => {
   // messageID -> prepared context; chat.message fills it once per prompt, the transform adds it to every
   // model call of that turn (in memory only: the stored session keeps the user's message as typed).
   const contexts = new Map()
+  // sessionID -> the text parts of its latest assistant message, as each part completes; sent as the turn's
+  // final answer (capture, a `reply` Source) when the session goes idle.
+  const answers = new Map()
   return {
+    "experimental.text.complete": async (input, output) => {
+      try {
+        const { sessionID, messageID, partID } = input ?? {}
+        if (!sessionID || !messageID || typeof output?.text !== "string") return
+        let answer = answers.get(sessionID)
+        if (answer?.messageID !== messageID) answer = { messageID, parts: new Map() }
+        answer.parts.set(partID, output.text)
+        answers.delete(sessionID)
+        answers.set(sessionID, answer)
+        while (answers.size > REMEMBERED_MESSAGES) answers.delete(answers.keys().next().value)
+      } catch {
+        // fail open: the text goes on unchanged
+      }
+    },
+    event: async ({ event }) => {
+      try {
+        const sessionID = event?.properties?.sessionID
+        const idle = event?.type === "session.idle" || (event?.type === "session.status" && event?.properties?.status?.type === "idle")
+        const answer = idle ? answers.get(sessionID) : undefined
+        if (!answer) return
+        answers.delete(sessionID)
+        captureReply([...answer.parts.values()].join("\n").trim(), directory || process.cwd(), sessionID)
+      } catch {
+        // fail open
+      }
+    },
     "chat.message": async (_input, output) => {
       try {
         const parts = Array.isArray(output?.parts) ? output.parts : []

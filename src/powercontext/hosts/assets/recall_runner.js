@@ -106,3 +106,32 @@ function recall(prompt, cwd) {
   })
 }
 
+
+// The hook's input for the agent's final answer must fit an empty pipe (64 KiB on Linux), so that it is handed
+// over at once and never waits on the host; a larger answer exceeds the Server's Source limit anyway.
+const MAX_REPLY_INPUT_BYTES = 64 * 1024
+
+// Capture of the agent's final answer (`hook HOST stop`: a `reply` Source). Started in its own session and left
+// to finish on its own (its request is bounded by the hook budget), so the host never waits for it.
+function captureReply(answer, cwd, sessionId) {
+  try {
+    if (typeof answer !== "string" || !answer.trim()) return
+    const command = hookCommand(cwd)
+    if (!command) return
+    const input = { hook_event_name: "Stop", cwd, last_assistant_message: answer }
+    if (typeof sessionId === "string" && sessionId) input.session_id = sessionId
+    const payload = Buffer.from(JSON.stringify(input), "utf8")
+    if (payload.length > MAX_REPLY_INPUT_BYTES) return
+    const child = spawn(command[0], [...command.slice(1), "stop"], {
+      cwd,
+      detached: true,
+      stdio: ["pipe", "ignore", "ignore"],
+    })
+    child.on("error", () => {})
+    child.stdin.on("error", () => {})
+    child.stdin.end(payload)
+    child.unref()
+  } catch {
+    // fail open: capture never touches the turn
+  }
+}
