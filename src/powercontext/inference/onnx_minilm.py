@@ -135,6 +135,11 @@ class OnnxMiniLM(CompiledBlocks):
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # warnings about unused initialisers etc. are not the user's business
+        # The CPU arena keeps every activation buffer it ever grew for the next call (~135 MB after mini-batches
+        # of varied shapes, measured); without it buffers go back to the heap, which the provider trims after
+        # bulk calls. One query measured no slower (6.0 against 7.3 ms at 18 tokens).
+        options.enable_cpu_mem_arena = False
+        options.enable_mem_pattern = False
         self._session = ort.InferenceSession(build_graph(encoder), options, providers=["CPUExecutionProvider"])
         super().__init__(encoder)
 

@@ -65,6 +65,18 @@ def unpack(blob: bytes) -> npt.NDArray[Any]:
     return np.frombuffer(blob, dtype=POSTING)
 
 
+def joined(segments: list[tuple[int, bytes]]) -> npt.NDArray[Any]:
+    """One term's postings from its (lowest doc, segment bytes), lowest first: in doc order unless a revised
+    document's newer segment overlaps an older one (the top-k sorts those).
+
+    The index keeps segments in (open, size) order, so a term merged since a batch reads out of doc order, and
+    sorting a million postings cost the top-k ~15 ms. One copy of the bytes: concatenating structured arrays
+    costs ~10x more (field promotion)."""
+    if len(segments) == 1:
+        return unpack(segments[0][1])
+    return unpack(b"".join(blob for _, blob in sorted(segments, key=lambda part: part[0])))
+
+
 def split(array: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
     """Full segments of ``SEGMENT_POSTINGS`` (sealed), then the rest (open), in doc order; none when empty."""
     return [array[i : i + SEGMENT_POSTINGS] for i in range(0, len(array), SEGMENT_POSTINGS)]

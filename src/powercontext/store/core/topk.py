@@ -4,10 +4,12 @@
 200,000 postings at the median and a million at worst, and scoring them all costs tens of milliseconds. This
 returns the same documents, scores and order, scoring far fewer:
 
-- each term's upper bound is its IDF times the largest term weight any of its postings can reach (its largest
-  frequency in the shortest document that holds it);
+- each term's postings become two plain columns once (doc ids ascending, the term's BM25 weight in each), and
+  its upper bound is the largest of those weights;
 - terms are taken best bound first; a document is scored, exactly and once, when the first term it holds is
-  taken: then only the terms not yet taken can add to it, so it is looked up in their postings alone;
+  taken: then only the terms not yet taken can add to it, so it is looked up in their postings alone, best
+  bound first, and dropped as soon as its known weights plus the bounds of the terms not looked up yet stay
+  below ``theta``;
 - with ``limit`` documents found, ``theta`` is the weakest of them. A document whose own term plus the bounds of
   the terms still to come stays below ``theta`` is never looked up, and once the bounds of every term still to
   come add up to less than ``theta``, no document not yet seen can enter: the search stops.
@@ -19,6 +21,7 @@ exhaustive ranking, and ties break by lower doc id as there.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -43,20 +46,48 @@ def weight(
     return result
 
 
-def _bound(array: npt.NDArray[Any], term_idf: float, avgdl: float, weights: tuple[float, float]) -> float:
-    """No posting of the term weighs more: the weight of its largest frequency at its shortest length."""
-    freq = float(np.max(array["tf1"].astype(np.float64) * weights[0] + array["tf2"].astype(np.float64) * weights[1]))
-    norm = K1 * ((1 - B) + (B * float(np.min(array["len"]))) / avgdl)
-    return term_idf * ((freq * (K1 + 1.0)) / (freq + norm))
+@dataclass(frozen=True, slots=True)
+class _Term:
+    """One query term: its postings' doc ids in ascending order (what lookups search), each posting's BM25 weight
+    in the same order, and the largest of them (the term's upper bound)."""
+
+    docs: npt.NDArray[np.int64]
+    weights: npt.NDArray[np.float64]
+    bound: float
 
 
-def _in_doc_order(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """The postings sorted by doc id (a term's segments arrive in write order; a revised document's new posting
-    sits in a newer segment than higher doc ids)."""
-    docs = array["doc"]
-    if len(docs) < 2 or bool(np.all(docs[1:] > docs[:-1])):
-        return array
-    return array[np.argsort(docs, kind="stable")]
+# The most (frequency, length) pairs a one-column term's weights are tabulated for (``_weights``).
+_TABLE_CELLS: Final = 1 << 16
+
+
+def _weights(array: npt.NDArray[Any], term_idf: float, avgdl: float, weights: tuple[float, float]) -> npt.NDArray[Any]:
+    """``weight`` of every posting. With one text column (second weight 0) a weight depends only on the first
+    frequency and the length, which take few values: they are computed once per pair and gathered (a third of the
+    passes over a million postings), with the same formula and so the same bits."""
+    if weights[1] != 0.0 or not len(array):
+        return weight(array, term_idf, avgdl, weights)
+    tf, size = array["tf1"], array["len"]
+    width = int(size.max()) + 1
+    cells = (int(tf.max()) + 1) * width
+    if cells > _TABLE_CELLS or int(tf.min()) < 0 or int(size.min()) < 0:
+        return weight(array, term_idf, avgdl, weights)
+    grid = np.zeros(cells, dtype=array.dtype)
+    grid["tf1"] = np.arange(cells) // width
+    grid["len"] = np.arange(cells) % width
+    table = weight(grid, term_idf, avgdl, weights)
+    gathered: npt.NDArray[np.float64] = table[tf.astype(np.int64) * width + size]
+    return gathered
+
+
+def _term(array: npt.NDArray[Any], term_idf: float, avgdl: float, weights: tuple[float, float]) -> _Term:
+    # Plain columns, computed once: permuting or slicing 20-byte records costs ~10x a float column.
+    docs = np.ascontiguousarray(array["doc"], dtype=np.int64)
+    own = _weights(array, term_idf, avgdl, weights)
+    if len(docs) > 1 and not bool(np.all(docs[1:] > docs[:-1])):
+        # Segments overlap (a revised document's new posting, a merged tail): sort the ids, not the records.
+        order = np.argsort(docs, kind="stable")
+        docs, own = docs[order], own[order]
+    return _Term(docs, own, float(np.max(own)))
 
 
 def _member(docs: npt.NDArray[Any], sorted_docs: npt.NDArray[Any]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[Any]]:
@@ -68,29 +99,72 @@ def _member(docs: npt.NDArray[Any], sorted_docs: npt.NDArray[Any]) -> tuple[npt.
     return hit, at
 
 
-def _exact(
-    docs: npt.NDArray[Any],
+class _Best:
+    """The best ``limit`` (score, doc) found so far, and ``theta``, the weakest of them once there are ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.scores = np.empty(0, dtype=np.float64)
+        self.docs = np.empty(0, dtype=np.int64)
+        self.theta = -np.inf
+        self.scored = 0
+
+    @property
+    def full(self) -> bool:
+        return len(self.docs) >= self.limit
+
+    def offer(self, scores: npt.NDArray[np.float64], docs: npt.NDArray[np.int64], looked_up: int) -> None:
+        """Keep the best ``limit`` of the kept and ``docs`` (``looked_up`` documents were scored to find them)."""
+        self.scored += looked_up
+        if self.full:  # below the weakest kept no document enters (a tie may: a lower doc id wins it)
+            entering = scores >= self.theta
+            scores, docs = scores[entering], docs[entering]
+        all_scores = np.concatenate([self.scores, scores])
+        all_docs = np.concatenate([self.docs, docs])
+        keep = np.lexsort((all_docs, -all_scores))[: self.limit]
+        self.scores, self.docs = all_scores[keep], all_docs[keep]
+        if self.full:
+            self.theta = float(self.scores[-1])
+
+
+def _score(
+    chosen: npt.NDArray[np.intp],
     term: str,
-    own: npt.NDArray[np.float64],
+    taken: Sequence[str],
     later: Sequence[str],
-    terms: Sequence[str],
-    arrays: dict[str, npt.NDArray[Any]],
-    idfs: dict[str, float],
-    avgdl: float,
-    pair: tuple[float, float],
-) -> npt.NDArray[np.float64]:
-    """The full scores of ``docs``, whose first taken term is ``term``: only the ``later`` terms can add to them."""
+    query: Sequence[str],
+    terms: dict[str, _Term],
+    best: _Best,
+) -> None:
+    """Score the postings ``chosen`` of ``term`` whose documents no taken term held, and offer them to ``best``."""
+    docs = terms[term].docs[chosen]
+    own = terms[term].weights[chosen]
+    for other in taken:  # their documents were scored when that term was taken
+        fresh = ~_member(docs, terms[other].docs)[0]
+        docs, own = docs[fresh], own[fresh]
+    if not len(docs):
+        return
+    looked_up = len(docs)
     parts = {term: own}
-    for other in later:
-        hit, at = _member(docs, arrays[other]["doc"])
+    known = own
+    for j, other in enumerate(later):
+        hit, at = _member(docs, terms[other].docs)
         part = np.zeros(len(docs), dtype=np.float64)
-        part[hit] = weight(arrays[other][at[hit]], idfs[other], avgdl, pair)
+        part[hit] = terms[other].weights[at[hit]]
         parts[other] = part
+        if best.full and j + 1 < len(later):
+            # Known parts plus the bounds of the terms not looked up yet: a document that cannot reach ``theta``
+            # is looked up no further (MaxScore's non-essential terms).
+            known = known + part
+            alive = (known + sum(terms[t].bound for t in later[j + 1 :])) * (1 + _SLACK) >= best.theta
+            if not bool(np.all(alive)):
+                docs, known = docs[alive], known[alive]
+                parts = {t: p[alive] for t, p in parts.items()}
     score = np.zeros(len(docs), dtype=np.float64)
-    for t in terms:  # query order, as bm25.scores sums
+    for t in query:  # query order, as bm25.scores sums
         if t in parts:
             score += parts[t]
-    return score
+    best.offer(score, docs, looked_up)
 
 
 def top_k(
@@ -100,51 +174,34 @@ def top_k(
     ``bm25.rank``; and how many documents were scored (the work the bounds left)."""
     if limit < 1 or not postings.n_rows:
         return [], 0
-    terms = [t for t in dict.fromkeys(query) if t in postings.arrays and len(postings.arrays[t])]
-    if not terms:
+    query = [t for t in dict.fromkeys(query) if t in postings.arrays and len(postings.arrays[t])]
+    if not query:
         return [], 0
     pair = (float(weights[0]), float(weights[1]) if len(weights) > 1 else 0.0)
     avgdl = postings.n_tokens / postings.n_rows
-    arrays = {t: _in_doc_order(postings.arrays[t]) for t in terms}
-    idfs = {t: idf(postings.n_rows, postings.counts.get(t, 0)) for t in terms}
-    bounds = {t: _bound(arrays[t], idfs[t], avgdl, pair) for t in terms}
-    order = sorted(terms, key=lambda t: -bounds[t])
-    best_scores = np.empty(0, dtype=np.float64)
-    best_docs = np.empty(0, dtype=np.int64)
-    theta = -np.inf
-    scored = 0
+    terms = {t: _term(postings.arrays[t], idf(postings.n_rows, postings.counts.get(t, 0)), avgdl, pair) for t in query}
+    order = sorted(query, key=lambda t: -terms[t].bound)
+    best = _Best(limit)
     for i, term in enumerate(order):
-        later = order[i + 1 :]
-        rest = sum(bounds[t] for t in later)
-        if len(best_docs) >= limit and (rest + bounds[term]) * (1 + _SLACK) < theta:
+        taken, later = order[:i], order[i + 1 :]
+        rest = sum(terms[t].bound for t in later)
+        if best.full and (rest + terms[term].bound) * (1 + _SLACK) < best.theta:
             break  # no document not yet seen can reach the weakest of the best
-        found = arrays[term]
-        fresh = np.ones(len(found), dtype=bool)
-        for taken in order[:i]:  # documents of a term already taken were scored then
-            fresh &= ~_member(found["doc"], arrays[taken]["doc"])[0]
-        found = found[fresh]
-        own = weight(found, idfs[term], avgdl, pair)
-        # Best own weight first, a first slice before the rest: the slice sets ``theta`` that prunes the rest.
-        by_weight = np.argsort(-own, kind="stable")
+        own = terms[term].weights
+        pending = np.arange(len(own))
         cut = max(4 * limit, _FIRST_SLICE)
-        for part in (by_weight[:cut], by_weight[cut:]):
-            if not len(part):
-                continue
-            chosen, chosen_own = found[part], own[part]
-            if len(best_docs) >= limit:
-                hopeful = (chosen_own + rest) * (1 + _SLACK) >= theta
-                chosen, chosen_own = chosen[hopeful], chosen_own[hopeful]
-            if not len(chosen):
-                continue
-            scored += len(chosen)
-            score = _exact(chosen["doc"], term, chosen_own, later, terms, arrays, idfs, avgdl, pair)
-            best_scores = np.concatenate([best_scores, score])
-            best_docs = np.concatenate([best_docs, chosen["doc"].astype(np.int64)])
-            keep = np.lexsort((best_docs, -best_scores))[:limit]
-            best_scores, best_docs = best_scores[keep], best_docs[keep]
-            if len(best_docs) >= limit:
-                theta = float(best_scores[-1])
-    return [(float(s), int(d)) for s, d in zip(best_scores, best_docs, strict=True)], scored
+        if not best.full and len(own) > cut:
+            # The best own weights first: they set a ``theta`` that prunes the rest of the term.
+            first = np.argpartition(-own, cut)[:cut]
+            _score(first, term, taken, later, query, terms, best)
+            spared = np.ones(len(own), dtype=bool)
+            spared[first] = False
+            pending = pending[spared]
+        if best.full:
+            pending = pending[(own[pending] + rest) * (1 + _SLACK) >= best.theta]
+        if len(pending):
+            _score(pending, term, taken, later, query, terms, best)
+    return [(float(s), int(d)) for s, d in zip(best.scores, best.docs, strict=True)], best.scored
 
 
 def ranked(

@@ -6,12 +6,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
 from powercontext.store.core import topk
 from powercontext.store.core.bm25 import Postings, Window
-from powercontext.store.oceanbase.postings import SEGMENT_POSTINGS, TABLES, SegmentCounts, posting_term, unpack
+from powercontext.store.core.packed import joined
+from powercontext.store.oceanbase.postings import SEGMENT_POSTINGS, TABLES, SegmentCounts, posting_term
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -48,27 +46,27 @@ def _read_postings(
     # One round trip for every input of the formula, all of them the Scope's own: its totals row, and its
     # segments of the query terms (their sizes add up to n(t)).
     rows = conn.query(
-        "SELECT NULL, docs, tokens, NULL FROM fts_scope_totals WHERE fts_table = %s AND scope_tag = %s UNION ALL"
-        " SELECT term, n, 0, postings FROM fts_segments"
+        "SELECT NULL, docs, tokens, 0, NULL FROM fts_scope_totals WHERE fts_table = %s AND scope_tag = %s UNION ALL"
+        " SELECT term, n, 0, lo, postings FROM fts_segments"
         f" WHERE fts_table = %s AND term IN ({marks}) AND scope_tag = %s",
         (table, scope_tag, table, *query, scope_tag),
     ).fetchall()
     n_rows = n_tokens = 0
     counts: Counter[str] = Counter()
-    parts: dict[str, list[npt.NDArray[Any]]] = {}
+    parts: dict[str, list[tuple[int, bytes]]] = {}
     open_segments: Counter[str] = Counter()
-    for term, n, tokens, blob in rows:
+    for term, n, tokens, lo, blob in rows:
         if term is None:
             n_rows, n_tokens = int(n), int(tokens)
             continue
         counts[str(term)] += int(n)
         if blob is not None:
-            parts.setdefault(str(term), []).append(unpack(blob))
+            parts.setdefault(str(term), []).append((int(lo), bytes(blob)))
             open_segments[str(term)] += int(n) < SEGMENT_POSTINGS
     if segments is not None:
         for term in parts:
             segments.seen((table, scope_tag, term), open_segments[term])
-    arrays = {term: a[0] if len(a) == 1 else np.concatenate(a) for term, a in parts.items()}
+    arrays = {term: joined(segments) for term, segments in parts.items()}
     return Postings(n_rows, n_tokens, counts, arrays)
 
 

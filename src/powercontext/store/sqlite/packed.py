@@ -36,6 +36,7 @@ from powercontext.store.core.packed import (
     doc_terms,
     group_postings,
     indexed_doc,
+    joined,
     posting_term,
     split,
     unpack,
@@ -166,24 +167,22 @@ def read_postings(
     ).fetchone()
     if totals is None:
         return Postings(0, 0, {}, {})
-    blobs: dict[str, list[bytes]] = {}
+    blobs: dict[str, list[tuple[int, bytes]]] = {}
     counts: Counter[str] = Counter()
     rows = conn.execute(
-        "SELECT term, open, n, postings FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
+        "SELECT term, open, n, lo, postings FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
         f" AND term IN ({','.join('?' * len(query))})",
         (index, scope_tag, *query),
     )
     opened: Counter[str] = Counter()
-    for term, is_open, n, blob in rows:
+    for term, is_open, n, lo, blob in rows:
         counts[term] += n
         opened[term] += is_open
-        blobs.setdefault(term, []).append(blob)
+        blobs.setdefault(term, []).append((lo, blob))
     if open_segments is not None:
         for term in blobs:
             open_segments.seen((index, scope_tag, term), opened[term])
-    # One copy of the bytes per term: concatenating structured arrays costs ~10x more (field promotion).
-    # Segments come in write order; the top-k puts a term's postings in doc order when they are not already.
-    arrays = {t: unpack(b[0] if len(b) == 1 else b"".join(b)) for t, b in blobs.items()}
+    arrays = {t: joined(parts) for t, parts in blobs.items()}
     return Postings(int(totals[0]), int(totals[1]), counts, arrays)
 
 
