@@ -51,6 +51,24 @@ def main() -> None:
     if url is not None:
         _serve_mcp(url or os.environ.get("POWERCONTEXT_URL", "").strip())
         return
+    _skip_unused_imports(args)
     from powercontext.cli.main import main as full_cli
 
     full_cli()
+
+
+# Command groups that only talk HTTP to a Server (or read local files): nothing in them is a pydantic plugin's
+# business. ``server``, ``eval`` and ``store`` keep the plugins a user installed.
+_CLIENT_GROUPS = frozenset({"scope", "memory", "context", "topic", "experience", "profile", "code", "prompt"})
+
+
+def _skip_unused_imports(args: list[str]) -> None:
+    """What a client command would import and never use, left out (issue 41: a command in <= 250 ms).
+
+    httpx imports its own command line (Click, Rich, Pygments: ~30 ms) whenever those are installed; a
+    ``None`` in ``sys.modules`` makes that optional import fail, and httpx falls back to a stub ``main``.
+    pydantic scans every installed distribution's entry points for plugins at the first model (~15 ms);
+    ``PYDANTIC_DISABLE_PLUGINS`` (its documented switch) skips that for client commands, unless set."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    if args and args[0] in _CLIENT_GROUPS:
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")

@@ -7,24 +7,15 @@ talks HTTP to a running Server (``--url`` or ``POWERCONTEXT_URL``).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Annotated
 
 import typer
 
-from powercontext.cli.code import code_app
 from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
 from powercontext.cli.common import print_json as _print_json
-from powercontext.cli.config import ConfigOption, config_app
-from powercontext.cli.context import context_app
-from powercontext.cli.evaluate import eval_app
-from powercontext.cli.families import experience_app, profile_app, topic_app
-from powercontext.cli.hosts import hosts_app, mcp_command
-from powercontext.cli.memory import memory_app
-from powercontext.cli.prompts import prompt_app
-from powercontext.cli.scope import scope_app
-from powercontext.cli.server import server_app
-from powercontext.cli.store import store_app
+from powercontext.cli.config import ConfigOption
 from powercontext.cli.terminal import say
 
 # Plain help: Rich's help renderer alone costs ~180 ms per start, more than everything else together.
@@ -34,25 +25,29 @@ app = typer.Typer(
     help="PowerContext: prepared context for AI agents. Exit codes: 0 done, 1 refused, 2 usage, 3 not found, "
     "4 conflict, 5 Server unreachable.",
 )
-# In the order ``powercontext --help`` lists them.
+# Each group's module and Typer, in the order ``powercontext --help`` lists them. A command line that names a
+# group imports that module alone (``_app_for``): importing all of them costs a client command ~40 ms.
 _GROUPS = {
-    "server": server_app,
-    "scope": scope_app,
-    "memory": memory_app,
-    "context": context_app,
-    "store": store_app,
-    "topic": topic_app,
-    "experience": experience_app,
-    "profile": profile_app,
-    "code": code_app,
-    "prompt": prompt_app,
-    "eval": eval_app,
-    "hosts": hosts_app,
-    "config": config_app,
+    "server": ("powercontext.cli.server", "server_app"),
+    "scope": ("powercontext.cli.scope", "scope_app"),
+    "memory": ("powercontext.cli.memory", "memory_app"),
+    "context": ("powercontext.cli.context", "context_app"),
+    "store": ("powercontext.cli.store", "store_app"),
+    "topic": ("powercontext.cli.families", "topic_app"),
+    "experience": ("powercontext.cli.families", "experience_app"),
+    "profile": ("powercontext.cli.families", "profile_app"),
+    "code": ("powercontext.cli.code", "code_app"),
+    "prompt": ("powercontext.cli.prompts", "prompt_app"),
+    "eval": ("powercontext.cli.evaluate", "eval_app"),
+    "hosts": ("powercontext.cli.hosts", "hosts_app"),
+    "config": ("powercontext.cli.config", "config_app"),
 }
-for _name, _group in _GROUPS.items():
-    app.add_typer(_group, name=_name)
-app.command("mcp")(mcp_command)
+
+
+def _group(name: str) -> typer.Typer:
+    module, attribute = _GROUPS[name]
+    group: typer.Typer = getattr(importlib.import_module(module), attribute)
+    return group
 
 
 @app.command("inspect")
@@ -103,19 +98,24 @@ def _options(
 
 
 def _app_for(args: list[str]) -> typer.Typer:
-    """``app``, or, when ``args`` start with a group's name, an app holding that group alone.
+    """The whole ``app``, or, when ``args`` start with a group's name, an app holding that group alone.
 
     Typer builds the parameters of every registered command (some 130) before it parses anything: ~0.5 s of
-    CPU per start. A command line names at most one group, so the others need not be built; the top-level
-    help and ``--version`` still get the whole app.
+    CPU per start. A command line names at most one group, so the others need not be imported nor built; the
+    top-level help, ``--version``, ``mcp`` and ``inspect`` still get the whole app.
     """
-    group = next((info for info in app.registered_groups if args and info.name == args[0]), None)
-    if group is None:
-        return app
-    alone = typer.Typer(rich_markup_mode=None)
-    alone.callback()(_options)
-    alone.registered_groups.append(group)
-    return alone
+    if args and args[0] in _GROUPS:
+        alone = typer.Typer(rich_markup_mode=None)
+        alone.callback()(_options)
+        alone.add_typer(_group(args[0]), name=args[0])
+        return alone
+    if not app.registered_groups:
+        from powercontext.cli.hosts import mcp_command
+
+        for name in _GROUPS:
+            app.add_typer(_group(name), name=name)
+        app.command("mcp")(mcp_command)
+    return app
 
 
 def _apply_config(args: list[str]) -> None:

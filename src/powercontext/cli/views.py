@@ -1,16 +1,37 @@
-"""Human views for the CLI (Rich tables)."""
+"""Human views for the CLI (Rich tables, loaded only when there is a Receipt to draw)."""
 
 from __future__ import annotations
 
-from rich.table import Table
+from typing import TYPE_CHECKING
 
-from powercontext.cli.rich_terminal import TerminalConsole, safe_text
-from powercontext.contract.prepare import PreparedContext
-from powercontext.contract.receipt import PreparedContextReceipt, SelectedArtifact
+from powercontext.cli.terminal import say
+
+if TYPE_CHECKING:
+    from powercontext.cli.rich_terminal import TerminalConsole
+    from powercontext.contract.prepare import PreparedContext
+    from powercontext.contract.receipt import PreparedContextReceipt
 
 
 def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
     """The content exactly as an agent gets it, then what the Receipt says about it."""
+    if prepared.receipt is None:
+        # Nothing to tabulate: plain lines, so the common ``context prepare`` does not load Rich (~30 ms).
+        if prepared.status == "empty":
+            say("empty: nothing to inject for this request")
+        else:
+            say(prepared.content or "")
+            say(f"\n{prepared.content_bytes} bytes")
+        if asked_for_receipt:
+            say("no Receipt was returned (the Server could not build a valid one)")
+        return
+    _print_with_receipt(prepared, prepared.receipt)
+
+
+def _print_with_receipt(prepared: PreparedContext, receipt: PreparedContextReceipt) -> None:
+    from rich.table import Table
+
+    from powercontext.cli.rich_terminal import TerminalConsole
+
     console = TerminalConsole()
     if not console.is_terminal:
         # Piped or redirected: no terminal width to fit, so lines are never broken (ids stay whole for grep/copy).
@@ -20,11 +41,6 @@ def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
     else:
         console.print(prepared.content, markup=False, highlight=False, soft_wrap=True)
         console.print(f"\n[bold]{prepared.content_bytes}[/bold] bytes", highlight=False)
-    receipt = prepared.receipt
-    if receipt is None:
-        if asked_for_receipt:
-            console.print("no Receipt was returned (the Server could not build a valid one)", style="yellow")
-        return
     if receipt.selected:
         _print_selected(console, receipt)
     else:
@@ -58,6 +74,10 @@ def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
 
 def _print_selected(console: TerminalConsole, receipt: PreparedContextReceipt) -> None:
     """A table when it fits the terminal, else one line per item: an id is never broken across lines."""
+    from rich.table import Table
+
+    from powercontext.cli.rich_terminal import safe_text
+
     rows = _selected_rows(receipt)
     widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(_SELECTED_COLUMNS)]
     if sum(widths) + 3 * len(widths) + 1 <= console.width:
@@ -79,6 +99,8 @@ _UNBOUNDED_WIDTH = 100_000
 
 
 def _selected_rows(receipt: PreparedContextReceipt) -> list[tuple[str, str, str, str, str, str, str]]:
+    from powercontext.contract.receipt import SelectedArtifact
+
     rows: list[tuple[str, str, str, str, str, str, str]] = []
     for number, item in enumerate(receipt.selected, start=1):
         if isinstance(item, SelectedArtifact):

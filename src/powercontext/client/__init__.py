@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import ssl
+import urllib.request
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
@@ -19,34 +21,56 @@ from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
 from powercontext.client.sources import SourceClientMixin
-from powercontext.contract.capabilities import Capabilities
-from powercontext.contract.code import CodeIndexResult, CodeQueryResult, CodeSnippetResult
-from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchModePolicy
-from powercontext.contract.explain import ContextExplanation, ExplainContextRequest
-from powercontext.contract.memory import (
-    AtomicMemory,
-    AtomicMemoryBatch,
-    AtomicMemoryBatchItem,
-    AtomicMemoryCreate,
-    AtomicMemoryCreated,
-    AtomicMemoryList,
-    AtomicMemorySearchResult,
-    MemoryListState,
-    PurgedArtifactView,
-)
-from powercontext.contract.prepare import PrepareContextRequest as PrepareContextRequest
-from powercontext.contract.prepare import PreparedContext as PreparedContext
-from powercontext.contract.scopes import Scope, ScopeDeleted, ScopeList
 from powercontext.server_url import BadServerUrl as BadServerUrl
 from powercontext.server_url import check_server_url
 from powercontext.text.urls import mask_credentials
+
+if TYPE_CHECKING:
+    from powercontext.contract.capabilities import Capabilities
+    from powercontext.contract.code import CodeIndexResult, CodeQueryResult, CodeSnippetResult
+    from powercontext.contract.common import CodeEvidenceRef, MemoryKind, SearchModePolicy
+    from powercontext.contract.explain import ContextExplanation, ExplainContextRequest
+    from powercontext.contract.memory import (
+        AtomicMemory,
+        AtomicMemoryBatchItem,
+        AtomicMemoryCreate,
+        AtomicMemoryCreated,
+        AtomicMemoryList,
+        AtomicMemorySearchResult,
+        MemoryListState,
+        PurgedArtifactView,
+    )
+    from powercontext.contract.prepare import PrepareContextRequest as PrepareContextRequest
+    from powercontext.contract.prepare import PreparedContext as PreparedContext
+    from powercontext.contract.scopes import Scope, ScopeDeleted
+
 
 # The package's public names are ``powercontext.__all__``. The names this module exported before that list
 # moved stay importable from here (the ``X as X`` imports above re-export them).
 __all__ = ["PowerContextClient", "PowerContextError"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8765"
+_LAZY_EXPORTS = frozenset({"PrepareContextRequest", "PreparedContext"})
+
+
+def __getattr__(name: str) -> Any:
+    """``PrepareContextRequest`` and ``PreparedContext``, still importable from here, load on first use: the
+    wire models are imported by the methods that send or read them, so a command pays only for its own."""
+    if name in _LAZY_EXPORTS:
+        from powercontext.contract import prepare
+
+        return getattr(prepare, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 M = TypeVar("M", bound=BaseModel)
+
+
+def _tls_verification(base_url: str) -> ssl.SSLContext | bool:
+    """``True`` (the CA bundle) for an ``https`` Server or when a proxy is configured; for a plain ``http``
+    Server a TLS context that trusts no certificate: no TLS is spoken there, and loading the CA bundle costs a
+    command-line call ~20 ms. Any TLS attempt with it fails verification rather than passing unchecked."""
+    if not base_url.startswith("http://") or any(urllib.request.getproxies().values()):
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # check_hostname and CERT_REQUIRED, no CA: nothing verifies
 
 
 class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin):
@@ -71,7 +95,13 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         self.base_url = check_server_url(base_url or os.environ.get("POWERCONTEXT_URL", "").strip() or DEFAULT_BASE_URL)
         token = token if token is not None else (os.environ.get("POWERCONTEXT_TOKEN", "").strip() or None)
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport, headers=headers)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
+            headers=headers,
+            verify=_tls_verification(self.base_url),
+        )
 
     async def __aenter__(self) -> PowerContextClient:
         """The client itself; ``async with`` closes it at the end of the block."""
@@ -112,14 +142,18 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
 
     async def prepare_context(self, request: PrepareContextRequest) -> PreparedContext:
         """Prepare one injection-ready context. Unset optional fields are not sent."""
+        from powercontext.contract.prepare import PreparedContext
+
         return await self._call("POST", "/v1/context/prepare", PreparedContext, request.to_wire())
 
     async def explain_context(self, request: ExplainContextRequest) -> ContextExplanation:
         """Why each candidate of one prepare was selected or omitted (diagnostic; not for injection)."""
+        from powercontext.contract.explain import ContextExplanation
         return await self._call("POST", "/v1/context/explain", ContextExplanation, request.to_wire())
 
     async def capabilities(self) -> Capabilities:
         """What this Server offers: families, search modes, providers and each route's body limit."""
+        from powercontext.contract.capabilities import Capabilities
         return await self._call("GET", "/v1/capabilities", Capabilities)
 
     # -- scopes ----------------------------------------------------------------------------------
@@ -127,19 +161,23 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     async def create_scope(self, scope_id: str, title: str, context_references: Sequence[str] = ()) -> Scope:
         """Create a Scope (``Conflict`` ``scope-exists`` if it does); ``context_references`` are Scopes whose
         memories prepare also reads."""
+        from powercontext.contract.scopes import Scope
         body = {"scope_id": scope_id, "title": title, "context_references": list(context_references)}
         return await self._call("POST", "/v1/scopes", Scope, body)
 
     async def list_scopes(self) -> list[Scope]:
         """Every Scope this caller may read."""
+        from powercontext.contract.scopes import ScopeList
         return (await self._call("GET", "/v1/scopes", ScopeList)).items
 
     async def get_scope(self, scope_id: str) -> Scope:
         """One Scope (``NotFound`` ``scope-not-found`` if it does not exist or may not be read)."""
+        from powercontext.contract.scopes import Scope
         return await self._call("GET", f"/v1/scopes/{_seg(scope_id)}", Scope)
 
     async def delete_scope(self, scope_id: str) -> ScopeDeleted:
         """Delete a Scope and everything in it, for good (needs the ``delete`` grant); irreversible."""
+        from powercontext.contract.scopes import ScopeDeleted
         return await self._call("DELETE", f"/v1/scopes/{_seg(scope_id)}", ScopeDeleted, {"confirm": scope_id})
 
     # -- atomic memory ---------------------------------------------------------------------------
@@ -155,6 +193,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     ) -> AtomicMemoryCreated:
         """Create one memory. ``observed_at`` (RFC 3339) is when it was true, if not now; the answer's
         ``possibly_supersedes`` lists earlier memories on the same subject it may replace (nothing is retired)."""
+        from powercontext.contract.memory import AtomicMemoryCreate, AtomicMemoryCreated
         item = AtomicMemoryCreate(
             text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key, observed_at=observed_at
         )
@@ -163,6 +202,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     async def add_memories(self, scope_id: str, items: Sequence[AtomicMemoryCreate]) -> list[AtomicMemoryBatchItem]:
         """Create up to 500 memories in one transaction (all or nothing); ``replayed`` marks items whose
         idempotency_key was already stored with the same body (nothing new was written for them)."""
+        from powercontext.contract.memory import AtomicMemoryBatch
         body = {"items": [_wire(i) for i in items]}
         return (await self._call("POST", f"{_mem(scope_id)}/batch", AtomicMemoryBatch, body)).items
 
@@ -171,6 +211,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     ) -> AtomicMemorySearchResult:
         """Search the active heads of a Scope's Atomic Memory; ``mode`` ``auto`` picks hybrid or vector search
         when an embedding provider is configured, else full-text (``fts``)."""
+        from powercontext.contract.memory import AtomicMemorySearchResult
         body = {"query": query, "mode": mode, "limit": limit}
         return await self._call("POST", f"{_mem(scope_id)}/search", AtomicMemorySearchResult, body)
 
@@ -179,6 +220,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     ) -> AtomicMemoryList:
         """One page of heads, newest first; pass the answer's ``next_cursor`` as ``cursor`` for the next.
         ``state``: active (default), forgotten, retired, merged or all."""
+        from powercontext.contract.memory import AtomicMemoryList
         params: dict[str, str | int] = {"limit": limit, "state": state}
         if cursor is not None:
             params["cursor"] = cursor
@@ -195,6 +237,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     ) -> AtomicMemory:
         """Write a new revision over head ``expected_revision`` (``Conflict`` ``revision-conflict`` if the head
         moved); ``kind`` and ``tags`` left as None keep the current ones."""
+        from powercontext.contract.memory import AtomicMemory
         body: dict[str, Any] = {"text": text, "expected_revision": expected_revision}
         if kind is not None:
             body["kind"] = kind
@@ -207,6 +250,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     ) -> AtomicMemory:
         """Apply ``action`` (``forget``, ``retire`` or ``restore``); with ``expected_revision`` only if the head
         is still that revision. Every revision stays readable exactly."""
+        from powercontext.contract.memory import AtomicMemory
         body: dict[str, Any] = {"action": action}
         if expected_revision is not None:
             body["expected_revision"] = expected_revision
@@ -218,6 +262,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
 
     async def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifactView:
         """Erase every revision of a memory for good (exact reads then fail with ``purged``, 410); irreversible."""
+        from powercontext.contract.memory import PurgedArtifactView
         return await self._call("POST", f"{_mem(scope_id)}/{_seg(artifact_id)}/purge", PurgedArtifactView)
 
     async def retire_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
@@ -234,6 +279,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     ) -> AtomicMemory:
         """Merge exact revisions (``sources``: ``(artifact_id, revision)`` pairs) into one new memory; the
         sources become ``merged`` and point at it."""
+        from powercontext.contract.memory import AtomicMemory
         body = {
             "sources": [{"artifact_id": a, "revision": r} for a, r in sources],
             "text": text,
@@ -244,6 +290,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
 
     async def get_memory(self, scope_id: str, artifact_id: str, revision: int | None = None) -> AtomicMemory:
         """The head, or with ``revision`` that exact immutable revision."""
+        from powercontext.contract.memory import AtomicMemory
         path = f"/v1/scopes/{_seg(scope_id)}/artifacts/atomic-memory/{_seg(artifact_id)}"
         if revision is not None:
             path += f"/revisions/{revision}"
@@ -256,6 +303,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     ) -> CodeIndexResult:
         """Register or re-index a work tree. ``path`` is on the Server's file system (relative paths resolve
         against the Server's working directory), so pass an absolute path when the Server runs elsewhere."""
+        from powercontext.contract.code import CodeIndexResult
         body: dict[str, Any] = {"path": path}
         if max_file_bytes is not None:
             body["max_file_bytes"] = max_file_bytes
@@ -263,6 +311,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
 
     async def query_code(self, scope_id: str, query: str, limit: int = 10) -> CodeQueryResult:
         """Search every indexed work tree of the Scope; hits carry their exact ``CodeEvidenceRef``."""
+        from powercontext.contract.code import CodeQueryResult
         body = {"query": query, "limit": limit}
         return await self._call("POST", f"{_code(scope_id)}/query", CodeQueryResult, body)
 
@@ -270,6 +319,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         self, scope_id: str, fingerprint: str, path: str, file_sha256: str, start_line: int, end_line: int
     ) -> CodeSnippetResult:
         """The exact lines, if the file still has ``file_sha256`` (else ``PowerContextError`` ``code-changed``)."""
+        from powercontext.contract.code import CodeSnippetResult
         params: dict[str, str | int] = {
             "fingerprint": fingerprint,
             "path": path,

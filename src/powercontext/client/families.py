@@ -8,22 +8,20 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from powercontext.contract.families import (
-    ApproveDecision,
-    Experience,
-    ExperienceCandidate,
-    ExperienceCandidateCreate,
-    ExperienceReviewResult,
-    ExperienceSearchResult,
-    Profile,
-    ProfileCommit,
-    ProfileEntry,
-    RejectDecision,
-    ReviseDecision,
-    TopicMemory,
-    TopicMemoryCreate,
-    TopicMemorySearchResult,
-)
+if TYPE_CHECKING:
+    from powercontext.contract.families import (
+        ApproveDecision,
+        Experience,
+        ExperienceCandidate,
+        ExperienceReviewResult,
+        ExperienceSearchResult,
+        Profile,
+        RejectDecision,
+        ReviseDecision,
+        TopicMemory,
+        TopicMemorySearchResult,
+    )
+
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -60,6 +58,7 @@ class FamilyClientMixin:
         idempotency_key: str | None = None,
     ) -> TopicMemory:
         """Create a Topic Memory: a titled body of what is known about one subject."""
+        from powercontext.contract.families import TopicMemory, TopicMemoryCreate
         item = TopicMemoryCreate(title=title, body=body, tags=list(tags), idempotency_key=idempotency_key)
         return await self._call("POST", _path(scope_id, "topic-memory"), TopicMemory, _wire(item))
 
@@ -73,6 +72,7 @@ class FamilyClientMixin:
         tags: Sequence[str] | None = None,
     ) -> TopicMemory:
         """Write the next revision; omitted fields keep their current value."""
+        from powercontext.contract.families import TopicMemory
         wire: dict[str, Any] = {"expected_revision": expected_revision}
         for name, value in (("title", title), ("body", body), ("tags", None if tags is None else list(tags))):
             if value is not None:
@@ -87,6 +87,7 @@ class FamilyClientMixin:
         expected_revision: int | None = None,
     ) -> TopicMemory:
         """Retire or restore a Topic Memory (with ``expected_revision``, only if the head is still that one)."""
+        from powercontext.contract.families import TopicMemory
         wire: dict[str, Any] = {"action": action}
         if expected_revision is not None:
             wire["expected_revision"] = expected_revision
@@ -95,10 +96,12 @@ class FamilyClientMixin:
 
     async def get_topic(self, scope_id: str, artifact_id: str, revision: int | None = None) -> TopicMemory:
         """The head, or with ``revision`` that exact immutable revision (readable after retire)."""
+        from powercontext.contract.families import TopicMemory
         return await self._call("GET", _artifact_path(scope_id, "topic-memory", artifact_id, revision), TopicMemory)
 
     async def search_topics(self, scope_id: str, query: str, limit: int = 10) -> TopicMemorySearchResult:
         """Search the active Topic Memory heads of a Scope."""
+        from powercontext.contract.families import TopicMemorySearchResult
         wire = {"query": query, "limit": limit}
         return await self._call("POST", _path(scope_id, "topic-memory", "search"), TopicMemorySearchResult, wire)
 
@@ -115,6 +118,7 @@ class FamilyClientMixin:
         expected_revision: int | None = None,
     ) -> ExperienceCandidate:
         """Create a pending Candidate; with a target it proposes the next revision of that Experience."""
+        from powercontext.contract.families import ExperienceCandidate, ExperienceCandidateCreate
         item = ExperienceCandidateCreate(
             situation=situation,
             what_worked=what_worked,
@@ -128,6 +132,7 @@ class FamilyClientMixin:
 
     async def get_candidate(self, scope_id: str, candidate_id: str) -> ExperienceCandidate:
         """A Candidate and its review outcome, if reviewed."""
+        from powercontext.contract.families import ExperienceCandidate
         path = _path(scope_id, "experience", "candidates", candidate_id)
         return await self._call("GET", path, ExperienceCandidate)
 
@@ -136,6 +141,7 @@ class FamilyClientMixin:
     ) -> ExperienceReviewResult:
         """Approve, reject or revise a pending Candidate (``approve_candidate`` and ``reject_candidate`` are
         the short forms)."""
+        from powercontext.contract.families import ExperienceReviewResult
         path = _path(scope_id, "experience", "candidates", candidate_id, "review")
         return await self._call("POST", path, ExperienceReviewResult, _wire(decision))
 
@@ -143,6 +149,7 @@ class FamilyClientMixin:
         self, scope_id: str, candidate_id: str, expected_candidate_revision: int | None = None
     ) -> ExperienceReviewResult:
         """Approve a pending Candidate: it becomes an Experience (or that Experience's next revision)."""
+        from powercontext.contract.families import ApproveDecision
         decision = ApproveDecision(decision="approve", expected_candidate_revision=expected_candidate_revision)
         return await self.review_candidate(scope_id, candidate_id, decision)
 
@@ -154,6 +161,7 @@ class FamilyClientMixin:
         expected_candidate_revision: int | None = None,
     ) -> ExperienceReviewResult:
         """Reject a pending Candidate; ``reason`` is a short kebab-case code."""
+        from powercontext.contract.families import RejectDecision
         decision = RejectDecision(
             decision="reject", reason=reason, expected_candidate_revision=expected_candidate_revision
         )
@@ -163,6 +171,7 @@ class FamilyClientMixin:
         self, scope_id: str, artifact_id: str, expected_revision: int | None = None
     ) -> Experience:
         """Retire an Experience; its revisions stay readable exactly."""
+        from powercontext.contract.families import Experience
         wire: dict[str, Any] = {"action": "retire"}
         if expected_revision is not None:
             wire["expected_revision"] = expected_revision
@@ -170,10 +179,12 @@ class FamilyClientMixin:
 
     async def get_experience(self, scope_id: str, artifact_id: str, revision: int | None = None) -> Experience:
         """The head, or with ``revision`` that exact immutable revision (readable after retire)."""
+        from powercontext.contract.families import Experience
         return await self._call("GET", _artifact_path(scope_id, "experience", artifact_id, revision), Experience)
 
     async def search_experiences(self, scope_id: str, query: str, limit: int = 10) -> ExperienceSearchResult:
         """Search the active Experiences of a Scope."""
+        from powercontext.contract.families import ExperienceSearchResult
         wire = {"query": query, "limit": limit}
         return await self._call("POST", _path(scope_id, "experience", "search"), ExperienceSearchResult, wire)
 
@@ -183,6 +194,7 @@ class FamilyClientMixin:
         self, scope_id: str, entries: Iterable[tuple[str, str]], expected_revision: int = 0
     ) -> Profile:
         """Commit the whole Profile as the next snapshot; ``expected_revision`` is the head (0 for the first)."""
+        from powercontext.contract.families import Profile, ProfileCommit, ProfileEntry
         commit = ProfileCommit(
             entries=[ProfileEntry(key=k, value=v) for k, v in entries], expected_revision=expected_revision
         )
@@ -190,6 +202,7 @@ class FamilyClientMixin:
 
     async def get_profile(self, scope_id: str, revision: int | None = None) -> Profile:
         """The committed head, or with ``revision`` that exact snapshot."""
+        from powercontext.contract.families import Profile
         if revision is None:
             return await self._call("GET", _path(scope_id, "profile"), Profile)
         return await self._call("GET", _artifact_path(scope_id, "profile", "profile", revision), Profile)

@@ -28,8 +28,15 @@ class StrictModel(BaseModel):
     parses their text as before.
     """
 
+    # defer_build: a model's validator is built when it first validates, not when its module is imported; a
+    # client command imports every model of its family but validates one answer (issue 41, start-up cost).
     model_config = ConfigDict(
-        extra="forbid", frozen=True, serialize_by_alias=True, validate_by_name=True, validate_by_alias=True
+        extra="forbid",
+        frozen=True,
+        defer_build=True,
+        serialize_by_alias=True,
+        validate_by_name=True,
+        validate_by_alias=True,
     )
 
     @model_validator(mode="before")

@@ -1,0 +1,78 @@
+"""What a client command imports (issue 41: ``memory add``, ``memory search``, ``context prepare`` <= 250 ms).
+
+A client command only talks HTTP to a Server, so it must not import the Server, the stores, the embedding
+models, the other command groups, or the command-line tools of its dependencies. Each test runs the real
+console script against the session's Server with ``PYTHONPROFILEIMPORTTIME=1``, checks the command did its
+job, and lists what it imported; no timing is asserted (bench/client_command_startup.py measures it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LiveServer
+from tests.e2e.test_host_process_imports import imported_modules, run_script
+from tests.support import Api
+
+# Loaded by a client command for nothing: the Server's side, another group's modules, other families' wire
+# models, and the command lines of httpx (Click, Rich, Pygments).
+NEVER = (
+    "powercontext.server",
+    "powercontext.store",
+    "powercontext.inference",
+    "powercontext.search",
+    "powercontext.recall",
+    "powercontext.assembly",
+    "powercontext.writes",
+    "powercontext.jobs",
+    "powercontext.hosts",
+    "powercontext.evaluation",
+    "powercontext.cli.hosts",
+    "powercontext.cli.evaluate",
+    "powercontext.cli.families",
+    "powercontext.cli.prompts",
+    "powercontext.cli.code",
+    "powercontext.cli.store",
+    "powercontext.contract.families",
+    "powercontext.contract.prompts",
+    "powercontext.contract.explain",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "numpy",
+    "tokenizers",
+    "sqlite3",
+    "pysqlite3",
+    "click",
+    "rich",
+    "pygments",
+)
+
+
+def unneeded(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NEVER))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["memory", "add", "Invoices are issued on the first working day"], "revision 1"),
+        (["memory", "search", "settlement batch"], "02:00 UTC"),
+        (["context", "prepare", "-q", "when does the settlement batch run?"], "02:00 UTC"),
+    ],
+    ids=["memory-add", "memory-search", "context-prepare"],
+)
+def test_a_client_command_imports_only_the_client(
+    server: LiveServer, api: Api, tmp_path: Path, args: list[str], expected: str
+) -> None:
+    scope_id = api.new_scope(prefix="cli-imports")
+    api.add(scope_id, "The settlement batch runs nightly at 02:00 UTC", kind="fact")
+    command = [*args[:2], "-s", scope_id, *args[2:]]
+    done = run_script(command, "", tmp_path, {"POWERCONTEXT_URL": server.base_url})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert expected in done.stdout
+    modules = imported_modules(done.stderr)
+    assert "powercontext.client" in modules  # the profile covers the command's own imports
+    assert unneeded(modules) == []
