@@ -12,7 +12,8 @@ A step is an object ``{"mode": ..., ...}``:
   whose text contains ``keyword`` (case-insensitive), in candidate order; every candidate when ``keyword`` is
   empty; in reverse order when ``reverse`` is true.
 * ``operations``: C is ``{"operations": [...]}`` from the step's ``operations``, where a revise or forget names its
-  memory by ``match`` (a substring of a numbered line ``[n] …`` of the last message) instead of its number.
+  memory by ``match`` (a substring of a numbered line ``[n] …`` of the last message) instead of its number, and a
+  merge its memories by ``matches`` (one substring each).
 * ``error`` (HTTP 500); ``garbage`` (200, not JSON); ``stall`` (sleep ``delay_s``, then answer as ``then``, a
   nested step, default ``rank``); ``trickle`` (headers at once, then the body one byte every ``delay_s``).
 * any step may carry ``delay_s``: a fixed latency for benchmarks. It counts from the moment the request line
@@ -92,6 +93,9 @@ def operations_for(last_message: str, operations: list[dict[str, Any]]) -> list[
         if "match" in op:
             number = next((int(n) for n, text in lines if op["match"] in text), 0)
             op = {**{k: v for k, v in op.items() if k != "match"}, "memory": number}
+        if "matches" in op:
+            numbers = [next((int(n) for n, text in lines if match in text), 0) for match in op["matches"]]
+            op = {**{k: v for k, v in op.items() if k != "matches"}, "memories": numbers}
         answered.append(op)
     return answered
 

@@ -59,6 +59,7 @@ def test_extracted_writes_wait_for_approval_and_apply_with_lineage(reviewing_ser
             "text": "Deploys are on Tuesdays",
             "kind": "fact",
             "target": None,
+            "merged": None,
         }
         assert deploys["source_id"] == source_id and deploys["status"] == "pending"
 

@@ -19,7 +19,8 @@ candidates_app = typer.Typer(
 
 def _line(candidate: MemoryCandidate) -> str:
     op = candidate.operation
-    target = f" {op.target.artifact.artifact_id}@{op.target.artifact.revision}" if op.target else ""
+    shown = [op.target] if op.target else list(op.merged or [])
+    target = "".join(f" {a.artifact.artifact_id}@{a.artifact.revision}" for a in shown)
     text = f": {op.text}" if op.text else ""
     return f"{candidate.candidate_id}  {candidate.status}  {op.op}{target}{text}  (source {candidate.source_id})"
 

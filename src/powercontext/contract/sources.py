@@ -102,10 +102,13 @@ CandidateStatus = Literal["pending", "approved", "rejected"]
 
 
 class ExtractedOperation(StrictModel):
-    op: Literal["create", "revise", "forget"]
-    text: str | None = Field(description="The memory's statement (create, revise).")
-    kind: str | None = Field(description="create only.")
+    op: Literal["create", "revise", "forget", "merge"]
+    text: str | None = Field(description="The memory's statement (create, revise, merge).")
+    kind: str | None = Field(description="create, merge.")
     target: ArtifactAddress | None = Field(description="revise, forget: the exact revision the model was shown.")
+    merged: list[ArtifactAddress] | None = Field(
+        description="merge: the exact revisions the model was shown, replaced by one new memory."
+    )
 
 
 class MemoryCandidate(StrictModel):

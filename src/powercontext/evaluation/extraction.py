@@ -8,7 +8,7 @@ wrote); ``operations`` is what a careful model answers for that turn, used only 
 Scores, by the suite's own matching rule (``closest``: a memory states the listed fact it shares the most content
 words with, at least 60%): **recall** (expected facts found among the active
 memories), **precision** (active memories that are expected facts), **outdated_active** (facts the conversation
-replaced that are still active: a revision should have replaced them, not a duplicate beside them) and
+replaced that are still active: a revision or a merge should have replaced them, not a duplicate beside them) and
 **secrets_stored** (a listed secret found in any memory or stored Source).
 """
 

@@ -97,8 +97,8 @@ BUILTIN_DEFINITIONS: Final[dict[str, PromptDefinition]] = {
     ),
     MEMORY_EXTRACT: PromptDefinition(
         key=MEMORY_EXTRACT,
-        definition_version=1,
-        builtin_version=1,
+        definition_version=2,  # 2: the answer may merge listed memories
+        builtin_version=2,
         invariant_instructions=(
             "You maintain a project's memory from one captured Source (a user's prompt, an agent's reply, a "
             "transcript, a note or a document) and the numbered active memories related to it. "
@@ -106,14 +106,17 @@ BUILTIN_DEFINITIONS: Final[dict[str, PromptDefinition]] = {
             'Answer with JSON only: {"operations": [...]}, each one of '
             '{"op": "create", "text": "...", "kind": "decision|constraint|fact|state|next-step|outcome|note"}, '
             '{"op": "revise", "memory": n, "text": "..."} (the memory\'s new full statement), '
-            '{"op": "forget", "memory": n}. An empty list writes nothing.'
+            '{"op": "merge", "memories": [n, m, ...], "text": "...", "kind": "..."} (two or more memories that '
+            "state one thing, replaced by one new full statement), "
+            '{"op": "forget", "memory": n}. A memory appears in at most one operation. An empty list writes nothing.'
         ),
         default_instructions=(
             "Keep only what an engineer would want recalled in a later session: decisions, constraints, facts "
             "about the project and its conventions, and stated next steps; one short self-contained statement "
             "each. When the Source changes what a memory states, revise that memory instead of creating a "
-            "duplicate; the newer statement wins. Never keep secrets, credentials or personal data. Skip "
-            "greetings, questions, and anything only true for this conversation."
+            "duplicate; the newer statement wins. When listed memories repeat or split one fact, merge them. "
+            "Never keep secrets, credentials or personal data. Skip greetings, questions, and anything only true "
+            "for this conversation."
         ),
     ),
 }

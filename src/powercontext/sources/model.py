@@ -1,11 +1,12 @@
-"""The model extractor: a Source and its related active memories in, create / revise / forget operations out.
+"""The model extractor: a Source and its related active memories in, create / revise / merge / forget operations
+out.
 
 With a generation provider configured, each pending Source is sent, with the Scope's resolved ``memory.extract``
 Prompt (a Scope-owned Prompt may replace the default guidance, as for rerank), to the model together with the
 numbered active Atomic Memories a search for the Source's text finds (``related``). The model names a memory by
-its number; the operation carries that memory's exact revision, so the store's compare-and-swap refuses it if
-the memory changed meanwhile (the Source is then extracted again). An answer outside the contract is rejected
-whole: nothing of it is applied.
+its number (a merge names two or more); the operation carries each memory's exact revision, so the store's
+compare-and-swap refuses it if one changed meanwhile (the Source is then extracted again). An answer outside the
+contract is rejected whole: nothing of it is applied.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from powercontext.store.base import MemoryRecord
 from powercontext.store.source_records import (
     CreateMemory,
     ForgetMemory,
+    MergeMemories,
     ReviseMemory,
     SourceOperation,
     SourceRecord,
@@ -63,23 +65,44 @@ def parse_operations(answer: str, related: Sequence[MemoryRecord]) -> list[Sourc
     for item in items:
         op = item.get("op") if isinstance(item, dict) else None
         if op == "create":
-            kind = item.get("kind")
-            operations.append(CreateMemory(_text(item), kind if kind in KINDS else "fact"))
+            operations.append(CreateMemory(_text(item), _kind(item)))
+            continue
+        if op == "merge":
+            numbers = _numbers(item.get("memories"), len(related), targeted, minimum=2)
+            sources = tuple((related[n - 1].key.artifact_id, related[n - 1].key.revision) for n in numbers)
+            operations.append(MergeMemories(sources, _text(item), _kind(item)))
             continue
         number = item.get("memory") if isinstance(item, dict) else None
-        if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= len(related):
-            raise InvalidOutput("an extraction operation names no listed memory")
-        if number in targeted:
-            raise InvalidOutput("an extraction answer changes one memory twice")
-        targeted.add(number)
-        memory = related[number - 1]
+        memory = related[_numbers([number], len(related), targeted)[0] - 1]
         if op == "revise":
             operations.append(ReviseMemory(memory.key.artifact_id, memory.key.revision, _text(item)))
         elif op == "forget":
             operations.append(ForgetMemory(memory.key.artifact_id, memory.key.revision))
         else:
-            raise InvalidOutput("an extraction operation is not create, revise or forget")
+            raise InvalidOutput("an extraction operation is not create, revise, merge or forget")
     return operations
+
+
+def _numbers(raw: object, listed: int, targeted: set[int], minimum: int = 1) -> list[int]:
+    """The listed memories an operation names (a merge names two or more), each at most once per answer."""
+    if not isinstance(raw, list) or not raw:
+        raise InvalidOutput("an extraction operation names no listed memory")
+    if len(raw) < minimum:
+        raise InvalidOutput("a merge names at least two listed memories")
+    numbers: list[int] = []
+    for number in raw:
+        if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= listed:
+            raise InvalidOutput("an extraction operation names no listed memory")
+        if number in targeted:
+            raise InvalidOutput("an extraction answer changes one memory twice")
+        targeted.add(number)
+        numbers.append(number)
+    return numbers
+
+
+def _kind(item: dict[str, object]) -> str:
+    kind = item.get("kind")
+    return kind if isinstance(kind, str) and kind in KINDS else "fact"
 
 
 def _text(item: dict[str, object]) -> str:

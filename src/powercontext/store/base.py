@@ -82,6 +82,7 @@ class MemoryMerge:
     kind: str
     tags: tuple[str, ...]
     embedding: Embedding | None = None
+    observed_at: str | None = None  # canonical UTC; None: when it is written (an extracted merge: its Source's)
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,7 +90,19 @@ class ForgetMemory:
     expected_revision: int
 
 
-SourceOperation = CreateMemory | ReviseMemory | ForgetMemory
+@dataclass(frozen=True, slots=True)
+class MergeMemories:
+    """Exact active revisions ``(artifact_id, revision)`` the model merged into one new statement."""
+
+    sources: tuple[tuple[str, int], ...]
+    text: str
+    kind: str
+    embedding: Embedding | None = None
+
+
+SourceOperation = CreateMemory | ReviseMemory | ForgetMemory | MergeMemories
+# The operations that write a new statement (whose embedding is computed before the transaction).
+WRITES_TEXT = (CreateMemory, ReviseMemory, MergeMemories)
 
 
 @dataclass(frozen=True, slots=True)

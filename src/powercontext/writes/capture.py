@@ -10,13 +10,12 @@ from powercontext.search.embedding import GuardedEmbedder
 from powercontext.store.base import Embedding, Store
 from powercontext.store.errors import FamilyUnsupported
 from powercontext.store.source_records import (
+    WRITES_TEXT,
     ClaimedSource,
-    CreateMemory,
     ExtractionPolicy,
     ExtractionStatus,
     MemoryCandidate,
     NewSource,
-    ReviseMemory,
     SourceKind,
     SourceOperation,
     SourceOrigin,
@@ -65,11 +64,11 @@ class SourceCapture:
     ) -> SourceRecord:
         """Apply a claimed Source's extracted operations with it as lineage, and set its state, in one store
         transaction; each new text's embedding is computed first, outside it."""
-        texts = [op.text for op in operations if isinstance(op, CreateMemory | ReviseMemory)]
+        texts = [op.text for op in operations if isinstance(op, WRITES_TEXT)]
         vectors: list[Embedding | None] = self._embedder.embed_for_write(texts) if texts else []
         embedded: list[SourceOperation] = []
         for op in operations:
-            if isinstance(op, CreateMemory | ReviseMemory):
+            if isinstance(op, WRITES_TEXT):
                 embedded.append(replace(op, embedding=vectors.pop(0)))
             else:
                 embedded.append(op)
@@ -87,7 +86,7 @@ class SourceCapture:
         """Apply a pending Candidate with its Source as lineage; the new text's embedding is computed first."""
         store = self._source_store()
         operation = store.read_memory_candidate(scope_id, candidate_id).operation
-        text = operation.text if isinstance(operation, CreateMemory | ReviseMemory) else None
+        text = operation.text if isinstance(operation, WRITES_TEXT) else None
         embedding = self._embedder.embed_for_write([text])[0] if text is not None else None
         return store.approve_memory_candidate(scope_id, candidate_id, embedding)
 

@@ -692,7 +692,8 @@
       const reject = el("button", { type: "button", class: "reject" }, "Reject");
       approve.addEventListener("click", decide("approve"));
       reject.addEventListener("click", decide("reject"));
-      const target = c.operation.target ? ` ${c.operation.target.artifact.artifact_id}@${c.operation.target.artifact.revision}` : "";
+      const shown = c.operation.target ? [c.operation.target] : c.operation.merged || [];
+      const target = shown.map((a) => ` ${a.artifact.artifact_id}@${a.artifact.revision}`).join("");
       return el(
         "tr",
         { class: "review-row", "data-candidate": c.candidate_id },

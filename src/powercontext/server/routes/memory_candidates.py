@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Query
 
 from powercontext.contract import sources as wire
+from powercontext.contract.common import ArtifactAddress
 from powercontext.domain.identity import ArtifactKey
 from powercontext.server.routes.deps import RuntimeDep, errors, scope_router
 from powercontext.server.routes.sources import source_store_of
@@ -16,21 +17,25 @@ router = scope_router("memory-candidates", "/memory-candidates")
 policy_router = scope_router("memory-candidates", "/extraction-policy")
 
 
+def _address(scope_id: str, artifact_id: str, revision: int) -> ArtifactAddress:
+    return ArtifactKey(scope_id, "atomic-memory", artifact_id, revision).to_address()
+
+
+def operation_view(scope_id: str, op: records.SourceOperation) -> wire.ExtractedOperation:
+    """An extracted operation as the wire shows it (exact revisions as addresses)."""
+    if isinstance(op, records.CreateMemory):
+        return wire.ExtractedOperation(op="create", text=op.text, kind=op.kind, target=None, merged=None)
+    if isinstance(op, records.MergeMemories):
+        merged = [_address(scope_id, a, r) for a, r in op.sources]
+        return wire.ExtractedOperation(op="merge", text=op.text, kind=op.kind, target=None, merged=merged)
+    target = _address(scope_id, op.artifact_id, op.expected_revision)
+    if isinstance(op, records.ReviseMemory):
+        return wire.ExtractedOperation(op="revise", text=op.text, kind=None, target=target, merged=None)
+    return wire.ExtractedOperation(op="forget", text=None, kind=None, target=target, merged=None)
+
+
 def candidate_view(candidate: records.MemoryCandidate) -> wire.MemoryCandidate:
-    op = candidate.operation
-    target = None
-    if isinstance(op, records.ReviseMemory | records.ForgetMemory):
-        target = ArtifactKey(candidate.scope_id, "atomic-memory", op.artifact_id, op.expected_revision).to_address()
-    operation = wire.ExtractedOperation(
-        op="create"
-        if isinstance(op, records.CreateMemory)
-        else "revise"
-        if isinstance(op, records.ReviseMemory)
-        else "forget",
-        text=op.text if isinstance(op, records.CreateMemory | records.ReviseMemory) else None,
-        kind=op.kind if isinstance(op, records.CreateMemory) else None,
-        target=target,
-    )
+    operation = operation_view(candidate.scope_id, candidate.operation)
     return wire.MemoryCandidate(
         scope_id=candidate.scope_id,
         candidate_id=candidate.candidate_id,

@@ -19,12 +19,14 @@ from powercontext.store.core.terms import TermCounts
 from powercontext.store.errors import CandidateNotFound, CandidateNotPending
 from powercontext.store.source_records import (
     IN_REVIEW,
+    WRITES_TEXT,
     CandidateState,
     ClaimedSource,
     CreateMemory,
     ExtractionPolicy,
     ForgetMemory,
     MemoryCandidate,
+    MergeMemories,
     ReviseMemory,
     SourceOperation,
     SourceRecord,
@@ -45,6 +47,10 @@ def _fields(op: SourceOperation, source_id: str) -> tuple[str, str | None, int |
     if isinstance(op, ReviseMemory):
         body = {"op": "revise", "text": op.text, "source_id": source_id}
         return json.dumps(body, ensure_ascii=False), op.artifact_id, op.expected_revision
+    if isinstance(op, MergeMemories):
+        merged: list[list[str | int]] = [[artifact_id, revision] for artifact_id, revision in op.sources]
+        fields = {"op": "merge", "text": op.text, "kind": op.kind, "merge": merged, "source_id": source_id}
+        return json.dumps(fields, ensure_ascii=False), None, None
     return json.dumps({"op": "forget", "source_id": source_id}), op.artifact_id, op.expected_revision
 
 
@@ -56,6 +62,8 @@ def _candidate(row: Any) -> MemoryCandidate:
         operation = CreateMemory(f["text"], f["kind"], tuple(f.get("tags", ())))
     elif f["op"] == "revise":
         operation = ReviseMemory(target, int(expected), f["text"])
+    elif f["op"] == "merge":
+        operation = MergeMemories(tuple((str(a), int(r)) for a, r in f["merge"]), f["text"], f["kind"])
     else:
         operation = ForgetMemory(target, int(expected))
     result = None if result_id is None else ArtifactKey(scope_id, FAMILY, result_id, int(result_rev))
@@ -126,7 +134,7 @@ class MemoryReview(SourceWrites):
                 (scope_id, candidate.source_id),
             ).fetchone()
             op = candidate.operation
-            if isinstance(op, CreateMemory | ReviseMemory):
+            if isinstance(op, WRITES_TEXT):
                 op = replace(op, embedding=embedding)
             counts = TermCounts(scope_id, self._fulltext)
             result = self._apply(conn, scope_id, op, int(source[0]), str(source[1]), at, counts)

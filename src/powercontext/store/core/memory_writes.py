@@ -149,48 +149,55 @@ class MemoryWrites(MemoryReads):
         return memory_record(row)
 
     def merge_memories(self, scope_id: str, merge: MemoryMerge) -> MemoryRecord:
-        sources, text, kind, tags = merge.sources, merge.text, merge.kind, merge.tags
-        ids = [artifact_id for artifact_id, _ in sources]
+        ids = [artifact_id for artifact_id, _ in merge.sources]
         if len(set(ids)) != len(ids):
             raise InvalidMerge("each source Atomic Memory may appear only once in a merge")
-        now = _now()
         with self._write() as conn:
             self._require_scope(conn, scope_id)
-            heads = []
-            for artifact_id, revision in sources:
-                head = self._head_row(conn, scope_id, artifact_id)
-                if head[5] != "active":
-                    raise NotActive(f"only active Atomic Memories can be merged; {artifact_id} is {head[5]}")
-                if head[4] != revision:
-                    raise RevisionConflict(revision, head[4])
-                heads.append(head)
-            merged_id = new_artifact_id()
-            merged_rowid = insert_artifact(conn, scope_id, FAMILY, merged_id, now)
-            merged_from = [
-                {"scope_id": scope_id, "artifact_id": artifact_id, "revision": revision}
-                for artifact_id, revision in sources
-            ]
-            conn.execute(
-                "INSERT INTO revisions (artifact, revision, kind, body, tags, merged_from, created_at)"
-                " VALUES (?, 1, ?, ?, ?, ?, ?)",
-                (merged_rowid, kind, text, json.dumps(list(tags)), json.dumps(merged_from), now),
-            )
             counts = TermCounts(scope_id, self._fulltext)
-            counts.index(conn, merged_rowid, text)
-            self._changes.touch(conn, scope_id, FAMILY)
-            if merge.embedding is not None:
-                self._store_embedding(conn, scope_id, merged_rowid, 1, merge.embedding)
-            for head in heads:
-                conn.execute(
-                    "UPDATE artifacts SET state = 'merged', merged_into = ?, updated_at = ? WHERE id = ?",
-                    (merged_id, now, head[0]),
-                )
-                counts.unindex(conn, head[0], head[7])
-                self._changes.unsearchable(conn, scope_id, FAMILY, head[0])
+            record = self._merge_memories(conn, scope_id, merge, _now(), counts)[1]
             counts.flush(conn)
+        return record
+
+    def _merge_memories(
+        self, conn: Any, scope_id: str, merge: MemoryMerge, now: str, counts: TermCounts
+    ) -> tuple[int, MemoryRecord]:
+        """The new Atomic Memory replacing exact active revisions (compare-and-swap on each), inside the caller's
+        transaction; (its row id, its record). The inputs become ``merged``, out of search."""
+        sources, text, kind, tags = merge.sources, merge.text, merge.kind, merge.tags
+        heads = []
+        for artifact_id, revision in sources:
+            head = self._head_row(conn, scope_id, artifact_id)
+            if head[5] != "active":
+                raise NotActive(f"only active Atomic Memories can be merged; {artifact_id} is {head[5]}")
+            if head[4] != revision:
+                raise RevisionConflict(revision, head[4])
+            heads.append(head)
+        merged_id = new_artifact_id()
+        merged_rowid = insert_artifact(conn, scope_id, FAMILY, merged_id, now)
+        merged_from = [{"scope_id": scope_id, "artifact_id": a, "revision": r} for a, r in sources]
+        conn.execute(
+            "INSERT INTO revisions (artifact, revision, kind, body, tags, merged_from, created_at, observed_at)"
+            " VALUES (?, 1, ?, ?, ?, ?, ?, ?)",
+            (merged_rowid, kind, text, json.dumps(list(tags)), json.dumps(merged_from), now, merge.observed_at),
+        )
+        counts.index(conn, merged_rowid, text)
+        self._changes.touch(conn, scope_id, FAMILY)
+        if merge.embedding is not None:
+            self._store_embedding(conn, scope_id, merged_rowid, 1, merge.embedding)
+        for head in heads:
+            conn.execute(
+                "UPDATE artifacts SET state = 'merged', merged_into = ?, updated_at = ? WHERE id = ?",
+                (merged_id, now, head[0]),
+            )
+            counts.unindex(conn, head[0], head[7])
+            self._changes.unsearchable(conn, scope_id, FAMILY, head[0])
         source_keys = tuple(ArtifactKey(scope_id, FAMILY, a, r) for a, r in sources)
         key = ArtifactKey(scope_id, FAMILY, merged_id, 1)
-        return MemoryRecord(key, 1, "active", kind, text, tuple(tags), now, None, source_keys)
+        record = MemoryRecord(
+            key, 1, "active", kind, text, tuple(tags), now, None, source_keys, observed_at=merge.observed_at
+        )
+        return merged_rowid, record
 
     def _store_embedding(self, conn: Any, scope_id: str, rowid: int, revision: int, embedding: Embedding) -> None:
         self._changes.store(conn, scope_id, FAMILY, rowid, revision, embedding.model_id, embedding.vector)

@@ -15,8 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from powercontext.domain.identity import ArtifactKey
-from powercontext.store.base import MemoryEdit, NewMemory
+from powercontext.store.base import MemoryEdit, MemoryMerge, NewMemory
 from powercontext.store.core.family_rows import new_id, now
+from powercontext.store.core.memory_rows import FAMILY
 from powercontext.store.core.memory_writes import MemoryWrites
 from powercontext.store.core.purge import Purges
 from powercontext.store.core.terms import TermCounts
@@ -28,6 +29,7 @@ from powercontext.store.source_records import (
     CreateMemory,
     ExtractionStatus,
     ForgetMemory,
+    MergeMemories,
     NewSource,
     SourceOperation,
     SourceOrigin,
@@ -229,6 +231,22 @@ class SourceWrites(MemoryWrites, Purges):
         if isinstance(op, CreateMemory):
             item = NewMemory(op.text, op.kind, op.tags, embedding=op.embedding, observed_at=observed_at)
             rowid, record = self._insert_memory(conn, scope_id, item, at, counts)
+        elif isinstance(op, MergeMemories):
+            merge = MemoryMerge(op.sources, op.text, op.kind, (), op.embedding, observed_at)
+            rowid, record = self._merge_memories(conn, scope_id, merge, at, counts)
+            # The merged statement keeps the evidence of every revision it replaces (once each), then this Source's.
+            evidence: set[int] = set()
+            for artifact_id, revision in op.sources:
+                rows = conn.execute(
+                    "SELECT rs.source_row FROM revision_sources rs JOIN artifacts a ON a.id = rs.artifact"
+                    " WHERE a.scope_id = ? AND a.family = ? AND a.artifact_id = ? AND rs.revision = ?",
+                    (scope_id, FAMILY, artifact_id, revision),
+                ).fetchall()
+                evidence.update(int(row[0]) for row in rows)
+            for row in sorted(evidence - {source_row}):
+                conn.execute(
+                    "INSERT INTO revision_sources (artifact, revision, source_row) VALUES (?, 1, ?)", (rowid, row)
+                )
         else:
             edit = MemoryEdit(op.text, embedding=op.embedding, observed_at=observed_at)
             rowid, record = self._revise_memory(conn, scope_id, op.artifact_id, op.expected_revision, edit, at)
