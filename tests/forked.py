@@ -40,7 +40,9 @@ def _context() -> ForkServerContext:
 
         modules = [m.name for m in pkgutil.walk_packages(powercontext.__path__, "powercontext.")]
         _CONTEXT = multiprocessing.get_context("forkserver")
-        preload = [__name__, *(m for m in modules if not m.endswith("__main__")), "tests.forked_preload"]
+        # The framework adapters import their frameworks (LlamaIndex, the Agents SDK), which no Server uses.
+        served = [m for m in modules if not m.endswith("__main__") and not m.startswith("powercontext.adapters.")]
+        preload = [__name__, *served, "tests.forked_preload"]
         _CONTEXT.set_forkserver_preload(preload)
     return _CONTEXT
 
