@@ -33,9 +33,11 @@ QUERIES = ("ledger", "ledger checkpoint", "checkpoint", "write_ahead_log", "noth
 # A plan step that reads rows of a Scope without the hits bounding it: a full scan of a stored table, or an
 # index search constrained by the Scope alone (every memory of the Scope).
 _SCAN = re.compile(r"^SCAN [\w.]+(?: USING .*)?$")
-# (``code_trees`` is exempt: one row per registered tree, not per memory or chunk.)
+# (``code_trees`` is exempt: one row per registered tree, not per memory or chunk; so is ``fts_tail``: at most
+# ``MAX_TAIL_ROWS`` rows per index and Scope, store/sqlite/tails.py, bounded by test_sqlite_tails.py.)
 _SCOPE_WALK = re.compile(
-    r"^SEARCH (?!code_trees\b)\w+ USING (?:COVERING )?INDEX \w+ \((?:scope_id=\?|fts_table=\? AND scope_tag=\?)\)$"
+    r"^SEARCH (?!code_trees\b|fts_tail\b)\w+ USING (?:COVERING )?INDEX \w+"
+    r" \((?:scope_id=\?|fts_table=\? AND scope_tag=\?)\)$"
 )  # the second form: every posting segment of a Scope's index, not only the query terms' ones
 # FTS5's own reads of its shadow tables (its configuration row), which the module names with the schema.
 _FTS5_INTERNAL = "FROM 'main'."

@@ -76,3 +76,7 @@ class FullTextIndex(Protocol):
     def documents(self, conn: Any, index: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:
         """How many of the Scope's documents hold each query term (terms found nowhere are left out)."""
         ...
+
+    def forget_scope(self, conn: Any, scope_tag: str) -> None:
+        """Drop every index's postings, documents and statistics of one Scope, inside ``conn``'s transaction."""
+        ...

@@ -55,8 +55,7 @@ class ScopeDeletion(Purges):
                 conn.execute(f"DELETE FROM {table} WHERE scope_id = ?", (scope_id,))
             chunks = self._delete_code(conn, scope_id)
             for tag in (scope_tag(scope_id), code_scope_tag(scope_id)):
-                for table in ("fts_segments", "fts_docs", "fts_scope_totals"):
-                    conn.execute(f"DELETE FROM {table} WHERE scope_tag = ?", (tag,))
+                self._fulltext.forget_scope(conn, tag)
             for family in _FAMILIES:
                 self._changes.touch(conn, scope_id, family)
             referencing = self._drop_references(conn, scope_id)

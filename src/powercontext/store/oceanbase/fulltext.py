@@ -125,6 +125,11 @@ class FtsWriter:
         docs = bm25.term_documents(conn, table, scope_tag, terms)
         return {term: docs[posting_term(term)] for term in terms if posting_term(term) in docs}
 
+    def forget_scope(self, conn: Connection, scope_tag: str) -> None:
+        """Drop every index's postings, documents and totals of one Scope (its deletion)."""
+        for table in ("fts_segments", "fts_docs", "fts_scope_totals"):
+            conn.execute(f"DELETE FROM {table} WHERE scope_tag = ?", (scope_tag,))
+
     def discard(self) -> None:
         """Forget the buffered changes (the transaction rolled back, or they were flushed)."""
         self._docs.clear()

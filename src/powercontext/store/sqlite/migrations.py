@@ -15,6 +15,7 @@ from typing import Any
 
 from powercontext.store.core.schema_versions import pending_migrations
 from powercontext.store.sqlite.packed import SCHEMA as PACKED_SCHEMA
+from powercontext.store.sqlite.tails import TAIL_SCHEMA
 
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -308,6 +309,14 @@ MIGRATIONS: list[tuple[int, str]] = [
           updated_at TEXT NOT NULL
         ) WITHOUT ROWID;
         """,
+    ),
+    (
+        14,
+        """
+        -- Tail rows of the packed index (store/sqlite/tails.py): a small write's postings in one row per index and
+        -- Scope, moved into the per-term segments once a Scope has MAX_TAIL_ROWS of them.
+        """
+        + TAIL_SCHEMA,
     ),
 ]
 

@@ -41,6 +41,9 @@ from powercontext.store.core.packed import (
     split,
     unpack,
 )
+from powercontext.store.sqlite.tails import read as read_tails
+from powercontext.store.sqlite.tails import remove as remove_from_tails
+from powercontext.store.sqlite.tails import write as write_tails
 
 _CHUNK: Final = 500  # values per IN (...) list
 # Open segments a term may have per Scope before a write merges the newest of them: a single create adds one
@@ -80,7 +83,8 @@ CREATE TABLE fts_scope_totals (
 class PackedIndex:
     """``FullTextIndex`` over ``fts_segments``; one per store, used by its single writer and every reader."""
 
-    def __init__(self) -> None:
+    def __init__(self, tails: bool = True) -> None:
+        self._tails = tails  # small writes go to tail rows (tails.py); not before migration 14 made their table
         self._docs: dict[tuple[str, int], IndexedDoc] = {}
         self._removed: set[tuple[str, int]] = set()
         self._totals: Counter[tuple[str, str, str]] = Counter()  # (index, scope tag, "docs" | "tokens")
@@ -102,9 +106,9 @@ class PackedIndex:
     def flush(self, conn: Any) -> None:
         """Write the transaction's removals, then its additions (inside it, before COMMIT)."""
         if self._removed:
-            _remove_documents(conn, sorted(self._removed))
+            _remove_documents(conn, sorted(self._removed), self._tails)
         if self._docs:
-            _add_documents(conn, self._docs, self.open_segments)
+            _add_documents(conn, self._docs, self.open_segments, self._tails)
         conn.executemany(
             "INSERT INTO fts_scope_totals (fts_table, scope_tag, docs, tokens) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (fts_table, scope_tag) DO UPDATE SET docs = docs + excluded.docs,"
@@ -155,7 +159,14 @@ class PackedIndex:
                 (index, scope_tag, *part),
             )
             found.update({str(term): int(n) for term, n in rows})
+        for term, arrays in read_tails(conn, (index, scope_tag), keys).items():
+            found[term] = found.get(term, 0) + sum(map(len, arrays))
         return {term: found[key] for term, key in stored.items() if key in found}
+
+    def forget_scope(self, conn: Any, scope_tag: str) -> None:
+        """Drop every index's postings, documents and totals of one Scope (its deletion)."""
+        for table in ("fts_segments", "fts_tail", "fts_docs", "fts_scope_totals"):
+            conn.execute(f"DELETE FROM {table} WHERE scope_tag = ?", (scope_tag,))
 
 
 def read_postings(
@@ -179,6 +190,10 @@ def read_postings(
         counts[term] += n
         opened[term] += is_open
         blobs.setdefault(term, []).append((lo, blob))
+    for term, pieces in read_tails(conn, (index, scope_tag), query).items():
+        for piece in pieces:
+            counts[term] += len(piece)
+            blobs.setdefault(term, []).append((int(piece["doc"][0]), piece.tobytes()))
     if open_segments is not None:
         for term in blobs:
             open_segments.seen((index, scope_tag, term), opened[term])
@@ -186,8 +201,12 @@ def read_postings(
     return Postings(int(totals[0]), int(totals[1]), counts, arrays)
 
 
-def _add_documents(conn: Any, docs: dict[tuple[str, int], IndexedDoc], open_segments: SegmentCounts) -> None:
+def _add_documents(
+    conn: Any, docs: dict[tuple[str, int], IndexedDoc], open_segments: SegmentCounts, use_tails: bool
+) -> None:
     grouped = group_postings(docs)
+    if use_tails:
+        grouped = write_tails(conn, grouped)
     due = open_segments.over(grouped)
     opened = _open_segments(conn, sorted(due)) if due else {}
     merging: dict[SegmentKey, list[int]] = {}  # key -> ids of the open segments merged into its new one
@@ -256,7 +275,7 @@ def _segments(conn: Any, ids: Sequence[int]) -> dict[int, npt.NDArray[Any]]:
     return found
 
 
-def _remove_documents(conn: Any, removed: Sequence[tuple[str, int]]) -> None:
+def _remove_documents(conn: Any, removed: Sequence[tuple[str, int]], use_tails: bool) -> None:
     """Take stored documents out of their segments: rewrite the segments of their terms that cover them."""
     by_index: dict[str, list[int]] = {}
     for index, doc in removed:
@@ -270,6 +289,8 @@ def _remove_documents(conn: Any, removed: Sequence[tuple[str, int]]) -> None:
                 (index, *chunk),
             ).fetchall()
             gone = np.array(sorted(int(row[0]) for row in stored), dtype="<i8")
+            for tag in {str(row[1]) for row in stored} if use_tails else ():
+                remove_from_tails(conn, (index, tag), gone)
             for (tag, term), lo, hi in _touched_terms(stored):
                 rows = conn.execute(
                     "SELECT id, postings FROM fts_segments WHERE fts_table = ? AND scope_tag = ? AND term = ?"

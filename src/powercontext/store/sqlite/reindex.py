@@ -36,7 +36,7 @@ def pack_every_scope(conn: Any) -> None:
         conn.execute(f"DROP TABLE {vocab}")
     for table in (n for n in names if _FTS5_TABLE.fullmatch(n) and not n.endswith("_vocab")):
         conn.execute(f"DROP TABLE {table}")
-    fulltext = PackedIndex()
+    fulltext = PackedIndex(tails=False)  # migration 14 makes the tail rows' table
     for n, (rowid, scope_id, family, body, fields) in enumerate(conn.execute(_ACTIVE_HEADS).fetchall(), start=1):
         index_head(fulltext, conn, rowid, scope_id, family, body, fields)
         if n % _BATCH == 0:
