@@ -77,3 +77,9 @@ def test_the_openai_agents_example(atlas: LiveServer) -> None:
     assert out == "Nightly, at 02:00 UTC.\n"
     system = body["messages"][0]
     assert system["role"] == "system" and "The settlement batch runs nightly at 02:00 UTC" in system["content"]
+
+
+def test_the_langgraph_example(atlas: LiveServer) -> None:
+    framework("langgraph.store.base", "langgraph")
+    out = run_example(example_for("langgraph"), {**os.environ, "POWERCONTEXT_URL": atlas.base_url})
+    assert out == "lunch -> Alice is vegetarian\n"
