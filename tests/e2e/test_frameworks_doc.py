@@ -49,6 +49,12 @@ def example_for(module: str) -> str:
     return code
 
 
+def test_the_langchain_example(atlas: LiveServer) -> None:
+    framework("langchain_core", "langchain-core")
+    out = run_example(example_for("langchain"), {**os.environ, "POWERCONTEXT_URL": atlas.base_url})
+    assert re.match(r"team:atlas/atomic-memory/am_\w+@1 -> The settlement batch runs nightly at 02:00 UTC\n$", out)
+
+
 def test_the_llama_index_example(atlas: LiveServer) -> None:
     framework("llama_index.core", "llama-index-core")
     out = run_example(example_for("llama_index"), {**os.environ, "POWERCONTEXT_URL": atlas.base_url})
