@@ -2,7 +2,8 @@
 
 Killed: the Source it was extracting stays pending and the next Server extracts it once the lease expires. Two
 Servers on one seekdb database (the multi-process situation of an OceanBase deployment): every Source is
-extracted exactly once, whichever Server claims it.
+extracted exactly once, whichever Server claims it. seekdb_server_cases.py runs both cases against a seekdb
+server (``oceanbase://``) as well.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def _scope(base_url: str, scope_id: str) -> None:
     assert r.status_code == 201, r.text
 
 
-def test_a_server_killed_mid_extraction_leaves_the_source_to_the_next_one(tmp_path: Path) -> None:
+def killed_mid_extraction_leaves_the_source_to_the_next_server(base: Path, store: str | None) -> None:
+    """A Server killed while the model answers leaves the Source pending under its lease; the next Server on the
+    same store claims it once that lease expired and extracts it, once. (Shared with seekdb_server_cases.py.)"""
     with start_chat_server() as chat:
         chat.control(default={"mode": "stall", "delay_s": 60, "then": {"mode": "answer", "content": "{}"}})
         settings = {
@@ -47,7 +50,7 @@ def test_a_server_killed_mid_extraction_leaves_the_source_to_the_next_one(tmp_pa
             "POWERCONTEXT_EXTRACTION_LEASE_S": "2",
             "POWERCONTEXT_EXTRACTION_REVIEW": "none",
         }
-        with live_server(tmp_path, settings, log_name="first.log") as first:
+        with live_server(base, settings, log_name="first.log", store=store) as first:
             _scope(first.base_url, "killed")
             source_id = _capture(first.base_url, "killed", "the build cache lives in /var/cache/ci")
             assert wait_until(lambda: chat.requests() >= 1, timeout=20), "the extraction never called the model"
@@ -55,14 +58,34 @@ def test_a_server_killed_mid_extraction_leaves_the_source_to_the_next_one(tmp_pa
             first.process.wait(timeout=10)
         answer = '{"operations": [{"op": "create", "text": "The build cache lives in /var/cache/ci", "kind": "fact"}]}'
         chat.control(default={"mode": "answer", "content": answer})
-        with live_server(tmp_path, settings, log_name="second.log") as second:
+        with live_server(base, settings, log_name="second.log", store=store) as second:
             assert wait_until(
                 lambda: _extraction(second.base_url, "killed", source_id)["status"] == "done", timeout=30
             ), _extraction(second.base_url, "killed", source_id)
             done = _extraction(second.base_url, "killed", source_id)
-            assert done["attempts"] == 2 and len(done["writes"]) == 1
+            assert done["attempts"] == 2 and len(done["writes"]) == 1, done
             items = httpx.get(f"{second.base_url}/v1/scopes/killed/atomic-memory", timeout=30, verify=TLS).json()
             assert [m["text"] for m in items["items"]] == ["The build cache lives in /var/cache/ci"]
+            assert chat.requests() == 2  # the killed call and the one that extracted it: nothing twice
+
+
+def two_servers_extract_each_source_once(first_url: str, second_url: str, scope_id: str) -> None:
+    """Sources captured through both Servers, each extracted exactly once whichever Server claims it, every result
+    readable through the other. (Shared with seekdb_server_cases.py.)"""
+    _scope(first_url, scope_id)
+    servers = (first_url, second_url)
+    sources = [_capture(servers[i % 2], scope_id, f"remember: fact number {i} holds") for i in range(12)]
+    for i, source_id in enumerate(sources):
+        base_url = servers[(i + 1) % 2]  # read through the other Server
+        assert wait_until(lambda s=source_id, b=base_url: _extraction(b, scope_id, s)["status"] == "done", 30)
+        assert len(_extraction(base_url, scope_id, source_id)["writes"]) == 1
+    listed = httpx.get(f"{first_url}/v1/scopes/{scope_id}/atomic-memory?limit=100", timeout=30, verify=TLS)
+    texts = sorted(m["text"] for m in listed.json()["items"])
+    assert texts == sorted(f"Fact number {i} holds" for i in range(12))
+
+
+def test_a_server_killed_mid_extraction_leaves_the_source_to_the_next_one(tmp_path: Path) -> None:
+    killed_mid_extraction_leaves_the_source_to_the_next_server(tmp_path, None)
 
 
 def test_two_servers_on_one_seekdb_store_extract_each_source_once(tmp_path: Path) -> None:
@@ -72,13 +95,4 @@ def test_two_servers_on_one_seekdb_store_extract_each_source_once(tmp_path: Path
         live_server(tmp_path, store=url, log_name="a.log") as first,
         live_server(tmp_path, store=url, log_name="b.log") as second,
     ):
-        _scope(first.base_url, "shared")
-        servers = (first.base_url, second.base_url)
-        sources = [_capture(servers[i % 2], "shared", f"remember: fact number {i} holds") for i in range(12)]
-        for i, source_id in enumerate(sources):
-            base_url = servers[(i + 1) % 2]  # read through the other Server
-            assert wait_until(lambda s=source_id, b=base_url: _extraction(b, "shared", s)["status"] == "done", 30)
-            assert len(_extraction(base_url, "shared", source_id)["writes"]) == 1
-        listed = httpx.get(f"{first.base_url}/v1/scopes/shared/atomic-memory?limit=100", timeout=30, verify=TLS)
-        texts = sorted(m["text"] for m in listed.json()["items"])
-        assert texts == sorted(f"Fact number {i} holds" for i in range(12))
+        two_servers_extract_each_source_once(first.base_url, second.base_url, "shared")

@@ -49,6 +49,12 @@ def example_for(module: str) -> str:
     return code
 
 
+def test_the_langchain_example(atlas: LiveServer) -> None:
+    framework("langchain_core", "langchain-core")
+    out = run_example(example_for("langchain"), {**os.environ, "POWERCONTEXT_URL": atlas.base_url})
+    assert re.match(r"team:atlas/atomic-memory/am_\w+@1 -> The settlement batch runs nightly at 02:00 UTC\n$", out)
+
+
 def test_the_llama_index_example(atlas: LiveServer) -> None:
     framework("llama_index.core", "llama-index-core")
     out = run_example(example_for("llama_index"), {**os.environ, "POWERCONTEXT_URL": atlas.base_url})
@@ -71,3 +77,9 @@ def test_the_openai_agents_example(atlas: LiveServer) -> None:
     assert out == "Nightly, at 02:00 UTC.\n"
     system = body["messages"][0]
     assert system["role"] == "system" and "The settlement batch runs nightly at 02:00 UTC" in system["content"]
+
+
+def test_the_langgraph_example(atlas: LiveServer) -> None:
+    framework("langgraph.store.base", "langgraph")
+    out = run_example(example_for("langgraph"), {**os.environ, "POWERCONTEXT_URL": atlas.base_url})
+    assert out == "lunch -> Alice is vegetarian\n"

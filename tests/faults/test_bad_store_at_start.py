@@ -199,3 +199,15 @@ def test_a_seekdb_store_of_a_newer_schema_is_refused(tmp_path: Path) -> None:
     opened._writer.raw.commit()
     opened.close()
     assert_refused(run_server(store), "newer PowerContext (schema version 999")
+
+
+def test_memory_reindex_refuses_a_store_as_server_run_does(tmp_path: Path) -> None:
+    # ``memory reindex`` opens the store itself: the same one line and exit code, not a traceback.
+    store = tmp_path / "noise.db"
+    store.write_bytes(os.urandom(8192))
+    before = sha256(store)
+    env = {**server_env(), "POWERCONTEXT_EMBEDDINGS": "local"}
+    command = [*forked.POWERCONTEXT, "memory", "reindex", "--store", f"sqlite://{store}"]
+    result = forked.run(command, timeout=120, env=env)
+    assert_refused(result, "is not a PowerContext store")
+    assert sha256(store) == before

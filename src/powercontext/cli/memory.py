@@ -26,7 +26,7 @@ from powercontext.cli.common import (
 )
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
-from powercontext.cli.server import settings_from_options
+from powercontext.cli.server import open_store_or_exit, settings_from_options
 from powercontext.cli.terminal import confirm_irreversible, say
 
 if TYPE_CHECKING:
@@ -142,14 +142,13 @@ def memory_reindex(
     from powercontext.inference.errors import InferenceError
     from powercontext.search.embedding import GuardedEmbedder
     from powercontext.search.reindex import reindex
-    from powercontext.store.open import open_store
 
     settings = settings_from_options(db, store=store_url)
     provider = build_embedding_provider(settings.embeddings)
     if not provider.configured:
         say("error: no embedding provider is configured; set POWERCONTEXT_EMBEDDINGS (see docs)", err=True)
         raise typer.Exit(2)
-    store = open_store(settings.store_location())
+    store = open_store_or_exit(settings)
     try:
         with Progress(transient=True) as bar:
             task = bar.add_task("embedding", total=None)

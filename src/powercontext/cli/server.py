@@ -13,6 +13,7 @@ from powercontext.cli.terminal import say
 
 if TYPE_CHECKING:
     from powercontext.settings import Settings
+    from powercontext.store.base import Store
 
 # ``server run``'s exit code for a store it cannot use (docs/cli.md, Exit codes).
 STORE_REFUSED_EXIT = 6
@@ -69,6 +70,24 @@ def settings_from_options(
         return Settings.from_env(db=str(db) if db else None, host=host, port=port, store=store)
     except ValueError as exc:
         say(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def open_store_or_exit(settings: Settings) -> Store:
+    """The configured store, opened by a command that works on it directly; one it cannot use ends the command
+    as it ends ``server run``: exit 6 (damaged, read-only, not a store), or 2 when its engine is not installed
+    or does not answer. One line each, never a traceback."""
+    from powercontext.store.errors import StoreOpenRefused
+    from powercontext.store.oceanbase.engine import EngineUnavailable
+    from powercontext.store.open import open_store
+
+    try:
+        return open_store(settings.store_location())
+    except StoreOpenRefused as exc:
+        say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        raise typer.Exit(STORE_REFUSED_EXIT) from None
+    except EngineUnavailable as exc:
+        say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
