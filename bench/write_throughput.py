@@ -2,8 +2,9 @@
 
 Run: .venv/bin/python bench/write_throughput.py [--creates 2000] [--batch-total 50000] [--batch-size 500]
 
-One fresh database and one persistent client. Single creates go into one Scope, then the batch
-import into a second Scope of the same database (so it starts non-empty, as it would in use).
+One fresh database and one persistent client; no embedding provider unless ``POWERCONTEXT_EMBEDDINGS`` is set.
+Single creates go into one Scope, then the batch import into a second Scope of the same database (so it starts
+non-empty, as it would in use).
 Request bodies are built before timing; the figures are client-side wall time of the HTTP calls.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -60,7 +62,12 @@ def main() -> int:
     corpus = make_corpus(args.batch_total, seed=2)
     with tempfile.TemporaryDirectory(prefix="pc-bench-") as tmp:
         work = Path(tmp)
-        with running_server(work / "write.db", work) as server, http_client(server) as client:
+        # Full-text writes, as the target is named for: with the local model installed the Server would otherwise
+        # embed every create (~23 ms each on this machine). POWERCONTEXT_EMBEDDINGS set by the caller wins.
+        embeddings = os.environ.get("POWERCONTEXT_EMBEDDINGS") or "none"
+        print(f"embeddings: {embeddings}")
+        env = {"POWERCONTEXT_EMBEDDINGS": embeddings}
+        with running_server(work / "write.db", work, env=env) as server, http_client(server) as client:
             create_scope(client, "bench-singles")
             create_scope(client, "bench-batch")
             durations = single_creates(client, "bench-singles", args.creates)
