@@ -9,7 +9,7 @@ import pytest
 
 from powercontext.store.core import bm25
 from powercontext.store.core.bm25 import POSTING, Postings
-from powercontext.store.core.topk import top_k
+from powercontext.store.core.topk import ranked, top_k
 
 
 def _postings(rng: random.Random, n_docs: int, vocabulary: int, two_columns: bool) -> Postings:
@@ -48,6 +48,7 @@ def test_top_k_equals_the_exhaustive_ranking(seed: int) -> None:
         expected = bm25.rank(read, query, limit, weights)
         found, scored = top_k(read, query, limit, weights)
         assert found == expected, (query, limit)
+        assert ranked(read, query, limit, weights) == expected  # whichever way it ranks (few postings: exhaustive)
         assert scored <= len({d for t in query if t in postings.arrays for d in postings.arrays[t]["doc"]})
 
 

@@ -65,11 +65,12 @@ def read(conn: Any, group: Group, wanted: Iterable[str]) -> dict[str, list[npt.N
     found: dict[str, list[npt.NDArray[Any]]] = {}
     rows = conn.execute("SELECT terms, runs, postings FROM fts_tail WHERE fts_table = ? AND scope_tag = ?", group)
     for terms, runs, postings in rows:
-        if keep.isdisjoint(terms.split(" ")):
+        held = [(i, term) for i, term in enumerate(terms.split(" ")) if term in keep]
+        if not held:
             continue
-        for term, array in _decode(terms, runs, postings).items():
-            if term in keep:
-                found.setdefault(term, []).append(array)
+        offsets, array = np.frombuffer(runs, dtype="<i8"), unpack(postings)
+        for i, term in held:
+            found.setdefault(term, []).append(array[int(offsets[i]) : int(offsets[i + 1])])
     return found
 
 
