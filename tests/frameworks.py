@@ -5,15 +5,21 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from tests.ci import unavailable
+import pytest
+
+from tests.ci import under_ci
 
 
 def framework(module: str, package: str) -> ModuleType:
-    """``module`` imported, or the test skipped (failed under CI) naming the PyPI ``package`` to install."""
+    """``module`` imported, or, called where a test module is imported, the whole module skipped (failed under CI:
+    untested is unsupported) with the PyPI ``package`` to install."""
     try:
         return importlib.import_module(module)
     except ImportError:
-        unavailable(f"{package} is not installed (pip install -e '.[dev]' installs every framework adapter's)")
+        reason = f"{package} is not installed (pip install -e '.[dev]' installs every framework adapter's)"
+        if under_ci():
+            pytest.fail(f"{reason} (under CI every test runs: untested is unsupported)", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
 
 
 def artifact_id(created: dict[str, object]) -> str:
