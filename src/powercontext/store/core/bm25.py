@@ -77,26 +77,31 @@ def rank(
     return [(float(score[i]), int(docs[i])) for i in order]
 
 
+def weight(
+    found: npt.NDArray[Any], term_idf: float, avgdl: float, weights: tuple[float, float]
+) -> npt.NDArray[np.float64]:
+    """The term's BM25 weight in each of ``found`` (its postings), the formula's summand."""
+    freq = found["tf1"].astype(np.float64) * weights[0] + found["tf2"].astype(np.float64) * weights[1]
+    size = found["len"].astype(np.float64)
+    norm = K1 * ((1 - B) + (B * size) / avgdl)
+    result: npt.NDArray[np.float64] = term_idf * ((freq * (K1 + 1.0)) / (freq + norm))
+    return result
+
+
 def scores(
     postings: Postings, query: Sequence[str], docs: npt.NDArray[Any], weights: tuple[float, float]
 ) -> npt.NDArray[np.float64]:
-    """The BM25 score of each of ``docs`` (sorted, distinct doc ids)."""
+    """The BM25 score of each of ``docs`` (sorted, distinct doc ids): each query term's weights, in query order,
+    added where the term occurs (elsewhere a term adds exactly 0, so it is skipped there)."""
     avgdl = postings.n_tokens / postings.n_rows
-    size = np.zeros(len(docs), dtype=np.float64)
-    located: dict[str, tuple[npt.NDArray[Any], npt.NDArray[Any]]] = {}
-    for term, array in postings.arrays.items():
+    score = np.zeros(len(docs), dtype=np.float64)
+    for term in dict.fromkeys(query):
+        array = postings.arrays.get(term)
+        if array is None or not len(array):
+            continue  # a term no document holds adds nothing
         at = np.searchsorted(docs, array["doc"])
         inside = at < len(docs)
         inside[inside] = docs[at[inside]] == array["doc"][inside]
-        located[term] = (at[inside], array[inside])
-        size[at[inside]] = array["len"][inside]
-    norm = K1 * ((1 - B) + (B * size) / avgdl)
-    score = np.zeros(len(docs), dtype=np.float64)
-    for term in dict.fromkeys(query):
-        if term not in located:
-            continue  # a term no document holds adds nothing
-        at, found = located[term]
-        freq = np.zeros(len(docs), dtype=np.float64)
-        freq[at] = found["tf1"].astype(np.float64) * weights[0] + found["tf2"].astype(np.float64) * weights[1]
-        score += idf(postings.n_rows, postings.counts.get(term, 0)) * ((freq * (K1 + 1.0)) / (freq + norm))
+        found = array if bool(inside.all()) else array[inside]
+        score[at[inside]] += weight(found, idf(postings.n_rows, postings.counts.get(term, 0)), avgdl, weights)
     return score

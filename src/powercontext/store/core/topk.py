@@ -27,7 +27,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core.bm25 import K1, B, Postings, Window, idf, rank
+from powercontext.store.core.bm25 import Postings, Window, idf, rank, weight
 
 # Bounds are summed in another order than scores: a relative slack keeps float rounding from pruning a tie.
 _SLACK: Final = 1e-9
@@ -36,17 +36,6 @@ _FIRST_SLICE: Final = 256
 # Below this many postings per pair of query terms ``ranked`` scores every document: measured at 10k and 100k
 # memories, the exhaustive ranking is then as fast or faster (``ranked``).
 _EXHAUSTIVE_PER_TERM_PAIR: Final = 83
-
-
-def weight(
-    found: npt.NDArray[Any], term_idf: float, avgdl: float, weights: tuple[float, float]
-) -> npt.NDArray[np.float64]:
-    """The term's BM25 weight in each of ``found`` (its postings), as ``bm25.scores`` computes it."""
-    freq = found["tf1"].astype(np.float64) * weights[0] + found["tf2"].astype(np.float64) * weights[1]
-    size = found["len"].astype(np.float64)
-    norm = K1 * ((1 - B) + (B * size) / avgdl)
-    result: npt.NDArray[np.float64] = term_idf * ((freq * (K1 + 1.0)) / (freq + norm))
-    return result
 
 
 @dataclass(frozen=True, slots=True)
