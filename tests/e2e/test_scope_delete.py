@@ -55,6 +55,8 @@ def delete_flow(base_url: str) -> None:
         for i in range(5):
             admin.post("/v1/scopes/doomed:a/atomic-memory", json={"text": f"doomed note {i} {SECRET}", "kind": "note"})
         admin.post("/v1/scopes/doomed:a/topic-memory", json={"title": "Doomed topic", "body": f"body {SECRET}"})
+        policy = {"explicit": "review", "model": "review"}  # a row of its own that must go with the Scope
+        assert admin.put("/v1/scopes/doomed:a/extraction-policy", json=policy).status_code == 200
         admin.post("/v1/scopes/keeper:c/atomic-memory", json={"text": "keeper note stays", "kind": "note"})
         assert SECRET in admin.post("/v1/context/prepare", json={"scope_id": "keeper:b", "query": "doomed note"}).text
 
@@ -88,6 +90,7 @@ def delete_flow(base_url: str) -> None:
         assert admin.post("/v1/scopes", json={"scope_id": "doomed:a", "title": "again"}).status_code == 201
         again = admin.post("/v1/scopes/doomed:a/atomic-memory/search", json={"query": "doomed note"}).json()
         assert again["hits"] == []
+        assert admin.get("/v1/scopes/doomed:a/extraction-policy").json()["origin"] == "server"
 
 
 def test_delete_a_scope_on_sqlite(tmp_path: Path) -> None:

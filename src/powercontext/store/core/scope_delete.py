@@ -51,7 +51,14 @@ class ScopeDeletion(Purges):
             for table in ("revision_sources", "artifact_embeddings", "purged_artifacts", "revisions"):
                 _delete_in(conn, table, "artifact", artifacts)
             _delete_in(conn, "revision_sources", "source_row", sources)
-            for table in ("idempotency_keys", "artifacts", "artifact_candidates", "sources", "fts_term_docs"):
+            for table in (
+                "idempotency_keys",
+                "artifacts",
+                "artifact_candidates",
+                "sources",
+                "fts_term_docs",
+                "extraction_policies",
+            ):
                 conn.execute(f"DELETE FROM {table} WHERE scope_id = ?", (scope_id,))
             chunks = self._delete_code(conn, scope_id)
             for tag in (scope_tag(scope_id), code_scope_tag(scope_id)):
