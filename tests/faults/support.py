@@ -36,6 +36,13 @@ class Server:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=30)
 
+    def events(self, last: int = 30) -> str:
+        """The Server log's last lines other than access lines (its events and warnings: error numbers, no
+        content), for an assertion's message."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        lines = [line for line in lines if "powercontext.access" not in line]
+        return "\n".join(lines[-last:])
+
     def stop(self) -> None:
         self.process.terminate()
         try:

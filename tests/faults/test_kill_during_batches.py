@@ -45,7 +45,7 @@ def test_kills_during_concurrent_batches_lose_nothing_acknowledged(backend: str,
             interrupted += bool(ledger.unanswered)
             server = start(store, tmp_path / f"server-{k + 1}.log")
             after = write_one(server.url, scope_id, f"single-{k} written after restart {k + 1}")
-            assert after.status_code == 201, f"restart {k + 1}: {after.status_code} {after.text}"
+            assert after.status_code == 201, f"restart {k + 1}: {after.status_code} {after.text}\n{server.events()}"
             singles.add(f"single-{k}")
             ledger.replay(server.url, scope_id)
         keys = stored_keys(server.url, scope_id)

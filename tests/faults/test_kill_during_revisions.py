@@ -78,7 +78,7 @@ def test_kills_during_compare_and_set_revisions_keep_one_winner_each(backend: st
                 thread.join(timeout=60)
             server = start(store, tmp_path / f"server-{k + 1}.log")
             after = write_one(server.url, scope_id, f"written after restart {k + 1}")
-            assert after.status_code == 201, f"restart {k + 1}: {after.status_code} {after.text}"
+            assert after.status_code == 201, f"restart {k + 1}: {after.status_code} {after.text}\n{server.events()}"
         with httpx.Client(base_url=server.url, verify=TLS, timeout=30) as http:
             head = http.get(f"/v1/scopes/{scope_id}/artifacts/atomic-memory/{artifact_id}").json()["head_revision"]
             stored = {}
