@@ -142,7 +142,7 @@ def held_writer_lock(raw: Any, wait_s: float = 1.0) -> bool:
 
 
 def settle_recovered_transactions(raw: Any, wait_s: float = SETTLE_WAIT_S) -> None:
-    """Wait, up to ``wait_s``, until the embedded engine holds no transaction but this session's own.
+    """Wait, up to ``wait_s``, until the embedded engine holds no transaction or row lock but this session's own.
 
     Call it when the store opens, before the Server serves: nothing else of this process talks to the engine
     yet, so any other transaction is one the engine recovered from before a crash. A transaction that had
@@ -150,7 +150,13 @@ def settle_recovered_transactions(raw: Any, wait_s: float = SETTLE_WAIT_S) -> No
     and holds its row locks until then (issue 42: the first write after a restart waited for them and answered
     ``503 store-unavailable`` after the 10 s lock wait, 1205). Past ``wait_s`` the store opens anyway, with a
     warning; a write then waits for those locks as before."""
-    query = "SELECT count(*) FROM oceanbase.__all_virtual_trans_stat WHERE session_id <> CONNECTION_ID()"
+    # A recovered transaction shows in the transaction list; its row locks show in the lock list, and both are
+    # read, since nothing proves the engine lists a recovered transaction as soon as it lists the locks it holds.
+    # Counts only: a lock's row key holds stored values.
+    query = (
+        "SELECT (SELECT count(*) FROM oceanbase.__all_virtual_trans_stat WHERE session_id <> CONNECTION_ID())"
+        " + (SELECT count(*) FROM oceanbase.__all_virtual_trans_lock_stat WHERE session_id <> CONNECTION_ID())"
+    )
     started = time.monotonic()
     logged = False
     while True:
