@@ -306,10 +306,11 @@ class Server:
     ready_seconds: float  # from spawn to the first 200 on /health/ready
 
 
-def _server_code(db: Path, port: int) -> str:
+def _server_code(db: Path, port: int, store: str | None = None) -> str:
+    where = f"store={store!r}" if store else f"db={str(db)!r}"
     return (
         "from powercontext.server.run import serve; from powercontext.settings import Settings; "
-        f"serve(Settings.from_env(db={str(db)!r}, host='127.0.0.1', port={port}))"
+        f"serve(Settings.from_env({where}, host='127.0.0.1', port={port}))"
     )
 
 
@@ -334,16 +335,21 @@ def wait_ready(
 
 @contextmanager
 def running_server(
-    db: Path, log_dir: Path, ready_timeout: float = 60.0, env: dict[str, str] | None = None
+    db: Path,
+    log_dir: Path,
+    ready_timeout: float = 60.0,
+    env: dict[str, str] | None = None,
+    store: str | None = None,
 ) -> Iterator[Server]:
-    """Spawn the Server on ``db`` (extra environment from ``env``); always terminated on exit."""
+    """Spawn the Server on ``db``, or on the store URL ``store`` when given (extra environment from ``env``);
+    always terminated on exit."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     log_path = log_dir / f"server-{port}.log"
     with log_path.open("wb") as log:
         spawned = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-c", _server_code(db, port)],
+            [sys.executable, "-c", _server_code(db, port, store)],
             stdout=log,
             stderr=log,
             env={**os.environ, **(env or {})},
