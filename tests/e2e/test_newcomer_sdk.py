@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -20,10 +22,13 @@ from powercontext import (
     Forbidden,
     NotFound,
     PowerContextClient,
+    PowerContextError,
     Scope,
     SyncPowerContextClient,
 )
 from tests.conftest import LiveServer, live_server
+from tests.hosts_e2e.support import hung_server
+from tests.support import free_port
 
 TOKEN = "newcomer-token-5Rz"
 
@@ -72,6 +77,28 @@ def test_the_sync_client_takes_a_blocking_transport(server: LiveServer) -> None:
     assert [hit.text for hit in found.hits] == ["Invoices are archived for ten years."]
     with SyncPowerContextClient(server.base_url, transport=httpx.AsyncHTTPTransport()) as client:
         assert client.get_scope(scope_id).scope_id == scope_id  # an async transport still works
+
+
+def test_a_blocking_transport_keeps_the_clients_deadline() -> None:
+    """The client's timeout reaches a blocking transport (the CLI's too): a Server that accepts and never answers
+    costs the deadline, not forever."""
+    with hung_server(port := free_port()):
+        outcome: list[BaseException] = []
+
+        def call() -> None:
+            with SyncPowerContextClient(f"http://127.0.0.1:{port}", transport=httpx.HTTPTransport(), timeout=0.5) as c:
+                try:
+                    c.list_scopes()
+                except PowerContextError as exc:
+                    outcome.append(exc)
+
+        started = time.monotonic()
+        thread = threading.Thread(target=call, daemon=True)
+        thread.start()
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "the call outlived its 0.5 s deadline by 10 s"
+    assert time.monotonic() - started < 5
+    assert len(outcome) == 1
 
 
 @pytest.mark.parametrize(

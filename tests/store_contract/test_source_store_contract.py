@@ -28,15 +28,20 @@ def _new(content: str) -> NewSource:
     return NewSource("prompt", content, "digest", (("AWS Access Key", 1),), SourceOrigin("codex", "s-1", 2))
 
 
+LEASE_S = 1.0
+
+
 def test_a_lease_is_held_by_one_worker_and_a_stale_claim_applies_nothing(store: Store) -> None:
     sources = _sources(store)
     store.create_scope("s", "S", [])
     created = sources.create_source("s", _new("remember: a"))
     assert created.status == "pending" and created.redactions == (("AWS Access Key", 1),)
-    (first,) = sources.claim_sources("worker-a", 0.05, 10, with_model=False)
+    # A lease long enough to be held at the next claim on a loaded machine (50 ms once expired in between).
+    claimed_at = time.monotonic()
+    (first,) = sources.claim_sources("worker-a", LEASE_S, 10, with_model=False)
     assert first.record.attempts == 1 and first.record.ref.origin == SourceOrigin("codex", "s-1", 2)
     assert sources.claim_sources("worker-b", 60, 10, with_model=False) == []  # held
-    time.sleep(0.1)  # the lease expires; another worker takes the Source over
+    time.sleep(max(0.0, claimed_at + LEASE_S + 0.1 - time.monotonic()))  # expired: another worker takes over
     (second,) = sources.claim_sources("worker-b", 60, 10, with_model=False)
     with pytest.raises(SourceLeaseLost):
         sources.finish_source(first, [CreateMemory("A", "fact")], "done")

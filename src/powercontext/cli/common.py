@@ -71,6 +71,24 @@ def fail(message: str, code: int = EXIT_REFUSED) -> typer.Exit:
     return typer.Exit(code)
 
 
+def client_for(url: str, timeout: float = 30.0) -> PowerContextClient:
+    """The client a command uses: its one request at a time goes over a blocking transport, so a command never
+    loads the async network stack (anyio's asyncio backend, a sizeable part of a short command's start-up).
+    With a proxy configured it keeps the client's own transport, which honours the proxy settings."""
+    import urllib.request
+
+    import httpx
+
+    from powercontext.client import PowerContextClient, _tls_verification
+    from powercontext.client.sync import _BlockingTransport
+
+    token = os.environ.get("POWERCONTEXT_TOKEN") or None
+    if any(urllib.request.getproxies().values()):
+        return PowerContextClient(url, token=token, timeout=timeout)
+    transport = _BlockingTransport(httpx.HTTPTransport(verify=_tls_verification(url)))
+    return PowerContextClient(url, token=token, timeout=timeout, transport=transport)
+
+
 def run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
     """Run one client call; a Server error or an invalid argument becomes a one-line message and the exit
     code of its class (``exit_code_for``)."""
@@ -78,10 +96,10 @@ def run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
 
     from pydantic import ValidationError
 
-    from powercontext.client import PowerContextClient, PowerContextError
+    from powercontext.client import PowerContextError
 
     async def go() -> T:
-        async with PowerContextClient(url, token=os.environ.get("POWERCONTEXT_TOKEN") or None) as client:
+        async with client_for(url) as client:
             return await call(client)
 
     try:
@@ -105,10 +123,10 @@ def _nearest_scope(url: str, scope: str) -> str | None:
     import asyncio
     import difflib
 
-    from powercontext.client import PowerContextClient, PowerContextError
+    from powercontext.client import PowerContextError
 
     async def scope_ids() -> list[str]:
-        async with PowerContextClient(url, token=os.environ.get("POWERCONTEXT_TOKEN") or None) as client:
+        async with client_for(url) as client:
             return [s.scope_id for s in await client.list_scopes()]
 
     try:

@@ -152,7 +152,10 @@ class _BlockingTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
-        blocking = httpx.Request(request.method, request.url, headers=request.headers, content=body)
+        # The extensions carry the client's timeout: without them the blocking transport would wait forever.
+        blocking = httpx.Request(
+            request.method, request.url, headers=request.headers, content=body, extensions=request.extensions
+        )
         response = self._transport.handle_request(blocking)
         content = response.read()
         response.close()
