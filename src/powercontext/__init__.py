@@ -15,14 +15,6 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
-    from powercontext.client.errors import (
-        Conflict,
-        Forbidden,
-        InvalidRequest,
-        NotFound,
-        PowerContextError,
-        Unavailable,
-    )
     from powercontext.client.sync import SyncPowerContextClient
     from powercontext.contract.memory import (
         AtomicMemory,
@@ -35,6 +27,14 @@ if TYPE_CHECKING:
     )
     from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
     from powercontext.contract.scopes import Scope
+    from powercontext.errors import (
+        Conflict,
+        Forbidden,
+        InvalidRequest,
+        NotFound,
+        PowerContextError,
+        Unavailable,
+    )
     from powercontext.server_url import BadServerUrl
 
 __all__ = [
@@ -65,12 +65,12 @@ __all__ = [
 _HOMES = {
     "PowerContextClient": "powercontext.client",
     "SyncPowerContextClient": "powercontext.client.sync",
-    "PowerContextError": "powercontext.client.errors",
-    "NotFound": "powercontext.client.errors",
-    "Conflict": "powercontext.client.errors",
-    "Forbidden": "powercontext.client.errors",
-    "Unavailable": "powercontext.client.errors",
-    "InvalidRequest": "powercontext.client.errors",
+    "PowerContextError": "powercontext.errors",
+    "NotFound": "powercontext.errors",
+    "Conflict": "powercontext.errors",
+    "Forbidden": "powercontext.errors",
+    "Unavailable": "powercontext.errors",
+    "InvalidRequest": "powercontext.errors",
     "PrepareContextRequest": "powercontext.contract.prepare",
     "PreparedContext": "powercontext.contract.prepare",
     "Scope": "powercontext.contract.scopes",

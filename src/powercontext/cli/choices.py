@@ -11,8 +11,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 
-import typer
-
 MEMORY_KINDS = ("decision", "constraint", "fact", "state", "next-step", "outcome", "note")
 SEARCH_MODES = ("auto", "fts", "vector", "hybrid")
 LIST_STATES = ("active", "forgotten", "retired", "merged", "all")
@@ -22,6 +20,8 @@ def one_of(words: tuple[str, ...]) -> Callable[[str], str]:
     """An option parser accepting one of ``words``; anything else is a usage error naming the nearest word."""
 
     def parse(value: str) -> str:
+        import typer  # here, not at the top: the short route (``cli.quick``) reads the word lists without Typer
+
         if value in words:
             return value
         near = difflib.get_close_matches(value, words, n=1, cutoff=0.5)

@@ -5,19 +5,25 @@ Only Typer is imported here, so ``powercontext --help`` stays fast.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from powercontext.cli.failures import EXIT_CONFLICT as EXIT_CONFLICT
+from powercontext.cli.failures import EXIT_NOT_FOUND as EXIT_NOT_FOUND
+from powercontext.cli.failures import EXIT_REFUSED as EXIT_REFUSED
+from powercontext.cli.failures import EXIT_UNREACHABLE as EXIT_UNREACHABLE
+from powercontext.cli.failures import EXIT_USAGE as EXIT_USAGE
+from powercontext.cli.failures import exit_code_for, told
 from powercontext.cli.terminal import say
+from powercontext.cli.wire_views import print_json as print_json
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from powercontext.client import PowerContextClient, PowerContextError
+    from powercontext.client import PowerContextClient
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 T = TypeVar("T")
@@ -61,10 +67,6 @@ StoreOption = Annotated[
 ]
 
 
-# Exit codes by class of failure (documented in docs/cli.md): scripts can branch without parsing text.
-EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNREACHABLE = 1, 2, 3, 4, 5
-
-
 def fail(message: str, code: int = EXIT_REFUSED) -> typer.Exit:
     """Print ``error: message`` on stderr; raise the returned ``Exit`` (code 1 unless told)."""
     say(f"error: {message}", err=True)
@@ -105,12 +107,9 @@ def run(url: str, call: Callable[[PowerContextClient], Awaitable[T]]) -> T:
     try:
         return asyncio.run(go())
     except PowerContextError as exc:
-        from powercontext.cli.hints import with_commands
-
         scope = next(iter(_command_scope), None)
         nearest = _nearest_scope(url, scope) if exc.code == "scope-not-found" and scope else None
-        message = with_commands(exc.code, exc.message, scope, nearest)
-        raise fail(f"{exc.code}: {message}", exit_code_for(exc)) from None
+        raise fail(told(exc, scope, nearest), exit_code_for(exc)) from None
     except ValidationError as exc:  # checked locally before sending; the value itself is not repeated
         from powercontext.contract.messages import describe_error
 
@@ -144,25 +143,6 @@ def local_failure(code: str, status: int, message: str) -> typer.Exit:
 
     text = with_commands(code, message, next(iter(_command_scope), None))
     return fail(f"{code}: {text}", exit_code_for(error_for(status, code, message)))
-
-
-def exit_code_for(error: PowerContextError) -> int:
-    """3 not found, 4 conflict, 5 Server unreachable (or unavailable), 2 an invalid request, else 1."""
-    from powercontext.client.errors import Conflict, InvalidRequest, NotFound, Unavailable
-
-    for family, code in (
-        (NotFound, EXIT_NOT_FOUND),
-        (Conflict, EXIT_CONFLICT),
-        (Unavailable, EXIT_UNREACHABLE),
-        (InvalidRequest, EXIT_USAGE),
-    ):
-        if isinstance(error, family):
-            return code
-    return EXIT_REFUSED
-
-
-def print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
 def printed_as_json(answer: BaseModel | Sequence[BaseModel], as_json: bool) -> bool:

@@ -28,6 +28,7 @@ from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.server import open_store_or_exit, settings_from_options
 from powercontext.cli.terminal import confirm_irreversible, say
+from powercontext.cli.wire_views import print_created, print_memory, print_search
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -39,16 +40,8 @@ memory_app = typer.Typer(no_args_is_help=True, help="Write, search and read Atom
 
 
 def _print_memory(memory: AtomicMemory, as_json: bool) -> None:
-    if printed_as_json(memory, as_json):
-        return
-    ref = memory.artifact_address.artifact
-    say(
-        f"{ref.artifact_id} revision {ref.revision} (head {memory.head_revision}, {memory.state}, {memory.kind},"
-        f" observed {memory.observed_at[:10]})"
-    )
-    if memory.merged_into:
-        say(f"merged into {memory.merged_into}")
-    say(memory.text)
+    if not printed_as_json(memory, as_json):
+        print_memory(memory.model_dump(mode="json"))
 
 
 def _print_page(page: AtomicMemoryList, as_json: bool) -> None:
@@ -91,12 +84,8 @@ def memory_add(
         url,
         lambda c: c.add_memory(scope, body, kind, tag or [], idempotency_key, observed_at),  # type: ignore[arg-type]
     )
-    _print_memory(memory, as_json)
-    if as_json or not memory.possibly_supersedes:
-        return
-    say("\nThis may replace earlier memories on the same subject (nothing was changed):")
-    for artifact_id in memory.possibly_supersedes:
-        say(f"  {artifact_id}: if it is outdated, run  powercontext memory retire {artifact_id} -s {scope}")
+    if not printed_as_json(memory, as_json):
+        print_created(memory.model_dump(mode="json"), scope)
 
 
 def _memory_text(text: str | None, file: Path | None) -> str:
@@ -290,12 +279,8 @@ def memory_search(
 ) -> None:
     """Search active Atomic Memory heads."""
     result = _run(url, lambda c: c.search_memory(scope, query, mode, limit))  # type: ignore[arg-type]
-    if printed_as_json(result, as_json):
-        return
-    say(f"mode {result.mode}, {len(result.hits)} hit(s)")
-    for hit in result.hits:
-        ref = hit.artifact_address.artifact
-        say(f"{hit.score:7.3f}  {ref.artifact_id}@{ref.revision}  [{hit.kind}]  {hit.text}")
+    if not printed_as_json(result, as_json):
+        print_search(result.model_dump(mode="json"))
 
 
 @memory_app.command("list")

@@ -9,7 +9,7 @@ stays exact.
 
 from __future__ import annotations
 
-import typer
+import sys
 
 from powercontext.text.urls import mask_credentials
 from powercontext.text.visible import terminal_text
@@ -23,14 +23,17 @@ def terminal_safe(text: str) -> str:
 
 
 def say(message: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """Print ``message`` for a person (stdout, or stderr with ``err``), terminal-safe."""
-    typer.echo(terminal_safe(message), err=err, nl=nl)
+    """Print ``message`` for a person (stdout, or stderr with ``err``), terminal-safe. Typer is not loaded for
+    this: the short route (``cli.quick``) prints with it too."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(terminal_safe(message) + ("\n" if nl else ""))
+    stream.flush()
 
 
 def confirm_irreversible(what: str, yes: bool) -> None:
     """Go on only with ``--yes``, or when a person at a terminal confirms; a script without ``--yes`` is refused
     (exit 2) before anything is sent."""
-    import sys
+    import typer
 
     if yes:
         return

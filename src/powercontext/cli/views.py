@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from powercontext.cli.terminal import say
+from powercontext.cli.wire_views import print_plain_prepared
 
 if TYPE_CHECKING:
     from powercontext.cli.rich_terminal import TerminalConsole
@@ -16,11 +17,7 @@ def print_prepared(prepared: PreparedContext, asked_for_receipt: bool) -> None:
     """The content exactly as an agent gets it, then what the Receipt says about it."""
     if prepared.receipt is None:
         # Nothing to tabulate: plain lines, so the common ``context prepare`` does not load Rich (~30 ms).
-        if prepared.status == "empty":
-            say("empty: nothing to inject for this request")
-        else:
-            say(prepared.content or "")
-            say(f"\n{prepared.content_bytes} bytes")
+        print_plain_prepared(prepared.model_dump(mode="json"))
         if asked_for_receipt:
             say("no Receipt was returned (the Server could not build a valid one)")
         return

@@ -16,7 +16,7 @@ from powercontext.client.errors import Conflict as Conflict
 from powercontext.client.errors import Forbidden as Forbidden
 from powercontext.client.errors import InvalidRequest as InvalidRequest
 from powercontext.client.errors import NotFound as NotFound
-from powercontext.client.errors import PowerContextError, error_for, with_methods
+from powercontext.client.errors import PowerContextError, error_from_answer, unreachable
 from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
@@ -61,6 +61,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(prepare, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -129,13 +131,11 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         try:
             response = await self._http.request(method, path, json=json, params=params, **extra)
         except httpx.TransportError as exc:
-            raise Unavailable(
-                0,
-                "server-unreachable",
-                f"no answer from {mask_credentials(self.base_url)} ({type(exc).__name__}); is it running?",
-            ) from exc
+            raise unreachable(mask_credentials(self.base_url), type(exc).__name__) from exc
         if response.status_code >= 400:
-            raise _error_from(response, mask_credentials(self.base_url))
+            raise error_from_answer(
+                response.status_code, response.content, response.request.url.path, mask_credentials(self.base_url)
+            )
         return model.model_validate_json(response.content)
 
     # -- context ---------------------------------------------------------------------------------
@@ -149,11 +149,13 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     async def explain_context(self, request: ExplainContextRequest) -> ContextExplanation:
         """Why each candidate of one prepare was selected or omitted (diagnostic; not for injection)."""
         from powercontext.contract.explain import ContextExplanation
+
         return await self._call("POST", "/v1/context/explain", ContextExplanation, request.to_wire())
 
     async def capabilities(self) -> Capabilities:
         """What this Server offers: families, search modes, providers and each route's body limit."""
         from powercontext.contract.capabilities import Capabilities
+
         return await self._call("GET", "/v1/capabilities", Capabilities)
 
     # -- scopes ----------------------------------------------------------------------------------
@@ -162,22 +164,26 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """Create a Scope (``Conflict`` ``scope-exists`` if it does); ``context_references`` are Scopes whose
         memories prepare also reads."""
         from powercontext.contract.scopes import Scope
+
         body = {"scope_id": scope_id, "title": title, "context_references": list(context_references)}
         return await self._call("POST", "/v1/scopes", Scope, body)
 
     async def list_scopes(self) -> list[Scope]:
         """Every Scope this caller may read."""
         from powercontext.contract.scopes import ScopeList
+
         return (await self._call("GET", "/v1/scopes", ScopeList)).items
 
     async def get_scope(self, scope_id: str) -> Scope:
         """One Scope (``NotFound`` ``scope-not-found`` if it does not exist or may not be read)."""
         from powercontext.contract.scopes import Scope
+
         return await self._call("GET", f"/v1/scopes/{_seg(scope_id)}", Scope)
 
     async def delete_scope(self, scope_id: str) -> ScopeDeleted:
         """Delete a Scope and everything in it, for good (needs the ``delete`` grant); irreversible."""
         from powercontext.contract.scopes import ScopeDeleted
+
         return await self._call("DELETE", f"/v1/scopes/{_seg(scope_id)}", ScopeDeleted, {"confirm": scope_id})
 
     # -- atomic memory ---------------------------------------------------------------------------
@@ -194,6 +200,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """Create one memory. ``observed_at`` (RFC 3339) is when it was true, if not now; the answer's
         ``possibly_supersedes`` lists earlier memories on the same subject it may replace (nothing is retired)."""
         from powercontext.contract.memory import AtomicMemoryCreate, AtomicMemoryCreated
+
         item = AtomicMemoryCreate(
             text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key, observed_at=observed_at
         )
@@ -203,6 +210,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """Create up to 500 memories in one transaction (all or nothing); ``replayed`` marks items whose
         idempotency_key was already stored with the same body (nothing new was written for them)."""
         from powercontext.contract.memory import AtomicMemoryBatch
+
         body = {"items": [_wire(i) for i in items]}
         return (await self._call("POST", f"{_mem(scope_id)}/batch", AtomicMemoryBatch, body)).items
 
@@ -212,6 +220,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """Search the active heads of a Scope's Atomic Memory; ``mode`` ``auto`` picks hybrid or vector search
         when an embedding provider is configured, else full-text (``fts``)."""
         from powercontext.contract.memory import AtomicMemorySearchResult
+
         body = {"query": query, "mode": mode, "limit": limit}
         return await self._call("POST", f"{_mem(scope_id)}/search", AtomicMemorySearchResult, body)
 
@@ -221,6 +230,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """One page of heads, newest first; pass the answer's ``next_cursor`` as ``cursor`` for the next.
         ``state``: active (default), forgotten, retired, merged or all."""
         from powercontext.contract.memory import AtomicMemoryList
+
         params: dict[str, str | int] = {"limit": limit, "state": state}
         if cursor is not None:
             params["cursor"] = cursor
@@ -238,6 +248,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """Write a new revision over head ``expected_revision`` (``Conflict`` ``revision-conflict`` if the head
         moved); ``kind`` and ``tags`` left as None keep the current ones."""
         from powercontext.contract.memory import AtomicMemory
+
         body: dict[str, Any] = {"text": text, "expected_revision": expected_revision}
         if kind is not None:
             body["kind"] = kind
@@ -251,6 +262,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """Apply ``action`` (``forget``, ``retire`` or ``restore``); with ``expected_revision`` only if the head
         is still that revision. Every revision stays readable exactly."""
         from powercontext.contract.memory import AtomicMemory
+
         body: dict[str, Any] = {"action": action}
         if expected_revision is not None:
             body["expected_revision"] = expected_revision
@@ -263,6 +275,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     async def purge_memory(self, scope_id: str, artifact_id: str) -> PurgedArtifactView:
         """Erase every revision of a memory for good (exact reads then fail with ``purged``, 410); irreversible."""
         from powercontext.contract.memory import PurgedArtifactView
+
         return await self._call("POST", f"{_mem(scope_id)}/{_seg(artifact_id)}/purge", PurgedArtifactView)
 
     async def retire_memory(self, scope_id: str, artifact_id: str) -> AtomicMemory:
@@ -280,6 +293,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """Merge exact revisions (``sources``: ``(artifact_id, revision)`` pairs) into one new memory; the
         sources become ``merged`` and point at it."""
         from powercontext.contract.memory import AtomicMemory
+
         body = {
             "sources": [{"artifact_id": a, "revision": r} for a, r in sources],
             "text": text,
@@ -291,6 +305,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     async def get_memory(self, scope_id: str, artifact_id: str, revision: int | None = None) -> AtomicMemory:
         """The head, or with ``revision`` that exact immutable revision."""
         from powercontext.contract.memory import AtomicMemory
+
         path = f"/v1/scopes/{_seg(scope_id)}/artifacts/atomic-memory/{_seg(artifact_id)}"
         if revision is not None:
             path += f"/revisions/{revision}"
@@ -304,6 +319,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         """Register or re-index a work tree. ``path`` is on the Server's file system (relative paths resolve
         against the Server's working directory), so pass an absolute path when the Server runs elsewhere."""
         from powercontext.contract.code import CodeIndexResult
+
         body: dict[str, Any] = {"path": path}
         if max_file_bytes is not None:
             body["max_file_bytes"] = max_file_bytes
@@ -312,6 +328,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     async def query_code(self, scope_id: str, query: str, limit: int = 10) -> CodeQueryResult:
         """Search every indexed work tree of the Scope; hits carry their exact ``CodeEvidenceRef``."""
         from powercontext.contract.code import CodeQueryResult
+
         body = {"query": query, "limit": limit}
         return await self._call("POST", f"{_code(scope_id)}/query", CodeQueryResult, body)
 
@@ -320,6 +337,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
     ) -> CodeSnippetResult:
         """The exact lines, if the file still has ``file_sha256`` (else ``PowerContextError`` ``code-changed``)."""
         from powercontext.contract.code import CodeSnippetResult
+
         params: dict[str, str | int] = {
             "fingerprint": fingerprint,
             "path": path,
@@ -357,19 +375,3 @@ def _code(scope_id: str) -> str:
 
 def _wire(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", exclude_none=True)
-
-
-def _error_from(response: httpx.Response, base_url: str) -> PowerContextError:
-    try:
-        err = response.json()["error"]
-        code, message = str(err["code"]), str(err["message"])
-    except (ValueError, KeyError, TypeError):
-        if response.status_code == 404:  # not a PowerContext answer at all: most likely the wrong URL
-            return error_for(404, "not-found", f"{base_url} answered 404 without a PowerContext error; {_URL_HINT}")
-        return error_for(response.status_code, "http-error", f"HTTP {response.status_code}")
-    if code == "not-found":  # no route at this path: the base URL has a prefix the Server does not serve
-        message = f"{message} at {response.request.url.path}; {_URL_HINT}"
-    return error_for(response.status_code, code, with_methods(message), err.get("request_id"))
-
-
-_URL_HINT = "is the base URL the Server's own, e.g. http://127.0.0.1:8765 (without /v1)?"
