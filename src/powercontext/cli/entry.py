@@ -2,7 +2,8 @@
 
 Agent hosts run the hook before every prompt and start ``powercontext mcp`` at every session, waiting for its
 ``initialize`` answer, so those two commands skip Typer, Rich and the other commands' imports. Everything else
-goes to the full CLI.
+goes to the full CLI, but for ``memory add``, ``memory search`` and ``context prepare`` in their common shape,
+which take a short route of their own (``cli.quick``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ def main() -> None:
     if url is not None:
         _serve_mcp(url or os.environ.get("POWERCONTEXT_URL", "").strip())
         return
+    from powercontext.cli.quick import answer
+
+    try:
+        code = answer(args)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    if code is not None:
+        raise SystemExit(code)
     _skip_unused_imports(args)
     from powercontext.cli.main import main as full_cli
 
