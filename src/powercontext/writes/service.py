@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from powercontext.contract.common import ArtifactFamily
 from powercontext.domain.lifecycle import LifecycleAction
-from powercontext.recall.supersession import superseded
+from powercontext.recall.supersession import says_something_changed, superseded
 from powercontext.search.channels import ChannelSearch
 from powercontext.search.embedding import GuardedEmbedder
 from powercontext.store.base import (
@@ -82,6 +82,8 @@ class WriteService(SourceCapture, FamilyWrites):
     def possibly_superseded(self, record: MemoryRecord) -> list[MemoryRecord]:
         """Active Atomic Memories of ``record``'s Scope, observed earlier, that ``record`` may replace (the
         ranking's supersession rule over a full-text search for its text). A hint: nothing is changed."""
+        if not says_something_changed(record.text):
+            return []  # the rule supersedes nothing for such a text: the search would be thrown away (~6 ms)
         hits = self._atomic_search.search(record.key.scope_id, record.text, "fts", SUPERSESSION_POOL).hits
         others = [h.record for h in hits if h.record.key.artifact_id != record.key.artifact_id]
         return superseded(record.text, record.observed, others, _observed_of, _text_of)
