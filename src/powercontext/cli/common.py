@@ -138,11 +138,10 @@ def _nearest_scope(url: str, scope: str) -> str | None:
 
 def local_failure(code: str, status: int, message: str) -> typer.Exit:
     """Like a Server error, for a failure in this process (``code index --db``): same message, same exit code."""
-    from powercontext.cli.hints import with_commands
-    from powercontext.client.errors import error_for
+    from powercontext.errors import error_for
 
-    text = with_commands(code, message, next(iter(_command_scope), None))
-    return fail(f"{code}: {text}", exit_code_for(error_for(status, code, message)))
+    error = error_for(status, code, message)
+    return fail(told(error, next(iter(_command_scope), None)), exit_code_for(error))
 
 
 def printed_as_json(answer: BaseModel | Sequence[BaseModel], as_json: bool) -> bool:
