@@ -342,7 +342,9 @@ def running_server(
     store: str | None = None,
 ) -> Iterator[Server]:
     """Spawn the Server on ``db``, or on the store URL ``store`` when given (extra environment from ``env``);
-    always terminated on exit."""
+    always terminated on exit. Full text only unless ``env`` or the environment sets ``POWERCONTEXT_EMBEDDINGS``:
+    a Server with no embedding setting uses the local model when it is installed, which would turn every
+    full-text bench into a hybrid one."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     log_path = log_dir / f"server-{port}.log"
@@ -352,7 +354,7 @@ def running_server(
             [sys.executable, "-c", _server_code(db, port, store)],
             stdout=log,
             stderr=log,
-            env={**os.environ, **(env or {})},
+            env={"POWERCONTEXT_EMBEDDINGS": "none", **os.environ, **(env or {})},
         )
         try:
             ready = wait_ready(process, f"{base_url}/health/ready", spawned, ready_timeout, log_path)
