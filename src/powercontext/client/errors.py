@@ -2,28 +2,7 @@
 
 from __future__ import annotations
 
-from powercontext.errors import (
-    Conflict,
-    Forbidden,
-    InvalidRequest,
-    NotFound,
-    PowerContextError,
-    Unavailable,
-    error_for,
-    error_from_answer,
-    unreachable,
-    with_methods,
-)
+from powercontext import errors as _errors
+from powercontext.errors import *  # noqa: F403
 
-__all__ = [
-    "Conflict",
-    "Forbidden",
-    "InvalidRequest",
-    "NotFound",
-    "PowerContextError",
-    "Unavailable",
-    "error_for",
-    "error_from_answer",
-    "unreachable",
-    "with_methods",
-]
+__all__ = _errors.__all__
