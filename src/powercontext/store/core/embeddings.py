@@ -33,6 +33,10 @@ def generation(conn: Any, scope_id: str, family: str) -> int:
 class Embeddings(StoreConnections):
     """The embedding part of ``Store``; mixed into ``SqlStore``."""
 
+    # The table, aliased ``e``, that the backlog and the status look a head's vector up in: a backend names an
+    # index there when its planner would otherwise read each whole row, vector included (SQLite, migration 15).
+    _EMBEDDINGS_E: str = "artifact_embeddings e"
+
     def embedding_backlog(self, model_id: str, after_rowid: int, limit: int) -> list[EmbeddingTask]:
         """Active heads after ``after_rowid`` (in rowid order) with no embedding by ``model_id``."""
         rows = (
@@ -40,7 +44,7 @@ class Embeddings(StoreConnections):
             .execute(
                 "SELECT a.id, a.scope_id, a.artifact_id, a.head_revision, r.body, a.family FROM artifacts a"
                 " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision"
-                " LEFT JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+                f" LEFT JOIN {self._EMBEDDINGS_E} ON e.artifact = a.id AND e.revision = a.head_revision"
                 f" WHERE a.id > ? AND a.family IN {EMBEDDED_FAMILIES} AND a.state = 'active'"
                 " AND (e.model_id IS NULL OR e.model_id != ?) ORDER BY a.id LIMIT ?",
                 (after_rowid, model_id, limit),
@@ -69,7 +73,7 @@ class Embeddings(StoreConnections):
             self._reader()
             .execute(
                 "SELECT COUNT(*), COUNT(e.model_id), COALESCE(SUM(e.model_id = ?), 0) FROM artifacts a"
-                " LEFT JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+                f" LEFT JOIN {self._EMBEDDINGS_E} ON e.artifact = a.id AND e.revision = a.head_revision"
                 f" WHERE a.family IN {EMBEDDED_FAMILIES} AND a.state = 'active'",
                 (model_id,),
             )

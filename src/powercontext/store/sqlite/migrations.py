@@ -318,6 +318,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         """
         + TAIL_SCHEMA,
     ),
+    (
+        15,
+        """
+        -- Which model each stored vector is by, without its 1,536 bytes: a vector spills its row to an overflow
+        -- page, so every lookup in artifact_embeddings itself reads a page of its own. The embedding backlog
+        -- (counted before a Server with a model serves) looks up every active head: 27-29 s at a million
+        -- memories through the table, 0.9-1.2 s through this index (store/core/embeddings.py).
+        CREATE INDEX artifact_embedding_models ON artifact_embeddings(artifact, revision, model_id);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -36,6 +36,7 @@ class SqliteStore(SqlStore):
     """The embedded default store (``Store``, ``FamilyStore``, ``PromptStore``, ``CodeStore``). Thread-safe."""
 
     _DRIVER_ERRORS = (sqlite.Error,)
+    _EMBEDDINGS_E = "artifact_embeddings e INDEXED BY artifact_embedding_models"  # migration 15
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
