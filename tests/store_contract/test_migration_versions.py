@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.store.base import Store
+from powercontext.store.base import NewMemory, Store
 from powercontext.store.core.driver import sqlite
 from powercontext.store.oceanbase import migrations as oceanbase_migrations
 from powercontext.store.sqlite import SqliteStore
@@ -78,5 +78,41 @@ def test_memories_written_before_observed_at_existed_read_as_observed_when_recor
         record = store.read_head("s", "am_old")
         assert record.text == "An old fact."
         assert record.observed == "2024-01-02T03:04:05.000Z"
+    finally:
+        store.close()
+
+
+def test_a_version_14_store_keeps_its_vectors_when_they_move_to_a_table_with_rowids(tmp_path: Path) -> None:
+    import numpy as np
+
+    path = tmp_path / "v14.db"
+    store = SqliteStore(path)
+    store.create_scope("s", "t", [])
+    store.create_memories("s", [NewMemory(f"note {i}", "fact", ()) for i in range(20)])
+    vectors = np.eye(20, 8, dtype=np.float32) + 0.01
+    assert store.write_embeddings("m", list(zip(store.embedding_backlog("m", 0, 100), vectors, strict=True))) == 20
+    store.close()
+    with contextlib.closing(sqlite.connect(path)) as conn:  # back to version 14's WITHOUT ROWID table
+        conn.executescript(
+            """
+            DROP INDEX artifacts_by_scope_rowid;
+            CREATE TABLE old (artifact INTEGER NOT NULL, revision INTEGER NOT NULL, model_id TEXT NOT NULL,
+              vector BLOB NOT NULL, PRIMARY KEY (artifact, revision),
+              FOREIGN KEY (artifact, revision) REFERENCES revisions(artifact, revision)) WITHOUT ROWID;
+            INSERT INTO old SELECT artifact, revision, model_id, vector FROM artifact_embeddings;
+            DROP TABLE artifact_embeddings;
+            ALTER TABLE old RENAME TO artifact_embeddings;
+            DELETE FROM schema_migrations WHERE version = 15;
+            """
+        )
+        with pytest.raises(sqlite.OperationalError):
+            conn.execute("SELECT rowid FROM artifact_embeddings")
+    store = SqliteStore(path)
+    try:
+        assert store.embedding_status("m").current_model == 20
+        assert store.embedding_backlog("m", 0, 100) == []
+        hits = store.search_vector("s", "m", vectors[7], 1)
+        assert [h.record.text for h in hits] == ["note 7"]
+        assert len(store._reader().execute("SELECT rowid FROM artifact_embeddings").fetchall()) == 20  # type: ignore[attr-defined]
     finally:
         store.close()

@@ -118,28 +118,38 @@ def test_no_statement_of_a_prepare_walks_a_scopes_rows(tmp_path: Path) -> None:
     assert walks == {}, "\n".join(f"{step}  <-  {statement}" for step, statement in walks.items())
 
 
-def test_the_embedding_backlog_reads_the_model_index_not_the_vectors(tmp_path: Path) -> None:
-    """The backlog a Server with a model counts before it serves looks up every active head's vector by model. In
-    ``artifact_embeddings`` itself each lookup reads the row's overflow page (the vector): at a million memories
-    that count took 27-29 s against 0.9-1.2 s through the model index (migration 15)."""
+def test_the_vector_reads_use_their_indexes_not_the_vector_rows(tmp_path: Path) -> None:
+    """The embedding backlog (counted before a Server with a model serves) looks each active head up in the model
+    index, and a Scope's vector matrix loads its heads in rowid order, the order the vectors were written in.
+    Through ``artifact_embeddings`` itself, WITHOUT ROWID as it was, the backlog at a million memories took
+    27-29 s and the matrix ~50 s (migration 15)."""
+    import numpy as np
+
     TracedStore.statements = []
-    store = TracedStore(tmp_path / "backlog.db")
+    store = TracedStore(tmp_path / "vectors.db")
     try:
         store.create_scope(SCOPE, "plans", [])
         store.create_memories(SCOPE, [NewMemory(f"note {i}", "fact", ()) for i in range(50)])
         TracedStore.statements.clear()
-        assert len(store.embedding_backlog("model-a", 0, 1_000)) == 50
+        backlog = store.embedding_backlog("model-a", 0, 1_000)
+        assert len(backlog) == 50
         assert store.embedding_status("model-a").active_heads == 50
-        statements = [s for s in dict.fromkeys(TracedStore.statements) if "artifact_embeddings" in s]
+        vectors = np.eye(50, 8, dtype=np.float32) + 0.01
+        assert store.write_embeddings("model-a", list(zip(backlog, vectors, strict=True))) == 50
+        assert len(store.search_vector(SCOPE, "model-a", vectors[3], 5)) == 5
+        statements = [
+            s for s in dict.fromkeys(TracedStore.statements) if "artifact_embeddings" in s and s.startswith("SELECT")
+        ]
     finally:
         store.close()
-    assert len(statements) == 2
-    conn = sqlite.connect(str(tmp_path / "backlog.db"))
+    conn = sqlite.connect(str(tmp_path / "vectors.db"))
     try:
-        for statement in statements:
-            steps = [step for step in _plan(conn, statement) if step.startswith("SEARCH e ")]
-            assert steps == [
-                "SEARCH e USING COVERING INDEX artifact_embedding_models (artifact=? AND revision=?) LEFT-JOIN"
-            ], statement
+        plans = {statement: _plan(conn, statement) for statement in statements}
     finally:
         conn.close()
+    lookups = [step for plan in plans.values() for step in plan if step.startswith("SEARCH e ")]
+    walks = [step for plan in plans.values() for step in plan if step.startswith("SEARCH a USING INDEX")]
+    assert len(plans) == 3, plans  # the backlog, the status, the matrix
+    assert "SEARCH a USING INDEX artifacts_by_scope_rowid (scope_id=? AND family=?)" in walks
+    assert all("INDEX artifact_embedding_models" in step for step in lookups), plans
+    assert sum("COVERING INDEX artifact_embedding_models" in step for step in lookups) == 2, plans

@@ -304,8 +304,8 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
     ),
     # SQLite's tail rows of its packed index (store/sqlite/tails.py); this store's writer keeps no tail.
     (14, []),
-    # SQLite's covering index of each vector's model (see the SQLite migration 15): there a vector spills its row
-    # to an overflow page; here the backlog's lookups were not measured slow (seekdb hybrid at 1M: not run).
+    # SQLite's artifact_embeddings gets rowids and two indexes (see the SQLite migration 15): there a vector
+    # overflowed its cell. Here rows are not stored that way; seekdb hybrid at 1M was not measured.
     (15, []),
 ]
 

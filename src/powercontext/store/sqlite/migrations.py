@@ -321,11 +321,27 @@ MIGRATIONS: list[tuple[int, str]] = [
     (
         15,
         """
-        -- Which model each stored vector is by, without its 1,536 bytes: a vector spills its row to an overflow
-        -- page, so every lookup in artifact_embeddings itself reads a page of its own. The embedding backlog
-        -- (counted before a Server with a model serves) looks up every active head: 27-29 s at a million
-        -- memories through the table, 0.9-1.2 s through this index (store/core/embeddings.py).
+        -- artifact_embeddings becomes a table with rowids. WITHOUT ROWID, a 1,536-byte vector overflowed its
+        -- b-tree cell to a page of its own (4.7 KB per vector), and every key comparison of a lookup read that
+        -- overflow: the vector matrix of a million-memory Scope took ~50 s to load and the embedding backlog
+        -- (counted before a Server with a model serves) 27-29 s. With rowids a vector stays in its cell, the
+        -- key lives in a small unique index, and the matrix loads in ~3-5 s, walking the Scope's heads in rowid
+        -- order (artifacts_by_scope_rowid), as the vectors were written; the backlog reads only the model index
+        -- (store/core/embeddings.py). The old table's pages go back to the file's free list.
+        CREATE TABLE artifact_embeddings_v15 (
+          artifact INTEGER NOT NULL,
+          revision INTEGER NOT NULL,
+          model_id TEXT NOT NULL,
+          vector BLOB NOT NULL,
+          UNIQUE (artifact, revision),
+          FOREIGN KEY (artifact, revision) REFERENCES revisions(artifact, revision)
+        );
+        INSERT INTO artifact_embeddings_v15 (artifact, revision, model_id, vector)
+          SELECT artifact, revision, model_id, vector FROM artifact_embeddings ORDER BY artifact, revision;
+        DROP TABLE artifact_embeddings;
+        ALTER TABLE artifact_embeddings_v15 RENAME TO artifact_embeddings;
         CREATE INDEX artifact_embedding_models ON artifact_embeddings(artifact, revision, model_id);
+        CREATE INDEX artifacts_by_scope_rowid ON artifacts(scope_id, family, id);
         """,
     ),
 ]
