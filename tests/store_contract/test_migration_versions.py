@@ -114,5 +114,6 @@ def test_a_version_14_store_keeps_its_vectors_when_they_move_to_a_table_with_row
         hits = store.search_vector("s", "m", vectors[7], 1)
         assert [h.record.text for h in hits] == ["note 7"]
         assert len(store._reader().execute("SELECT rowid FROM artifact_embeddings").fetchall()) == 20  # type: ignore[attr-defined]
+        assert store._writer.execute("PRAGMA secure_delete").fetchone() == (1,)  # purges still zero what they free
     finally:
         store.close()

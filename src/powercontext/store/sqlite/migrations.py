@@ -327,7 +327,9 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- (counted before a Server with a model serves) 27-29 s. With rowids a vector stays in its cell, the
         -- key lives in a small unique index, and the matrix loads in ~3-5 s, walking the Scope's heads in rowid
         -- order (artifacts_by_scope_rowid), as the vectors were written; the backlog reads only the model index
-        -- (store/core/embeddings.py). The old table's pages go back to the file's free list.
+        -- (store/core/embeddings.py). The old table's pages go back to the file's free list, not zeroed: they
+        -- hold the vectors just copied (a purged memory's were zeroed at its purge), and zeroing 4.7 GB at a
+        -- million memories took the upgrade from ~35 s to ~2 min and wrote as much again to the WAL.
         CREATE TABLE artifact_embeddings_v15 (
           artifact INTEGER NOT NULL,
           revision INTEGER NOT NULL,
@@ -336,12 +338,7 @@ MIGRATIONS: list[tuple[int, str]] = [
           UNIQUE (artifact, revision),
           FOREIGN KEY (artifact, revision) REFERENCES revisions(artifact, revision)
         );
-        INSERT INTO artifact_embeddings_v15 (artifact, revision, model_id, vector)
-          SELECT artifact, revision, model_id, vector FROM artifact_embeddings ORDER BY artifact, revision;
-        DROP TABLE artifact_embeddings;
-        ALTER TABLE artifact_embeddings_v15 RENAME TO artifact_embeddings;
-        CREATE INDEX artifact_embedding_models ON artifact_embeddings(artifact, revision, model_id);
-        CREATE INDEX artifacts_by_scope_rowid ON artifacts(scope_id, family, id);
+        -- The rows move and the indexes are made by _vectors_with_rowids, below.
         """,
     ),
 ]
@@ -371,9 +368,26 @@ def _index_packed(conn: Any) -> None:
     pack_every_scope(conn)
 
 
+def _vectors_with_rowids(conn: Any) -> None:
+    (secure,) = conn.execute("PRAGMA secure_delete").fetchone()
+    conn.execute("PRAGMA secure_delete = OFF")
+    try:
+        for statement in (
+            "INSERT INTO artifact_embeddings_v15 (artifact, revision, model_id, vector)"
+            " SELECT artifact, revision, model_id, vector FROM artifact_embeddings ORDER BY artifact, revision",
+            "DROP TABLE artifact_embeddings",
+            "ALTER TABLE artifact_embeddings_v15 RENAME TO artifact_embeddings",
+            "CREATE INDEX artifact_embedding_models ON artifact_embeddings(artifact, revision, model_id)",
+            "CREATE INDEX artifacts_by_scope_rowid ON artifacts(scope_id, family, id)",
+        ):
+            conn.execute(statement)
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+
+
 # Data steps that run after a migration's SQL, in the same transaction. (Migration 9's, which filled per-Scope
 # FTS5 tables, is gone: migration 11 replaces those tables and indexes everything again.)
-DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs, 11: _index_packed}
+DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs, 11: _index_packed, 15: _vectors_with_rowids}
 
 
 def apply_migrations(conn: Any, now: str) -> int:
@@ -396,6 +410,10 @@ def apply_migrations(conn: Any, now: str) -> int:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if version in DATA_STEPS:
+            # A data step may rewrite much of the file (migration 15 at a million memories: ~2.5 GB through the
+            # WAL); the WAL keeps its largest size until truncated.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return LATEST_VERSION
 
 
