@@ -325,11 +325,12 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- b-tree cell to a page of its own (4.7 KB per vector), and every key comparison of a lookup read that
         -- overflow: the vector matrix of a million-memory Scope took ~50 s to load and the embedding backlog
         -- (counted before a Server with a model serves) 27-29 s. With rowids a vector stays in its cell, the
-        -- key lives in a small unique index, and the matrix loads in ~3-5 s, walking the Scope's heads in rowid
-        -- order (artifacts_by_scope_rowid), as the vectors were written; the backlog reads only the model index
-        -- (store/core/embeddings.py). The old table's pages go back to the file's free list, not zeroed: they
-        -- hold the vectors just copied (a purged memory's were zeroed at its purge), and zeroing 4.7 GB at a
-        -- million memories took the upgrade from ~35 s to ~2 min and wrote as much again to the WAL.
+        -- key lives in a small unique index, and the matrix reads its rows in ~3-5 s (~11 s with building it),
+        -- walking the Scope's heads in rowid order (artifacts_by_scope_rowid), as the vectors were written; the
+        -- backlog reads only the model index (store/core/embeddings.py). The old table's pages go back to the
+        -- file's free list, not zeroed: they hold the vectors just copied (a purged memory's were zeroed at its
+        -- purge), and zeroing 4.7 GB at a million memories took the upgrade from ~35 s to ~2 min and wrote as
+        -- much again to the WAL.
         CREATE TABLE artifact_embeddings_v15 (
           artifact INTEGER NOT NULL,
           revision INTEGER NOT NULL,
