@@ -9,11 +9,10 @@ all of them (tests/store_contract/test_migration_versions.py checks this).
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from powercontext.store.core.schema_versions import pending_migrations
+from powercontext.store.sqlite.data_steps import DATA_STEPS
 from powercontext.store.sqlite.packed import SCHEMA as PACKED_SCHEMA
 from powercontext.store.sqlite.tails import TAIL_SCHEMA
 
@@ -339,7 +338,7 @@ MIGRATIONS: list[tuple[int, str]] = [
           UNIQUE (artifact, revision),
           FOREIGN KEY (artifact, revision) REFERENCES revisions(artifact, revision)
         );
-        -- The rows move and the indexes are made by _vectors_with_rowids, below.
+        -- The rows move and the indexes are made by data_steps.vectors_with_rowids.
         """,
     ),
 ]
@@ -347,48 +346,6 @@ MIGRATIONS: list[tuple[int, str]] = [
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 
-def _backfill_term_docs(conn: Any) -> None:
-    from powercontext.text.tokenize import terms
-
-    counts: Counter[tuple[str, str]] = Counter()
-    rows = conn.execute(
-        "SELECT a.scope_id, r.body FROM artifacts a"
-        " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision WHERE a.state = 'active'"
-    )
-    for scope_id, body in rows:
-        # "" counts the Scope's active heads (see store.ACTIVE_DOCS).
-        counts.update((scope_id, term) for term in {"", *terms(body)})
-    conn.executemany(
-        "INSERT INTO fts_term_docs (scope_id, term, docs) VALUES (?, ?, ?)", [(s, t, n) for (s, t), n in counts.items()]
-    )
-
-
-def _index_packed(conn: Any) -> None:
-    from powercontext.store.sqlite.reindex import pack_every_scope
-
-    pack_every_scope(conn)
-
-
-def _vectors_with_rowids(conn: Any) -> None:
-    (secure,) = conn.execute("PRAGMA secure_delete").fetchone()
-    conn.execute("PRAGMA secure_delete = OFF")
-    try:
-        for statement in (
-            "INSERT INTO artifact_embeddings_v15 (artifact, revision, model_id, vector)"
-            " SELECT artifact, revision, model_id, vector FROM artifact_embeddings ORDER BY artifact, revision",
-            "DROP TABLE artifact_embeddings",
-            "ALTER TABLE artifact_embeddings_v15 RENAME TO artifact_embeddings",
-            "CREATE INDEX artifact_embedding_models ON artifact_embeddings(artifact, revision, model_id)",
-            "CREATE INDEX artifacts_by_scope_rowid ON artifacts(scope_id, family, id)",
-        ):
-            conn.execute(statement)
-    finally:
-        conn.execute(f"PRAGMA secure_delete = {int(secure)}")
-
-
-# Data steps that run after a migration's SQL, in the same transaction. (Migration 9's, which filled per-Scope
-# FTS5 tables, is gone: migration 11 replaces those tables and indexes everything again.)
-DATA_STEPS: dict[int, Callable[[Any], None]] = {2: _backfill_term_docs, 11: _index_packed, 15: _vectors_with_rowids}
 
 
 def apply_migrations(conn: Any, now: str) -> int:
