@@ -113,11 +113,12 @@ def test_a_mistyped_scope_and_a_stopped_server_are_told_alike(server: LiveServer
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    args = ["context", "prepare", "-s", scope_id, "-q", "settlement"]
-    short, full = run(SHORT, args, closed), run(FULL, args, closed)
-    assert short.returncode == full.returncode == 5
-    assert short.stderr == full.stderr
-    assert "server-unreachable" in short.stderr
+    # A read goes to the full CLI; a write is told by the short route (it is never sent twice): same words.
+    for args in (["context", "prepare", "-s", scope_id, "-q", "settlement"], ["memory", "add", "x", "-s", scope_id]):
+        short, full = run(SHORT, args, closed), run(FULL, args, closed)
+        assert short.returncode == full.returncode == 5
+        assert short.stderr == full.stderr
+        assert "server-unreachable" in short.stderr
 
 
 class _FailingServer(ThreadingHTTPServer):

@@ -2,24 +2,21 @@
 
 Those three are what scripts and people run most, each as a fresh process. Loading Typer, pydantic's models and
 httpx costs such a process about 200 ms before it sends anything (issue 41). This route reads the few options
-it knows, sends the one request over ``http.client`` and prints the answer with the views the full CLI uses
-(``cli.wire_views``), so the output is the same.
+it knows, sends the one request with the hooks' bounded POST (``http_post``: a total deadline, no ``http.client``)
+and prints the answer with the views the full CLI uses (``cli.wire_views``), so the output is the same.
 
 Anything else goes to the full CLI, unchanged: ``--help``, an option this route does not know (or ``--opt=value``,
-or an option given twice), a value that looks like an option, ``https``, a proxy, an unusual URL. An error answer
-that changed nothing (any 4xx, a refused connection, or an error answer to a read) goes there too: the full CLI
-sends the request again and tells the error with every hint it has (the nearest Scope, the local check of a
-field). Only what must not be sent twice is told here, in the full CLI's words (``cli.failures``): a timeout,
-and an error answer to a write that is not a 4xx.
+or an option given twice), a value that looks like an option, ``https``, a proxy, an unusual URL. So does a request
+that changed nothing: a read that failed or got an error answer, a write refused with a 4xx. The full CLI sends it
+again and tells the error with every hint it has (the nearest Scope, the local check of a field). A write that
+may have been applied is never sent twice: a transport failure or an error answer that is not a 4xx is told here,
+in the full CLI's words (``cli.failures``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import json
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,7 +30,9 @@ from powercontext.cli.wire_views import print_created, print_json, print_plain_p
 if TYPE_CHECKING:
     from powercontext.errors import PowerContextError
 
-TIMEOUT_S = 30.0  # the full CLI's client timeout
+TIMEOUT_S = 30.0  # the full CLI's client timeout; here a total deadline (``http_post``)
+# A failed write's cause, as httpx names it to the full CLI: no connection (refused, mostly), or the deadline.
+_CAUSES = {"unavailable": "ConnectError", "timeout": "ReadTimeout"}
 DEFAULT_URL = "http://127.0.0.1:8765"
 
 
@@ -180,12 +179,20 @@ def _run(command: QuickCommand, base: str) -> int:
         body = {"scope_id": scope, "query": values["query"], "max_bytes": int(values.get("max_bytes", 8000))}
         path, is_write = "/v1/context/prepare", False
     from powercontext.errors import error_from_answer, unreachable
+    from powercontext.http_post import TransportFailure, post_json
     from powercontext.text.urls import mask_credentials
 
+    token = os.environ.get("POWERCONTEXT_TOKEN", "").strip() or None
     try:
-        status, raw = _post(base, path, body)
-    except _NoAnswer as exc:
-        return _tell(unreachable(mask_credentials(base), str(exc)), scope)
+        answered = post_json(base, path, body, token=token, timeout_s=TIMEOUT_S)
+    except UnicodeEncodeError:
+        raise _Unanswered from None  # undecodable bytes in an argument: the full CLI refuses them
+    except TransportFailure as exc:
+        if exc.kind == "bad_url" or (not is_write and exc.kind != "timeout"):
+            raise _Unanswered from None  # nothing was sent, or a read: the full CLI sends it again and tells
+        # A write may have been applied: never sent again; told in the words httpx gives the full CLI.
+        return _tell(unreachable(mask_credentials(base), _CAUSES.get(exc.kind, "RemoteProtocolError")), scope)
+    status, raw = answered.status, answered.body
     if status >= 400:
         if status < 500 or not is_write:
             raise _Unanswered
@@ -205,56 +212,6 @@ def _run(command: QuickCommand, base: str) -> int:
     return 0
 
 
-class _NoAnswer(Exception):
-    """The request was sent (or its connection timed out) and no whole answer came; the text names the failure
-    as httpx names it (``ConnectTimeout``, ``ReadTimeout``, ``ReadError``)."""
-
-
 def _tell(error: PowerContextError, scope: str) -> int:
     say(f"error: {told(error, scope)}", err=True)
     return exit_code_for(error)
-
-
-def _post(base: str, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
-    """POST ``body`` as JSON and return (status, answer bytes), all within ``TIMEOUT_S``: at the deadline the
-    socket is shut, whatever read is waiting (a status line or a body that trickles). ``_Unanswered`` when no
-    connection was made (nothing was sent); ``_NoAnswer`` otherwise."""
-    import socket
-    import threading
-
-    parts = urlsplit(base)
-    started = time.monotonic()
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port or 80, timeout=TIMEOUT_S)
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    token = os.environ.get("POWERCONTEXT_TOKEN", "").strip()
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        connection.connect()
-    except TimeoutError:
-        raise _NoAnswer("ConnectTimeout") from None
-    except OSError:
-        raise _Unanswered from None  # refused, no route, unknown host: nothing was sent
-    sock = connection.sock  # the response reads from it even after the connection lets go of it
-    expired = threading.Event()
-
-    def cut() -> None:
-        expired.set()
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-    deadline = threading.Timer(max(TIMEOUT_S - (time.monotonic() - started), 0.0), cut)
-    deadline.daemon = True
-    deadline.start()
-    try:
-        connection.request("POST", parts.path + path, json.dumps(body).encode(), headers)
-        response = connection.getresponse()
-        raw = response.read()
-    except (OSError, http.client.HTTPException):
-        raise _NoAnswer("ReadTimeout" if expired.is_set() else "ReadError") from None
-    finally:
-        deadline.cancel()
-        connection.close()
-    if expired.is_set():
-        raise _NoAnswer("ReadTimeout")
-    return response.status, raw
