@@ -27,6 +27,8 @@ import fcntl
 import glob
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -160,6 +162,14 @@ def engine_socket(pid: int) -> dict[str, str]:
     sockets = glob.glob(f"{tempfile.gettempdir()}/pylibseekdb-uds-{pid}-*/run/sql.sock")
     assert len(sockets) == 1, f"the engine socket of process {pid} was not found: {sockets}"
     return {"unix_socket": sockets[0], "user": "root"}
+
+
+def store_copy(source: str, target: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``powercontext store copy --from source --to target`` as a user runs it (a forked console script)."""
+    from tests import forked
+
+    command = [sys.executable, "-m", "powercontext", "store", "copy", "--from", source, "--to", target]
+    return forked.run(command, capture_output=True, text=True, timeout=timeout)
 
 
 def new_engine_dir(parent: Path, name: str = "engine") -> Path:

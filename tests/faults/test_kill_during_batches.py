@@ -10,13 +10,11 @@ replayed or all new), and in the end the Scope holds exactly one memory per ackn
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests import forked
 from tests.faults.support import Ledger, concurrent_batches, create_scope, start, store_url, stored_keys, write_one
 from tests.support import unique
 
@@ -33,15 +31,10 @@ UNSETTLED = "event=store.recovered_transactions.unsettled"
 def copied(store: str, directory: Path) -> str:
     """``store`` copied by ``powercontext store copy`` into a new embedded engine directory, as docs/oceanbase.md
     tells an operator to do with a store whose engine keeps a recovered transaction."""
-    from tests.seekdb_support import new_engine_dir
+    from tests.seekdb_support import new_engine_dir, store_copy
 
     target = f"seekdb://{new_engine_dir(directory)}"
-    done = forked.run(
-        [sys.executable, "-m", "powercontext", "store", "copy", "--from", store, "--to", target],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = store_copy(store, target)
     assert done.returncode == 0, done.stderr[-2000:]
     return target
 

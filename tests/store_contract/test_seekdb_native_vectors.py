@@ -8,7 +8,6 @@ that already holds embeddings refuses the option and says how to switch.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,8 +18,7 @@ import pytest
 from powercontext.store.base import Embedding, MemoryEdit, NewMemory, NewTopic
 from powercontext.store.location import StoreLocation, parse_store_url
 from powercontext.store.sqlite import SqliteStore
-from tests import forked
-from tests.seekdb_support import fresh_location, new_engine_dir, open_emptied, open_seekdb, require_seekdb
+from tests.seekdb_support import fresh_location, new_engine_dir, open_emptied, open_seekdb, require_seekdb, store_copy
 
 if TYPE_CHECKING:  # importing the store needs the oceanbase extra
     from powercontext.store.oceanbase.store import OceanBaseStore
@@ -102,12 +100,7 @@ def test_store_copy_fills_the_vector_columns(tmp_path: Path) -> None:
     source.close()
     target = f"seekdb://{new_engine_dir(tmp_path)}?vectors=native"
     source_url = f"sqlite://{tmp_path / 'source.db'}"
-    copied = forked.run(
-        [sys.executable, "-m", "powercontext", "store", "copy", "--from", source_url, "--to", target],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    copied = store_copy(source_url, target, timeout=300)
     assert copied.returncode == 0, copied.stderr
     assert "every table matches" in copied.stdout
     store = open_seekdb(parse_store_url(target))

@@ -12,11 +12,18 @@ from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.memory_rows import EMBEDDED_FAMILIES, FAMILY
 from powercontext.store.core.vectors import Vector, from_blob
 
-ARTIFACT_VECTORS: Final = (
-    "SELECT a.id, e.vector FROM artifacts a"
-    " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
-    " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?"
-)
+
+def artifact_vectors(artifacts: str = "artifacts a") -> str:
+    """The statement a (Scope, family, model) vector matrix loads from; ``artifacts`` is the table it walks,
+    aliased ``a`` (a backend may name an index there: SQLite walks the heads in rowid order)."""
+    return (
+        f"SELECT a.id, e.vector FROM {artifacts}"
+        " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
+        " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?"
+    )
+
+
+ARTIFACT_VECTORS: Final = artifact_vectors()
 CODE_VECTORS: Final = (
     "SELECT c.id, e.vector FROM code_chunk_embeddings e JOIN code_chunks c ON c.id = e.chunk"
     " JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ? AND e.model_id = ?"

@@ -346,8 +346,6 @@ MIGRATIONS: list[tuple[int, str]] = [
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 
-
-
 def apply_migrations(conn: Any, now: str) -> int:
     """Apply every pending migration, each in its own transaction. Returns the schema version."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -16,7 +16,7 @@ from typing import Any
 
 from powercontext.store.base import Scored, ScoredMemory
 from powercontext.store.core.driver import sqlite
-from powercontext.store.core.embeddings import CODE_VECTORS
+from powercontext.store.core.embeddings import CODE_VECTORS, artifact_vectors
 from powercontext.store.core.embeddings import generation as vector_generation
 from powercontext.store.core.family_rows import now
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record
@@ -32,11 +32,7 @@ from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES, check_
 _BUSY_TIMEOUT_MS = 10_000
 # The Scope's heads in rowid order, the order their vectors were written in (migration 15): walked by artifact id
 # instead, a million-memory matrix reads its vectors all over the file: 32 s of SQLite reads against 3-5 s.
-_ARTIFACT_VECTORS_IN_ROWID_ORDER = (
-    "SELECT a.id, e.vector FROM artifacts a INDEXED BY artifacts_by_scope_rowid"
-    " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
-    " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?"
-)
+_ARTIFACT_VECTORS_IN_ROWID_ORDER = artifact_vectors("artifacts a INDEXED BY artifacts_by_scope_rowid")
 
 
 class SqliteStore(SqlStore):
