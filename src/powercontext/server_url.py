@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-__all__ = ["BadServerUrl", "check_server_url"]
+__all__ = ["DEFAULT_URL", "BadServerUrl", "check_server_url"]
 
-EXAMPLE = "http://127.0.0.1:8765"
+# Where a client looks for the Server when given no address (the Server's own default port).
+DEFAULT_URL = "http://127.0.0.1:8765"
+EXAMPLE = DEFAULT_URL
 
 
 class BadServerUrl(ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-DEFAULT_URL = "http://127.0.0.1:8765"
+from powercontext.server_url import DEFAULT_URL
 
 
 def mcp_arguments(args: list[str]) -> str | None:

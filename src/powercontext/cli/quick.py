@@ -26,6 +26,7 @@ from powercontext.cli.choices import MEMORY_KINDS, SEARCH_MODES
 from powercontext.cli.failures import exit_code_for, told
 from powercontext.cli.terminal import say
 from powercontext.cli.wire_views import print_created, print_json, print_plain_prepared, print_search
+from powercontext.server_url import DEFAULT_URL
 
 if TYPE_CHECKING:
     from powercontext.errors import PowerContextError
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 TIMEOUT_S = 30.0  # the full CLI's client timeout; here a total deadline (``http_post``)
 # A failed write's cause, as httpx names it to the full CLI: no connection (refused, mostly), or the deadline.
 _CAUSES = {"unavailable": "ConnectError", "timeout": "ReadTimeout"}
-DEFAULT_URL = "http://127.0.0.1:8765"
 
 
 @dataclass(frozen=True)
