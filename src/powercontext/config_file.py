@@ -19,6 +19,8 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from powercontext.server_url import DEFAULT_URL
+
 __all__ = [
     "SETTINGS",
     "ConfigFileError",
@@ -96,7 +98,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("POWERCONTEXT_PREPARE_DEADLINE_MS", "5000"),
     Setting("POWERCONTEXT_EXTRACTION_LEASE_S", "120"),
     Setting("POWERCONTEXT_EXTRACTION_REVIEW", "model"),
-    Setting("POWERCONTEXT_URL", "http://127.0.0.1:8765"),
+    Setting("POWERCONTEXT_URL", DEFAULT_URL),
     Setting("POWERCONTEXT_TOKEN", "none", secret=True),
 )
 _BY_KEY = {s.key: s for s in SETTINGS}

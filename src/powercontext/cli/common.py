@@ -19,13 +19,13 @@ from powercontext.cli.failures import EXIT_USAGE as EXIT_USAGE
 from powercontext.cli.failures import exit_code_for, told
 from powercontext.cli.terminal import say
 from powercontext.cli.wire_views import print_json as print_json
+from powercontext.server_url import DEFAULT_URL as DEFAULT_URL
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from powercontext.client import PowerContextClient
 
-DEFAULT_URL = "http://127.0.0.1:8765"
 T = TypeVar("T")
 
 

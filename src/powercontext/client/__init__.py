@@ -21,8 +21,8 @@ from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
 from powercontext.client.sources import SourceClientMixin
+from powercontext.server_url import DEFAULT_URL, check_server_url
 from powercontext.server_url import BadServerUrl as BadServerUrl
-from powercontext.server_url import check_server_url
 from powercontext.text.urls import mask_credentials
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 # moved stay importable from here (the ``X as X`` imports above re-export them).
 __all__ = ["PowerContextClient", "PowerContextError"]
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8765"
+DEFAULT_BASE_URL = DEFAULT_URL
 _LAZY_EXPORTS = frozenset({"PrepareContextRequest", "PreparedContext"})
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from powercontext.hosts.machine import machine_config_path, project_settings
-from powercontext.hosts.recall import DEFAULT_URL
 from powercontext.hosts.scope import find_repo_root
+from powercontext.server_url import DEFAULT_URL
 
 if TYPE_CHECKING:
     from powercontext.hosts.adapter import Check, HostContext

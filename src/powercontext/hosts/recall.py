@@ -16,12 +16,12 @@ from powercontext.hosts.query import derive_query
 from powercontext.hosts.scope import ScopeConfigError, resolve_scope
 from powercontext.hosts.transport import HttpAnswer, TransportFailure, post_json
 from powercontext.hosts.validate import InvalidPreparedContext, validate_prepared_context
+from powercontext.server_url import DEFAULT_URL
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 PREPARE_PATH = "/v1/context/prepare"
-DEFAULT_URL = "http://127.0.0.1:8765"
 DEFAULT_TIMEOUT_MS = 1500
 DEFAULT_MAX_BYTES = 8000
 _ERROR_CODE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
