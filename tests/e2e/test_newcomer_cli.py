@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import LiveServer
 from tests.e2e.test_cli import CLI, run_cli
-from tests.support import TLS, free_port
+from tests.support import TLS, free_port, stop_process, wait_until
 
 
 @pytest.fixture
@@ -212,3 +212,39 @@ def test_the_servers_root_points_to_the_inspector_and_the_docs(server: LiveServe
     assert r.status_code == 200
     assert r.json()["inspector"] == "/inspector" and r.json()["docs"] == "/docs"
     assert httpx.get(server.base_url + "/docs", verify=TLS).status_code == 200
+
+
+def test_a_first_write_and_prepare_print_nothing_from_the_libraries(tmp_path: Path) -> None:
+    """`server run` as a user starts it: the first request of each route used to print a pydantic warning
+    about FastAPI's body alias on the Server's stderr."""
+    port = free_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    log = tmp_path / "stderr.log"
+    with log.open("wb") as err:
+        process = subprocess.Popen(
+            [*CLI, "server", "run", "--port", str(port), "--db", str(tmp_path / "w.db")],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**base, "POWERCONTEXT_EMBEDDINGS": "none"},
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert wait_until(lambda: _answers(url + "/health/ready"), timeout=60), log.read_text()
+        with httpx.Client(base_url=url, timeout=30) as client:
+            assert client.post("/v1/scopes", json={"scope_id": "w:first", "title": "first"}).status_code == 201
+            memory = {"text": "we deploy on fridays", "kind": "fact"}
+            assert client.post("/v1/scopes/w:first/atomic-memory", json=memory).status_code == 201
+            prepared = client.post("/v1/context/prepare", json={"scope_id": "w:first", "query": "deploy"})
+            assert prepared.status_code == 200 and prepared.json()["status"] == "ready"
+    finally:
+        stop_process(process)
+    text = log.read_text()
+    assert "server.start" in text  # the log was written, and read after the requests
+    assert "Warning" not in text and "warnings.warn" not in text, text
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False

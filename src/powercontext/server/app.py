@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import AsyncIterator, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -40,6 +41,16 @@ from powercontext.server.routes import (
 )
 from powercontext.server.routes.deps import errors
 from powercontext.server.telemetry import ServerMetrics, TelemetryMiddleware
+
+# FastAPI gives a route's one body parameter (``body`` in every route here) its name as an alias and validates
+# the body through ``Annotated[Model, Field(alias="body")]``; pydantic 2.12+ warns on the first request of every
+# such route that the alias has no effect there. It has none to have (the whole body is the model), so a new
+# user's first write printed a false alarm from the libraries' internals: that one warning is silenced.
+warnings.filterwarnings(
+    "ignore",
+    message=r"The 'alias' attribute with value 'body' was provided to the `Field\(\)` function",
+    module=r"pydantic\.",
+)
 
 
 def _no_native_telemetry() -> dict[str, Any]:
