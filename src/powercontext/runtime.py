@@ -48,6 +48,7 @@ from powercontext.receipt.assembler import ReceiptAssembler, TraceReceiptAssembl
 from powercontext.search.backfill import VectorBackfill
 from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
+from powercontext.search.code_backfill import CodeVectorFill
 from powercontext.search.embedding import GuardedEmbedder
 from powercontext.search.families import ExperienceSearch
 from powercontext.search.relevance import RelevanceFloor
@@ -200,8 +201,12 @@ class Runtime:
         Started by the Server (``start_background``); until then every Scope counts as complete."""
         backfill = VectorBackfill(self.store, self.embedder)
         work = BackgroundWork()
+        self.code_vectors: CodeVectorFill | None = None
         if self.embedder.configured:
             work.register("embeddings", backfill)
+            if isinstance(self.store, CodeStore):
+                self.code_vectors = CodeVectorFill(self.store, self.embedder)
+                work.register("code-embeddings", self.code_vectors)
         return backfill, work
 
     def _write_service(self) -> WriteService:
@@ -256,10 +261,18 @@ class Runtime:
             )
 
     def code_indexer(self, store: CodeStore) -> CodeIndexer:
-        """An indexer confined to ``code_roots`` that stores each new chunk's embedding when a provider is
-        configured."""
-        embed = self.embedder.embed_for_write if self.embedder.configured else None
-        return CodeIndexer(store, embed=embed, roots=self.code_roots, allow_hardlinks=self.code_allow_hardlinks)
+        """An indexer confined to ``code_roots``. With a provider, new chunks get their vectors from the Server's
+        background fill (``search/code_backfill.py``) once it runs, else in the indexing call itself."""
+        fill = self.code_vectors
+        deferred = fill is not None and fill.running
+        embed = self.embedder.embed_for_write if self.embedder.configured and not deferred else None
+        return CodeIndexer(
+            store,
+            embed=embed,
+            roots=self.code_roots,
+            allow_hardlinks=self.code_allow_hardlinks,
+            indexed=fill.notify if fill is not None and deferred else None,
+        )
 
     def capabilities(self) -> Capabilities:
         return Capabilities(

@@ -392,14 +392,23 @@ def test_a_revised_topic_is_found_by_its_new_text_and_a_stale_revise_asks_no_pro
     assert embeddings.stats()["requests"] == before  # the compare-and-swap would refuse it: nothing to embed
 
 
-def test_code_is_embedded_on_index_and_queried_by_both_channels(
+def _code_vectors(api: Api) -> dict[str, Any]:
+    """The Server's background code-vector fill, as ``/health/ready`` reports it."""
+    detail: dict[str, Any] = api.http.get("/health/ready").json()["code-embeddings"]
+    return detail
+
+
+def test_code_is_embedded_after_index_and_queried_by_both_channels(
     vapi: Api, embeddings: EmbeddingServer, tmp_path: Path
 ) -> None:
     repo = make_git_repo(tmp_path / "repo")
     sid = vapi.new_scope()
-    before = embeddings.stats()["inputs"]
+    before, embedded = embeddings.stats()["inputs"], _code_vectors(vapi)["embedded"]
     report = vapi.post(f"/v1/scopes/{sid}/code/index", {"path": str(repo)}).json()
-    assert embeddings.stats()["inputs"] - before == report["chunks"]  # one vector per new chunk
+    # The Server embeds the new chunks after answering: one vector per new chunk.
+    assert wait_until(lambda: _code_vectors(vapi)["embedded"] - embedded == report["chunks"], timeout=30)
+    assert embeddings.stats()["inputs"] - before == report["chunks"]
+    assert _code_vectors(vapi)["state"] == "idle"
     before = embeddings.stats()["requests"]
     hits = vapi.post(f"/v1/scopes/{sid}/code/query", {"query": "retry policy delay"}).json()["hits"]
     assert hits and embeddings.stats()["requests"] - before == 1
@@ -411,3 +420,27 @@ def test_code_is_embedded_on_index_and_queried_by_both_channels(
     body = prepare_receipt(vapi, sid, "retry policy delay", **code_only)
     assert body["receipt"]["retrieval"]["searches"] == [{**code_group, "fallback_reason": "inference_timeout"}]
     assert body["status"] == "ready"  # full text still found the code
+
+
+def test_code_indexed_while_the_provider_fails_gets_its_vectors_once_it_answers(
+    vapi: Api, embeddings: EmbeddingServer, tmp_path: Path
+) -> None:
+    repo = make_git_repo(tmp_path / "repo")
+    sid = vapi.new_scope()
+    embedded = _code_vectors(vapi)["embedded"]
+    embeddings.control(mode="error")
+    report = vapi.post(f"/v1/scopes/{sid}/code/index", {"path": str(repo)})
+    assert report.status_code == 200, report.text
+    chunks = report.json()["chunks"]
+    hits = vapi.post(f"/v1/scopes/{sid}/code/query", {"query": "retry policy delay"}).json()["hits"]
+    assert hits  # found by full text meanwhile
+    assert wait_until(lambda: _code_vectors(vapi)["provider_failures"] > 0, timeout=30)
+    assert _code_vectors(vapi)["embedded"] == embedded
+    embeddings.control(mode="answer")
+    assert wait_until(lambda: _code_vectors(vapi)["embedded"] - embedded == chunks, timeout=30), _code_vectors(vapi)
+    code_only = {"include_code": True, "assembly": {"sections": []}}
+    body = prepare_receipt(vapi, sid, "retry policy delay", **code_only)
+    searches = body["receipt"]["retrieval"]["searches"]
+    assert searches == [
+        {"round": 0, "family": "code", "mode": "code", "outcome": "completed", "count": 1, "fallback_reason": "none"}
+    ]

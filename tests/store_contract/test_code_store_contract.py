@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import cast
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from powercontext.store.base import Store
@@ -115,3 +117,41 @@ def test_quotes_in_terms_are_literal(code: CodeStore) -> None:
     code.register_code_tree(sid, "git:abc", "git", "/srv", 1000)
     code.put_code_files(sid, "git:abc", [file("q.py", chunk(1, 1, "x\n", "x"))])
     assert code.search_code(sid, ['"', 'a" OR "x', "*", "NEAR(x)"], 10) == []
+
+
+def _vector(*values: float) -> npt.NDArray[np.float32]:
+    v = np.array(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_chunks_without_a_vector_are_a_backlog_until_written(code: CodeStore) -> None:
+    sid = scope(code)
+    code.register_code_tree(sid, "git:abc", "git", "/srv", 1000)
+    code.put_code_files(sid, "git:abc", [file("a.py", chunk(1, 1, "alpha\n", "alpha"), chunk(2, 2, "beta\n", "beta"))])
+    mine = [t for t in code.code_embedding_backlog("m1", 0, 10_000) if t.scope_id == sid]
+    assert [t.text for t in mine] == ["alpha\n", "beta\n"]
+    first, second = mine
+    assert [t.chunk_id for t in code.code_embedding_backlog("m1", first.chunk_id, 10_000) if t.scope_id == sid] == [
+        second.chunk_id
+    ]
+    assert code.write_code_embeddings("m1", [(first, _vector(1, 0, 0)), (second, _vector(0, 1, 0))]) == 2
+    assert [t for t in code.code_embedding_backlog("m1", 0, 10_000) if t.scope_id == sid] == []
+    hits = code.search_code_vector(sid, "m1", _vector(0.1, 1, 0), 10)
+    assert [h.chunk.text for h in hits] == ["beta\n", "alpha\n"]
+    # Another model's vectors are its own backlog; writing them replaces the first model's.
+    assert len([t for t in code.code_embedding_backlog("m2", 0, 10_000) if t.scope_id == sid]) == 2
+    assert code.write_code_embeddings("m2", [(first, _vector(0, 0, 1))]) == 1
+    assert [h.chunk.text for h in code.search_code_vector(sid, "m2", _vector(0, 0, 1), 10)] == ["alpha\n"]
+    assert [h.chunk.text for h in code.search_code_vector(sid, "m1", _vector(1, 0, 0), 10)] == ["beta\n"]
+
+
+def test_a_vector_for_a_chunk_replaced_since_it_was_read_is_not_written(code: CodeStore) -> None:
+    sid = scope(code)
+    code.register_code_tree(sid, "git:abc", "git", "/srv", 1000)
+    code.put_code_files(sid, "git:abc", [file("a.py", chunk(1, 1, "old text\n", "old text"))])
+    (stale,) = [t for t in code.code_embedding_backlog("m1", 0, 10_000) if t.scope_id == sid]
+    code.put_code_files(sid, "git:abc", [file("a.py", chunk(1, 1, "new text\n", "new text"))])
+    assert code.write_code_embeddings("m1", [(stale, _vector(1, 0))]) == 0
+    (fresh,) = [t for t in code.code_embedding_backlog("m1", 0, 10_000) if t.scope_id == sid]
+    assert fresh.text == "new text\n"
+    assert code.search_code_vector(sid, "m1", _vector(1, 0), 10) == []

@@ -72,8 +72,11 @@ class CodeIndexer:
         embed: Callable[[Sequence[str]], list[Embedding | None]] | None = None,
         roots: Sequence[Path] | None = None,
         allow_hardlinks: bool = False,
+        indexed: Callable[[], None] | None = None,
     ) -> None:
-        """``embed`` (e.g. ``GuardedEmbedder.embed_for_write``) gives each new chunk its vector, stored with it.
+        """``embed`` (e.g. ``GuardedEmbedder.embed_for_write``) gives each new chunk its vector, stored with it;
+        without it chunks are stored with none, and ``indexed`` (called after each index) can hand them to whatever
+        embeds them later (the Server's ``CodeVectorFill``).
 
         ``roots`` confines indexing to these directories (an empty sequence: none at all); ``None`` lets
         it index any directory this process can read, except ``/proc``, ``/sys`` and ``/dev``. Files with
@@ -85,6 +88,7 @@ class CodeIndexer:
         self._batch_files = batch_files
         self._max_files = max_files
         self._allow_hardlinks = allow_hardlinks
+        self._indexed = indexed
 
     def index(
         self,
@@ -110,13 +114,16 @@ class CodeIndexer:
             first_run = True
         self._store.register_code_tree(scope_id, fp, tree.kind, str(tree.root), max_file_bytes)
         try:
-            return self._index_files(scope_id, fp, tree.kind, tree.root, paths, max_file_bytes, progress)
+            report = self._index_files(scope_id, fp, tree.kind, tree.root, paths, max_file_bytes, progress)
         except BaseException:  # an interrupted CLI run too
             if first_run:
                 # Best effort: the original failure is what the caller must see.
                 with contextlib.suppress(Exception):
                     self._store.forget_code_tree(scope_id, fp)
             raise
+        if self._indexed is not None:
+            self._indexed()
+        return report
 
     def _index_files(
         self,

@@ -76,6 +76,15 @@ class ScoredCodeChunk:
     score: float  # larger is better; comparable within one search only
 
 
+@dataclass(frozen=True, slots=True)
+class CodeEmbeddingTask:
+    """A chunk with no vector by some model: what the background code-vector fill embeds."""
+
+    chunk_id: int
+    scope_id: str
+    text: str
+
+
 @runtime_checkable
 class CodeStore(Protocol):
     """Code chunks of registered work trees, per Scope. Each write method is one transaction."""
@@ -122,4 +131,15 @@ class CodeStore(Protocol):
         self, scope_id: str, model_id: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[ScoredCodeChunk]:
         """Chunks of every tree of the Scope by cosine similarity, among those embedded by ``model_id``."""
+        ...
+
+    def code_embedding_backlog(self, model_id: str, after: int, limit: int) -> list[CodeEmbeddingTask]:
+        """Up to ``limit`` chunks (of every Scope) with no vector by ``model_id`` and an id above ``after``, by id."""
+        ...
+
+    def write_code_embeddings(
+        self, model_id: str, items: Sequence[tuple[CodeEmbeddingTask, npt.NDArray[np.float32]]]
+    ) -> int:
+        """Store each chunk's vector by ``model_id`` (replacing another model's), in one transaction; a chunk
+        removed or re-indexed since it was read is skipped. Returns how many were written."""
         ...

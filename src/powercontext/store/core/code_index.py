@@ -8,6 +8,7 @@ from typing import Any
 
 from powercontext.store.code import (
     CodeChunkRecord,
+    CodeEmbeddingTask,
     CodeFileRecord,
     CodeTreeRecord,
     NewCodeFile,
@@ -135,6 +136,37 @@ class CodeIndex(StoreConnections):
             return []
         by_id = chunk_records(conn, [chunk_id for chunk_id, _ in hits])
         return [ScoredCodeChunk(by_id[i], score) for i, score in hits if i in by_id]
+
+    def code_embedding_backlog(self, model_id: str, after: int, limit: int) -> list[CodeEmbeddingTask]:
+        rows = self._reader().execute(
+            "SELECT c.id, t.scope_id, c.text FROM code_chunks c CROSS JOIN code_files f CROSS JOIN code_trees t"
+            " WHERE c.id > ? AND f.id = c.file AND t.id = f.tree AND NOT EXISTS"
+            " (SELECT 1 FROM code_chunk_embeddings e WHERE e.chunk = c.id AND e.model_id = ?) ORDER BY c.id LIMIT ?",
+            (after, model_id, limit),
+        )
+        return [CodeEmbeddingTask(int(chunk_id), str(scope_id), str(text)) for chunk_id, scope_id, text in rows]
+
+    def write_code_embeddings(self, model_id: str, items: Sequence[tuple[CodeEmbeddingTask, Vector]]) -> int:
+        written = 0
+        with self._write() as conn:
+            for task, vector in items:
+                # A removed chunk's id may be reused by a later index: the vector belongs to the row only if it
+                # still holds the text that was embedded, in the same Scope.
+                row = conn.execute(
+                    "SELECT c.text, t.scope_id FROM code_chunks c CROSS JOIN code_files f CROSS JOIN code_trees t"
+                    " WHERE c.id = ? AND f.id = c.file AND t.id = f.tree",
+                    (task.chunk_id,),
+                ).fetchone()
+                if row is None or (row[0], row[1]) != (task.text, task.scope_id):
+                    continue
+                conn.execute("DELETE FROM code_chunk_embeddings WHERE chunk = ?", (task.chunk_id,))
+                conn.execute(
+                    "INSERT INTO code_chunk_embeddings (chunk, model_id, vector) VALUES (?, ?, ?)",
+                    (task.chunk_id, model_id, to_blob(vector)),
+                )
+                self._changes.stored(conn, task.scope_id, CODE, task.chunk_id, model_id, vector)
+                written += 1
+        return written
 
     def has_code_trees(self, scope_id: str) -> bool:
         row = self._reader().execute("SELECT 1 FROM code_trees WHERE scope_id = ? LIMIT 1", (scope_id,)).fetchone()

@@ -1,0 +1,128 @@
+"""The Server's code-vector fill: indexed code chunks get their vectors on a thread of their own.
+
+Embedding code is the slow part of indexing it: a chunk is up to 120 lines, and the local model embeds ~10-20
+of them a second on two cores, so indexing this repository (3,600 chunks) waited ~4 minutes for vectors when
+``code index`` embedded them in the request. A Server now writes the chunks and their full-text postings in the
+request and embeds them here afterwards, so ``code index`` answers in seconds and its code is found by full text
+at once; a code query's vector channel ranks the chunks embedded so far, and fusion adds it to full text. Chunks
+indexed while no provider was configured (or by another model) are embedded too, at start-up.
+
+A provider failure pauses the fill for the provider's cool-down (at least a second); it then resumes where it
+stopped. Each batch is its own transaction, so a drain or a killed process loses at most the batch in flight,
+which is embedded again later. ``powercontext code index --db`` (no Server) still embeds in the indexing run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Literal
+
+from powercontext.inference.errors import InferenceError
+from powercontext.search.embedding import GuardedEmbedder
+from powercontext.store.code import CodeStore
+
+log = logging.getLogger("powercontext.inference")
+
+State = Literal["idle", "embedding", "stopped"]
+BATCH = 32
+MIN_RETRY_S = 1.0
+RECHECK_S = 60.0  # another process sharing the store may index code: look for a backlog this often when idle
+
+
+class CodeVectorFill:
+    """Embeds chunks with no vector by ``embedder.model_id``: at ``start``, and whenever ``notify`` says code was
+    indexed (``jobs.background`` job)."""
+
+    def __init__(self, store: CodeStore, embedder: GuardedEmbedder, *, batch_size: int = BATCH) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._state: State = "idle"
+        self._embedded = 0
+        self._failures = 0
+        self._last_failure: str | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the fill's thread runs (then indexing leaves the vectors to it)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and not self._stop.is_set()
+
+    def notify(self) -> None:
+        """Code was indexed: embed what it left without a vector."""
+        self._wake.set()
+
+    def detail(self) -> dict[str, object]:
+        """Content-free progress for ``/health/ready``."""
+        with self._lock:
+            return {
+                "state": self._state if self._thread is not None else "off",
+                "model": self._embedder.model_id,
+                "embedded": self._embedded,
+                "provider_failures": self._failures,
+                "last_failure": self._last_failure,
+            }
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="powercontext-code-vectors", daemon=True)
+        self._wake.set()  # chunks indexed before this start (another model, no provider then)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop after the batch in flight and wait for the thread."""
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def _set(self, state: State) -> None:
+        with self._lock:
+            self._state = state
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._wake.wait(RECHECK_S)
+                self._wake.clear()
+                if self._stop.is_set():
+                    break
+                self._set("embedding")
+                self._fill()
+                self._set("idle")
+        except Exception as exc:  # never die silently; code stays searchable by full text
+            log.error("event=code.vectors.failed reason=%s", type(exc).__name__)
+        self._set("stopped")
+
+    def _fill(self) -> None:
+        model_id = self._embedder.model_id
+        after = 0
+        while not self._stop.is_set():
+            tasks = self._store.code_embedding_backlog(model_id, after, self._batch_size)
+            if not tasks:
+                return
+            try:
+                vectors = self._embedder.embed([t.text for t in tasks])
+            except InferenceError as exc:
+                self._paused(exc)
+                continue
+            written = self._store.write_code_embeddings(model_id, list(zip(tasks, vectors, strict=True)))
+            after = tasks[-1].chunk_id
+            with self._lock:
+                self._embedded += written
+
+    def _paused(self, exc: InferenceError) -> None:
+        with self._lock:
+            self._failures += 1
+            self._last_failure = exc.reason
+        wait_s = max(self._embedder.cooldown_s, MIN_RETRY_S)
+        log.warning("event=code.vectors.paused reason=%s retry_in_s=%.0f", exc.reason, wait_s)
+        self._stop.wait(wait_s)
