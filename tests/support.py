@@ -236,3 +236,9 @@ def doc_image(name: str) -> str:
         folder = Path(tempfile.gettempdir()) / "powercontext-screenshots"
     folder.mkdir(parents=True, exist_ok=True)
     return str(folder / name)
+
+
+def code_vectors_filled(api: Api) -> bool:
+    """Whether the Server's background fill has embedded all code it was given (``/health/ready``)."""
+    detail = api.http.get("/health/ready").json().get("code-embeddings")
+    return detail is None or detail["scopes_waiting"] == 0

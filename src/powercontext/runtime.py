@@ -155,7 +155,8 @@ class Runtime:
         """The code search and the code evidence reader, when the store holds code."""
         if not isinstance(self.store, CodeStore):
             return None, None
-        code_search = CodeSearch(self.store, self.embedder, hybrid_weights)
+        complete = self.code_vectors.complete if self.code_vectors is not None else None
+        code_search = CodeSearch(self.store, self.embedder, hybrid_weights, complete)
         return code_search, CodeEvidenceReader(self.store, code_search)
 
     @classmethod

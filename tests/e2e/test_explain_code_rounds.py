@@ -23,7 +23,7 @@ from tests import forked
 from tests.code_support import git, write
 from tests.conftest import StartInProcess, code_roots_for_tests, live_server
 from tests.embedding_fixture import start_embedding_server
-from tests.support import Api, artifact_id, strict_json
+from tests.support import Api, artifact_id, code_vectors_filled, strict_json, wait_until
 
 DEFINITION = (
     "def settle_ledger_batch(rows):\n    total = 0\n    for row in rows:\n        total += row\n    return total\n"
@@ -52,6 +52,7 @@ def _indexed_repo(api: Api, root: Path) -> str:
     sid = api.new_scope(prefix="explain-code")
     r = api.post(f"/v1/scopes/{sid}/code/index", {"path": str(root)})
     assert r.status_code in (200, 201), r.text
+    assert wait_until(lambda: code_vectors_filled(api), timeout=30)  # a provider embeds after the answer
     return sid
 
 

@@ -20,7 +20,7 @@ from tests import forked
 from tests.code_support import make_git_repo
 from tests.conftest import REPO_ROOT, LiveServer, code_roots_for_tests, live_server
 from tests.embedding_fixture import EmbeddingServer, start_embedding_server
-from tests.support import Api, free_port, unique, wait_until
+from tests.support import Api, code_vectors_filled, free_port, unique, wait_until
 
 DIM = 64
 TIMEOUT_S = 0.5
@@ -406,9 +406,9 @@ def test_code_is_embedded_after_index_and_queried_by_both_channels(
     before, embedded = embeddings.stats()["inputs"], _code_vectors(vapi)["embedded"]
     report = vapi.post(f"/v1/scopes/{sid}/code/index", {"path": str(repo)}).json()
     # The Server embeds the new chunks after answering: one vector per new chunk.
-    assert wait_until(lambda: _code_vectors(vapi)["embedded"] - embedded == report["chunks"], timeout=30)
+    assert wait_until(lambda: code_vectors_filled(vapi), timeout=30), _code_vectors(vapi)
+    assert _code_vectors(vapi)["embedded"] - embedded == report["chunks"]
     assert embeddings.stats()["inputs"] - before == report["chunks"]
-    assert _code_vectors(vapi)["state"] == "idle"
     before = embeddings.stats()["requests"]
     hits = vapi.post(f"/v1/scopes/{sid}/code/query", {"query": "retry policy delay"}).json()["hits"]
     assert hits and embeddings.stats()["requests"] - before == 1
@@ -422,25 +422,28 @@ def test_code_is_embedded_after_index_and_queried_by_both_channels(
     assert body["status"] == "ready"  # full text still found the code
 
 
-def test_code_indexed_while_the_provider_fails_gets_its_vectors_once_it_answers(
+def test_code_waits_for_its_vectors_on_full_text_and_gets_them_once_the_provider_answers(
     vapi: Api, embeddings: EmbeddingServer, tmp_path: Path
 ) -> None:
     repo = make_git_repo(tmp_path / "repo")
     sid = vapi.new_scope()
-    embedded = _code_vectors(vapi)["embedded"]
-    embeddings.control(mode="error")
+    before = _code_vectors(vapi)
+    embeddings.control(mode="stall", stall_s=3 * TIMEOUT_S)
     report = vapi.post(f"/v1/scopes/{sid}/code/index", {"path": str(repo)})
     assert report.status_code == 200, report.text
     chunks = report.json()["chunks"]
-    hits = vapi.post(f"/v1/scopes/{sid}/code/query", {"query": "retry policy delay"}).json()["hits"]
-    assert hits  # found by full text meanwhile
-    assert wait_until(lambda: _code_vectors(vapi)["provider_failures"] > 0, timeout=30)
-    assert _code_vectors(vapi)["embedded"] == embedded
-    embeddings.control(mode="answer")
-    assert wait_until(lambda: _code_vectors(vapi)["embedded"] - embedded == chunks, timeout=30), _code_vectors(vapi)
+    assert wait_until(lambda: _code_vectors(vapi)["provider_failures"] > before["provider_failures"], timeout=30)
+    assert _code_vectors(vapi)["embedded"] == before["embedded"]
     code_only = {"include_code": True, "assembly": {"sections": []}}
+    group = {"round": 0, "family": "code", "mode": "code", "outcome": "completed", "count": 1}
+    # Found by full text alone, without asking the stalled provider for the query's vector (that would time out).
     body = prepare_receipt(vapi, sid, "retry policy delay", **code_only)
-    searches = body["receipt"]["retrieval"]["searches"]
-    assert searches == [
-        {"round": 0, "family": "code", "mode": "code", "outcome": "completed", "count": 1, "fallback_reason": "none"}
-    ]
+    assert body["receipt"]["retrieval"]["searches"] == [{**group, "fallback_reason": "none"}]
+    embeddings.control(mode="answer")
+
+    assert wait_until(lambda: code_vectors_filled(vapi), timeout=30), _code_vectors(vapi)
+    assert _code_vectors(vapi)["embedded"] - before["embedded"] == chunks
+    # Now the query's vector is asked for: a stall costs the vector channel, and full text answers alone.
+    embeddings.control(mode="stall", stall_s=3 * TIMEOUT_S)
+    body = prepare_receipt(vapi, sid, "retry policy delay", **code_only)
+    assert body["receipt"]["retrieval"]["searches"] == [{**group, "fallback_reason": "inference_timeout"}]

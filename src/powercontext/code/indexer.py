@@ -72,11 +72,11 @@ class CodeIndexer:
         embed: Callable[[Sequence[str]], list[Embedding | None]] | None = None,
         roots: Sequence[Path] | None = None,
         allow_hardlinks: bool = False,
-        indexed: Callable[[], None] | None = None,
+        indexed: Callable[[str], None] | None = None,
     ) -> None:
         """``embed`` (e.g. ``GuardedEmbedder.embed_for_write``) gives each new chunk its vector, stored with it;
         without it chunks are stored with none, and ``indexed`` (called after each index) can hand them to whatever
-        embeds them later (the Server's ``CodeVectorFill``).
+        embeds them later (the Server's ``CodeVectorFill``), with the Scope.
 
         ``roots`` confines indexing to these directories (an empty sequence: none at all); ``None`` lets
         it index any directory this process can read, except ``/proc``, ``/sys`` and ``/dev``. Files with
@@ -122,7 +122,7 @@ class CodeIndexer:
                     self._store.forget_code_tree(scope_id, fp)
             raise
         if self._indexed is not None:
-            self._indexed()
+            self._indexed(scope_id)
         return report
 
     def _index_files(

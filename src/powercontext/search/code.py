@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -50,11 +50,18 @@ class CodeSearch:
     """
 
     def __init__(
-        self, store: CodeStore, embedder: GuardedEmbedder | None = None, weights: HybridWeights | None = None
+        self,
+        store: CodeStore,
+        embedder: GuardedEmbedder | None = None,
+        weights: HybridWeights | None = None,
+        vectors_complete: Callable[[str], bool] | None = None,
     ) -> None:
+        """``vectors_complete`` says whether a Scope's chunks all have vectors; until then it is searched by full
+        text alone (``search/code_backfill.py``)."""
         self._store = store
         self._embedder = embedder
         self._weights = weights or HybridWeights()
+        self._vectors_complete = vectors_complete or (lambda _: True)
 
     def query(self, scope_id: str, query: str, limit: int) -> list[CodeHit]:
         """Best chunks first; ``[]`` when nothing matches. Does not check that the Scope exists."""
@@ -76,7 +83,7 @@ class CodeSearch:
         terms = code_query_terms(normalized)
         if probe is not None:
             probe.code_terms(terms)
-        if self._embedder is None:
+        if self._embedder is None or not self._vectors_complete(scope_id):
             return _ranked(self._full_text(scope_id, terms, depth, probe), query, limit, probe), "none"
         planned = (channel or VectorChannel(self._embedder)).query_vector(0, normalized, scope_id)
         if isinstance(planned, str):

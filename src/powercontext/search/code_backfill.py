@@ -46,6 +46,7 @@ class CodeVectorFill:
         self._embedded = 0
         self._failures = 0
         self._last_failure: str | None = None
+        self._pending: set[str] = set()  # Scopes indexed by this process whose chunks are not all embedded yet
 
     @property
     def running(self) -> bool:
@@ -53,9 +54,18 @@ class CodeVectorFill:
         thread = self._thread
         return thread is not None and thread.is_alive() and not self._stop.is_set()
 
-    def notify(self) -> None:
-        """Code was indexed: embed what it left without a vector."""
+    def notify(self, scope_id: str) -> None:
+        """Code of ``scope_id`` was indexed: embed what it left without a vector."""
+        with self._lock:
+            self._pending.add(scope_id)
         self._wake.set()
+
+    def complete(self, scope_id: str) -> bool:
+        """Whether a code query of ``scope_id`` may use its vectors: not while code this process indexed there
+        waits for them, since fusion would rank the chunks embedded so far above the rest (as for memories,
+        ``search/backfill.py``). Chunks left without a vector by an earlier process are not tracked."""
+        with self._lock:
+            return scope_id not in self._pending
 
     def detail(self) -> dict[str, object]:
         """Content-free progress for ``/health/ready``."""
@@ -64,6 +74,7 @@ class CodeVectorFill:
                 "state": self._state if self._thread is not None else "off",
                 "model": self._embedder.model_id,
                 "embedded": self._embedded,
+                "scopes_waiting": len(self._pending),
                 "provider_failures": self._failures,
                 "last_failure": self._last_failure,
             }
@@ -96,19 +107,24 @@ class CodeVectorFill:
                 if self._stop.is_set():
                     break
                 self._set("embedding")
-                self._fill()
+                with self._lock:
+                    waiting = set(self._pending)  # a Scope indexed during this pass waits for the next one
+                if self._fill():
+                    with self._lock:
+                        self._pending -= waiting
                 self._set("idle")
         except Exception as exc:  # never die silently; code stays searchable by full text
             log.error("event=code.vectors.failed reason=%s", type(exc).__name__)
         self._set("stopped")
 
-    def _fill(self) -> None:
+    def _fill(self) -> bool:
+        """Embed the backlog; whether it was emptied (not stopped)."""
         model_id = self._embedder.model_id
         after = 0
         while not self._stop.is_set():
             tasks = self._store.code_embedding_backlog(model_id, after, self._batch_size)
             if not tasks:
-                return
+                return True
             try:
                 vectors = self._embedder.embed([t.text for t in tasks])
             except InferenceError as exc:
@@ -118,6 +134,7 @@ class CodeVectorFill:
             after = tasks[-1].chunk_id
             with self._lock:
                 self._embedded += written
+        return False
 
     def _paused(self, exc: InferenceError) -> None:
         with self._lock:
