@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Literal
 
 from powercontext.inference.errors import InferenceError
@@ -109,9 +110,15 @@ class CodeVectorFill:
                 self._set("embedding")
                 with self._lock:
                     waiting = set(self._pending)  # a Scope indexed during this pass waits for the next one
+                    embedded = self._embedded
+                started = time.monotonic()
                 if self._fill():
                     with self._lock:
                         self._pending -= waiting
+                        embedded = self._embedded - embedded
+                    if embedded:
+                        seconds = time.monotonic() - started
+                        log.info("event=code.vectors.done embedded=%d seconds=%.1f", embedded, seconds)
                 self._set("idle")
         except Exception as exc:  # never die silently; code stays searchable by full text
             log.error("event=code.vectors.failed reason=%s", type(exc).__name__)
