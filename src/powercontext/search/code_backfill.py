@@ -8,7 +8,7 @@ at once; a code query's vector channel ranks the chunks embedded so far, and fus
 indexed while no provider was configured (or by another model) are embedded too, at start-up.
 
 A provider failure pauses the fill for the provider's cool-down (at least a second); it then resumes where it
-stopped. Each batch is its own transaction, so a drain or a killed process loses at most the batch in flight,
+stopped. A store fault ends the pass, which is tried again 5 s later. Each batch is its own transaction, so a drain or a killed process loses at most the batch in flight,
 which is embedded again later. ``powercontext code index --db`` (no Server) still embeds in the indexing run.
 """
 
@@ -29,6 +29,7 @@ State = Literal["idle", "embedding", "stopped"]
 BATCH = 32
 MIN_RETRY_S = 1.0
 RECHECK_S = 60.0  # another process sharing the store may index code: look for a backlog this often when idle
+FAULT_RETRY_S = 5.0
 
 
 class CodeVectorFill:
@@ -101,28 +102,34 @@ class CodeVectorFill:
             self._state = state
 
     def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                self._wake.wait(RECHECK_S)
-                self._wake.clear()
-                if self._stop.is_set():
-                    break
-                self._set("embedding")
-                with self._lock:
-                    waiting = set(self._pending)  # a Scope indexed during this pass waits for the next one
-                    embedded = self._embedded
-                started = time.monotonic()
-                if self._fill():
-                    with self._lock:
-                        self._pending -= waiting
-                        embedded = self._embedded - embedded
-                    if embedded:
-                        seconds = time.monotonic() - started
-                        log.info("event=code.vectors.done embedded=%d seconds=%.1f", embedded, seconds)
+        while not self._stop.is_set():
+            self._wake.wait(RECHECK_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self._pass()
+            except Exception as exc:  # a store fault: code stays searchable by full text; the pass is tried again
+                log.error("event=code.vectors.failed reason=%s retry_in_s=%.0f", type(exc).__name__, FAULT_RETRY_S)
                 self._set("idle")
-        except Exception as exc:  # never die silently; code stays searchable by full text
-            log.error("event=code.vectors.failed reason=%s", type(exc).__name__)
+                if not self._stop.wait(FAULT_RETRY_S):
+                    self._wake.set()
         self._set("stopped")
+
+    def _pass(self) -> None:
+        """Embed the backlog; the Scopes waiting when it began are done once it is empty."""
+        self._set("embedding")
+        with self._lock:
+            waiting = set(self._pending)  # a Scope indexed during this pass waits for the next one
+            embedded = self._embedded
+        started = time.monotonic()
+        if self._fill():
+            with self._lock:
+                self._pending -= waiting
+                embedded = self._embedded - embedded
+            if embedded:
+                log.info("event=code.vectors.done embedded=%d seconds=%.1f", embedded, time.monotonic() - started)
+        self._set("idle")
 
     def _fill(self) -> bool:
         """Embed the backlog; whether it was emptied (not stopped)."""
