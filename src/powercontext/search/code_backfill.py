@@ -8,8 +8,9 @@ at once; a code query's vector channel ranks the chunks embedded so far, and fus
 indexed while no provider was configured (or by another model) are embedded too, at start-up.
 
 A provider failure pauses the fill for the provider's cool-down (at least a second); it then resumes where it
-stopped. A store fault ends the pass, which is tried again 5 s later. Each batch is its own transaction, so a drain or a killed process loses at most the batch in flight,
-which is embedded again later. ``powercontext code index --db`` (no Server) still embeds in the indexing run.
+stopped. A store fault ends the pass, which is tried again 5 s later. Each batch is its own transaction, so a
+drain or a killed process loses at most the batch in flight, which is embedded again later. ``powercontext code
+index --db`` (no Server) still embeds in the indexing run.
 """
 
 from __future__ import annotations
