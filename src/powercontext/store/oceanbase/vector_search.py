@@ -80,12 +80,25 @@ class OceanBaseVectorSearch(StoreConnections):
             # Rows read after the generation can only be newer than it: the matrix is labelled with the
             # older generation, so a write that raced this load forces the next search to rebuild.
             if family == "code":
-                rows = conn.execute(CODE_VECTORS, (scope_id, model_id)).fetchall()
+                rows = conn.execute(_LOAD_CODE_VECTORS, (scope_id, model_id)).fetchall()
             else:
-                rows = conn.execute(ARTIFACT_VECTORS, (scope_id, family, model_id)).fetchall()
+                rows = conn.execute(_LOAD_ARTIFACT_VECTORS, (scope_id, family, model_id)).fetchall()
             matrix = load_matrix(rows, len(vector), generation)
             self._vectors.install(matrix_key, matrix)
         return matrix.top(vector, limit)
+
+
+def _without_statement_deadline(select: str) -> str:
+    """``select`` with its own deadline: a matrix load reads every vector of a (Scope, family), 13.5 s for a
+    million on embedded seekdb, past the session's 10 s ``ob_query_timeout``, so a Scope that size could never
+    be searched by vector (every hybrid prepare answered 503). A read holds no lock; the load runs once per
+    generation and the client's read timeout still bounds each wait for data."""
+    return select.replace("SELECT ", f"SELECT /*+ QUERY_TIMEOUT({MATRIX_LOAD_TIMEOUT_S * 1_000_000}) */ ", 1)
+
+
+MATRIX_LOAD_TIMEOUT_S = 600
+_LOAD_ARTIFACT_VECTORS = _without_statement_deadline(ARTIFACT_VECTORS)
+_LOAD_CODE_VECTORS = _without_statement_deadline(CODE_VECTORS)
 
 
 # The prepare path's reads whose columns are all text or numbers (the statement text up to its first table):
