@@ -24,6 +24,8 @@ def artifact_vectors(artifacts: str = "artifacts a") -> str:
 
 
 ARTIFACT_VECTORS: Final = artifact_vectors()
+# A statement deadline of 10 minutes for OceanBase, for reads that may walk a whole Scope (SQLite ignores it).
+LONG_READ_HINT: Final = "/*+ QUERY_TIMEOUT(600000000) */"
 CODE_VECTORS: Final = (
     "SELECT c.id, e.vector FROM code_chunk_embeddings e JOIN code_chunks c ON c.id = e.chunk"
     " JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ? AND e.model_id = ?"
@@ -49,7 +51,10 @@ class Embeddings(StoreConnections):
         rows = (
             self._reader()
             .execute(
-                "SELECT a.id, a.scope_id, a.artifact_id, a.head_revision, r.body, a.family FROM artifacts a"
+                # Its own deadline on OceanBase (a comment to SQLite): with no backlog this walks every head, past
+                # the session's 10 s at a million memories on embedded seekdb. A background read; it holds no lock.
+                f"SELECT {LONG_READ_HINT} a.id, a.scope_id, a.artifact_id, a.head_revision, r.body, a.family"
+                " FROM artifacts a"
                 " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision"
                 f" LEFT JOIN {self._EMBEDDINGS_E} ON e.artifact = a.id AND e.revision = a.head_revision"
                 f" WHERE a.id > ? AND a.family IN {EMBEDDED_FAMILIES} AND a.state = 'active'"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from powercontext.domain.families import TOPIC_MEMORY
 from powercontext.store.base import Scored, ScoredMemory, ScoredTopic
 from powercontext.store.core.connections import StoreConnections
-from powercontext.store.core.embeddings import ARTIFACT_VECTORS, CODE_VECTORS
+from powercontext.store.core.embeddings import ARTIFACT_VECTORS, CODE_VECTORS, LONG_READ_HINT
 from powercontext.store.core.embeddings import generation as vector_generation
 from powercontext.store.core.family_rows import SELECT_ROW, artifact_row
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record
@@ -93,10 +93,9 @@ def _without_statement_deadline(select: str) -> str:
     million on embedded seekdb, past the session's 10 s ``ob_query_timeout``, so a Scope that size could never
     be searched by vector (every hybrid prepare answered 503). A read holds no lock; the load runs once per
     generation and the client's read timeout still bounds each wait for data."""
-    return select.replace("SELECT ", f"SELECT /*+ QUERY_TIMEOUT({MATRIX_LOAD_TIMEOUT_S * 1_000_000}) */ ", 1)
+    return select.replace("SELECT ", f"SELECT {LONG_READ_HINT} ", 1)
 
 
-MATRIX_LOAD_TIMEOUT_S = 600
 _LOAD_ARTIFACT_VECTORS = _without_statement_deadline(ARTIFACT_VECTORS)
 _LOAD_CODE_VECTORS = _without_statement_deadline(CODE_VECTORS)
 
