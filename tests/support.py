@@ -238,7 +238,13 @@ def doc_image(name: str) -> str:
     return str(folder / name)
 
 
+def code_vectors(api: Api) -> dict[str, Any] | None:
+    """The Server's background code-vector fill as ``/health/ready`` reports it (None without a provider)."""
+    detail: dict[str, Any] | None = api.http.get("/health/ready").json().get("code-embeddings")
+    return detail
+
+
 def code_vectors_filled(api: Api) -> bool:
-    """Whether the Server's background fill has embedded all code it was given (``/health/ready``)."""
-    detail = api.http.get("/health/ready").json().get("code-embeddings")
+    """Whether the Server's background fill has embedded all code it was given."""
+    detail = code_vectors(api)
     return detail is None or detail["scopes_waiting"] == 0

@@ -264,15 +264,14 @@ class Runtime:
     def code_indexer(self, store: CodeStore) -> CodeIndexer:
         """An indexer confined to ``code_roots``. With a provider, new chunks get their vectors from the Server's
         background fill (``search/code_backfill.py``) once it runs, else in the indexing call itself."""
-        fill = self.code_vectors
-        deferred = fill is not None and fill.running
-        embed = self.embedder.embed_for_write if self.embedder.configured and not deferred else None
+        fill = self.code_vectors if self.code_vectors is not None and self.code_vectors.running else None
+        embed = self.embedder.embed_for_write if self.embedder.configured and fill is None else None
         return CodeIndexer(
             store,
             embed=embed,
             roots=self.code_roots,
             allow_hardlinks=self.code_allow_hardlinks,
-            indexed=fill.notify if fill is not None and deferred else None,
+            indexed=fill.notify if fill is not None else None,
         )
 
     def capabilities(self) -> Capabilities:

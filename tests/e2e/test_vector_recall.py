@@ -20,7 +20,7 @@ from tests import forked
 from tests.code_support import make_git_repo
 from tests.conftest import REPO_ROOT, LiveServer, code_roots_for_tests, live_server
 from tests.embedding_fixture import EmbeddingServer, start_embedding_server
-from tests.support import Api, code_vectors_filled, free_port, unique, wait_until
+from tests.support import Api, code_vectors, code_vectors_filled, free_port, unique, wait_until
 
 DIM = 64
 TIMEOUT_S = 0.5
@@ -393,8 +393,8 @@ def test_a_revised_topic_is_found_by_its_new_text_and_a_stale_revise_asks_no_pro
 
 
 def _code_vectors(api: Api) -> dict[str, Any]:
-    """The Server's background code-vector fill, as ``/health/ready`` reports it."""
-    detail: dict[str, Any] = api.http.get("/health/ready").json()["code-embeddings"]
+    detail = code_vectors(api)
+    assert detail is not None, "a Server with a provider runs the code-vector fill"
     return detail
 
 

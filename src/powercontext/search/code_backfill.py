@@ -21,6 +21,7 @@ import time
 from typing import Literal
 
 from powercontext.inference.errors import InferenceError
+from powercontext.search.backfill import MIN_RETRY_S
 from powercontext.search.embedding import GuardedEmbedder
 from powercontext.store.code import CodeStore
 
@@ -28,7 +29,6 @@ log = logging.getLogger("powercontext.inference")
 
 State = Literal["idle", "embedding", "stopped"]
 BATCH = 32
-MIN_RETRY_S = 1.0
 RECHECK_S = 60.0  # another process sharing the store may index code: look for a backlog this often when idle
 FAULT_RETRY_S = 5.0
 

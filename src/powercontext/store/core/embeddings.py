@@ -12,22 +12,25 @@ from powercontext.store.core.connections import StoreConnections
 from powercontext.store.core.memory_rows import EMBEDDED_FAMILIES, FAMILY
 from powercontext.store.core.vectors import Vector, from_blob
 
+# A statement deadline of 10 minutes on OceanBase (SQLite reads it as a comment), for reads that may walk a whole
+# Scope: past the session's 10 s ``ob_query_timeout`` at a million memories on embedded seekdb (a matrix load took
+# 13.5 s, and every hybrid prepare of that Scope answered 503). They are reads and hold no lock.
+LONG_READ_HINT: Final = "/*+ QUERY_TIMEOUT(600000000) */"
+
 
 def artifact_vectors(artifacts: str = "artifacts a") -> str:
     """The statement a (Scope, family, model) vector matrix loads from; ``artifacts`` is the table it walks,
     aliased ``a`` (a backend may name an index there: SQLite walks the heads in rowid order)."""
     return (
-        f"SELECT a.id, e.vector FROM {artifacts}"
+        f"SELECT {LONG_READ_HINT} a.id, e.vector FROM {artifacts}"
         " JOIN artifact_embeddings e ON e.artifact = a.id AND e.revision = a.head_revision"
         " WHERE a.scope_id = ? AND a.family = ? AND a.state = 'active' AND e.model_id = ?"
     )
 
 
 ARTIFACT_VECTORS: Final = artifact_vectors()
-# A statement deadline of 10 minutes for OceanBase, for reads that may walk a whole Scope (SQLite ignores it).
-LONG_READ_HINT: Final = "/*+ QUERY_TIMEOUT(600000000) */"
 CODE_VECTORS: Final = (
-    "SELECT c.id, e.vector FROM code_chunk_embeddings e JOIN code_chunks c ON c.id = e.chunk"
+    f"SELECT {LONG_READ_HINT} c.id, e.vector FROM code_chunk_embeddings e JOIN code_chunks c ON c.id = e.chunk"
     " JOIN code_files f ON f.id = c.file JOIN code_trees t ON t.id = f.tree WHERE t.scope_id = ? AND e.model_id = ?"
 )
 
@@ -51,8 +54,7 @@ class Embeddings(StoreConnections):
         rows = (
             self._reader()
             .execute(
-                # Its own deadline on OceanBase (a comment to SQLite): with no backlog this walks every head, past
-                # the session's 10 s at a million memories on embedded seekdb. A background read; it holds no lock.
+                # With nothing to embed this walks every head: its own deadline on OceanBase (LONG_READ_HINT).
                 f"SELECT {LONG_READ_HINT} a.id, a.scope_id, a.artifact_id, a.head_revision, r.body, a.family"
                 " FROM artifacts a"
                 " JOIN revisions r ON r.artifact = a.id AND r.revision = a.head_revision"

@@ -305,7 +305,7 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
     # SQLite's tail rows of its packed index (store/sqlite/tails.py); this store's writer keeps no tail.
     (14, []),
     # SQLite's artifact_embeddings gets rowids and two indexes (see the SQLite migration 15): there a vector
-    # overflowed its cell. Here rows are not stored that way; seekdb hybrid at 1M was not measured.
+    # overflowed its cell. Here rows are not stored that way.
     (15, []),
 ]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from powercontext.domain.families import TOPIC_MEMORY
 from powercontext.store.base import Scored, ScoredMemory, ScoredTopic
 from powercontext.store.core.connections import StoreConnections
-from powercontext.store.core.embeddings import ARTIFACT_VECTORS, CODE_VECTORS, LONG_READ_HINT
+from powercontext.store.core.embeddings import ARTIFACT_VECTORS, CODE_VECTORS
 from powercontext.store.core.embeddings import generation as vector_generation
 from powercontext.store.core.family_rows import SELECT_ROW, artifact_row
 from powercontext.store.core.memory_rows import FAMILY, SELECT_MEMORY, memory_record
@@ -80,24 +80,12 @@ class OceanBaseVectorSearch(StoreConnections):
             # Rows read after the generation can only be newer than it: the matrix is labelled with the
             # older generation, so a write that raced this load forces the next search to rebuild.
             if family == "code":
-                rows = conn.execute(_LOAD_CODE_VECTORS, (scope_id, model_id)).fetchall()
+                rows = conn.execute(CODE_VECTORS, (scope_id, model_id)).fetchall()
             else:
-                rows = conn.execute(_LOAD_ARTIFACT_VECTORS, (scope_id, family, model_id)).fetchall()
+                rows = conn.execute(ARTIFACT_VECTORS, (scope_id, family, model_id)).fetchall()
             matrix = load_matrix(rows, len(vector), generation)
             self._vectors.install(matrix_key, matrix)
         return matrix.top(vector, limit)
-
-
-def _without_statement_deadline(select: str) -> str:
-    """``select`` with its own deadline: a matrix load reads every vector of a (Scope, family), 13.5 s for a
-    million on embedded seekdb, past the session's 10 s ``ob_query_timeout``, so a Scope that size could never
-    be searched by vector (every hybrid prepare answered 503). A read holds no lock; the load runs once per
-    generation and the client's read timeout still bounds each wait for data."""
-    return select.replace("SELECT ", f"SELECT {LONG_READ_HINT} ", 1)
-
-
-_LOAD_ARTIFACT_VECTORS = _without_statement_deadline(ARTIFACT_VECTORS)
-_LOAD_CODE_VECTORS = _without_statement_deadline(CODE_VECTORS)
 
 
 # The prepare path's reads whose columns are all text or numbers (the statement text up to its first table):
