@@ -41,19 +41,31 @@ def _artifact_id(add_output: str) -> str:
     return first
 
 
+def _help_cost(env: dict[str, str]) -> tuple[float, float, str]:
+    """One ``powercontext --help`` in a fresh interpreter: (CPU seconds it used, wall seconds, its output)."""
+    start = time.perf_counter()
+    child = subprocess.Popen([*CLI, "--help"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert child.stdout is not None
+    out = child.stdout.read().decode()
+    child.stdout.close()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
+    assert child.returncode == 0
+    return usage.ru_utime + usage.ru_stime, time.perf_counter() - start, out
+
+
 @pytest.mark.timed
 def test_help_is_fast_and_lists_the_commands() -> None:
-    # A fresh interpreter each time, as a user's shell starts one: start-up is what is measured here.
+    # A fresh interpreter each time, as a user's shell starts one: start-up is what is measured here. Judged by
+    # the CPU time the process used (0.30-0.36 s here), which a neighbour on the machine cannot inflate; wall
+    # time on a busy CI machine ran to 0.65 s for the same work. The wall bound only catches waiting (a network
+    # call, a lock) that CPU time would not show.
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
-    durations = []
-    for _ in range(3):
-        start = time.perf_counter()
-        result = subprocess.run([*CLI, "--help"], capture_output=True, text=True, timeout=60, env=env, check=False)
-        durations.append(time.perf_counter() - start)
-        assert result.returncode == 0
+    runs = [_help_cost(env) for _ in range(3)]
     for command in ("server", "scope", "memory", "context", "code"):
-        assert command in result.stdout
-    assert min(durations) < 0.5, durations
+        assert command in runs[-1][2]
+    assert min(cpu for cpu, _, _ in runs) < 0.5, runs
+    assert min(wall for _, wall, _ in runs) < 2.0, runs
 
 
 def test_memory_lifecycle_through_the_cli(server: LiveServer, scope: str) -> None:
