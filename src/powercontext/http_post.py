@@ -19,6 +19,8 @@ import time
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from powercontext.server_url import BadServerUrl, check_server_url
+
 MAX_RESPONSE_BYTES = 1024 * 1024
 MAX_HEADER_BYTES = 64 * 1024
 
@@ -49,7 +51,10 @@ class _Deadline:
 
 
 def _connect(url: str, deadline: _Deadline) -> tuple[socket.socket, str, str]:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(check_server_url(url))
+    except BadServerUrl:
+        raise TransportFailure("bad_url") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TransportFailure("bad_url")
     secure = parts.scheme == "https"

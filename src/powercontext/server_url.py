@@ -30,11 +30,22 @@ def check_server_url(url: str) -> str:
     if "://" not in text:
         shown = text.lstrip("/").rpartition("@")[2]  # never repeat credentials
         raise BadServerUrl(f"the Server URL has no scheme; write http://{shown} (e.g. {EXAMPLE})")
-    parts = urlsplit(text)
+    odd = next((i for i, c in enumerate(text) if c.isspace() or not c.isprintable()), None)
+    if odd is not None:
+        raise BadServerUrl(f"the Server URL must not contain {_named(text[odd])} (character {odd + 1})")
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:  # an unclosed "[", or a bracketed host that is no IP address
+        raise BadServerUrl(_unparsable(text, exc)) from None
     if parts.scheme.lower() not in ("http", "https"):
         raise BadServerUrl(f"the Server URL must start with http:// or https:// (e.g. {EXAMPLE})")
     if not parts.hostname:
-        raise BadServerUrl(f"the Server URL has no host (e.g. {EXAMPLE})")
+        brackets = " (an IPv6 host goes in brackets: http://[::1]:8765)" if parts.netloc.count(":") > 1 else ""
+        raise BadServerUrl(f"the Server URL has no host (e.g. {EXAMPLE}){brackets}")
+    bad = sorted({c for c in parts.hostname if c in _NOT_IN_A_HOST})
+    if bad:
+        shown = " ".join(repr(c) for c in bad)
+        raise BadServerUrl(f"the Server URL's host must not contain {shown} (e.g. {EXAMPLE})")
     try:
         parts.port  # noqa: B018 - urlsplit checks the port only when it is read
     except ValueError:
@@ -49,3 +60,20 @@ def check_server_url(url: str) -> str:
         base = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
         raise BadServerUrl(f"the Server URL is the base, without /v1: use {base}")
     return text.rstrip("/")
+
+
+# Characters RFC 3986 allows in no host name (whitespace and control characters are refused before).
+_NOT_IN_A_HOST = frozenset('<>"{}|\\^`[]')
+
+
+def _named(char: str) -> str:
+    return "a space" if char == " " else f"a whitespace or control character ({char!r})"
+
+
+def _unparsable(text: str, exc: ValueError) -> str:
+    netloc = text.partition("://")[2].partition("/")[0].rpartition("@")[2]  # never repeat credentials
+    if "[" in netloc and "]" not in netloc:
+        return "the Server URL opens an IPv6 host with '[' but never closes it; write it like http://[::1]:8765"
+    if "[" in netloc:
+        return f"the Server URL's bracketed host is not an IPv6 address: {netloc} (write it like http://[::1]:8765)"
+    return f"the Server URL cannot be parsed ({exc}); give one like {EXAMPLE}"

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def _checked_url(value: str) -> str:
+def checked_url(value: str) -> str:
     """``--url`` (or ``POWERCONTEXT_URL``) as a base URL, before any request: a URL without a scheme or with
     ``/v1`` would otherwise fail as "no answer" or "no such endpoint"."""
     from powercontext.server_url import BadServerUrl, check_server_url
@@ -41,7 +41,7 @@ def _checked_url(value: str) -> str:
 
 
 UrlOption = Annotated[
-    str, typer.Option("--url", envvar="POWERCONTEXT_URL", callback=_checked_url, help="Server base URL.")
+    str, typer.Option("--url", envvar="POWERCONTEXT_URL", callback=checked_url, help="Server base URL.")
 ]
 _command_scope: list[str] = []  # the running command's --scope, for messages that name a command to type
 

@@ -42,6 +42,12 @@ def _get(settings: HookSettings, path: str) -> tuple[int, str | None]:
 
 
 def _server_checks(settings: HookSettings, scope_id: str | None) -> list[Check]:
+    from powercontext.server_url import BadServerUrl, check_server_url
+
+    try:
+        check_server_url(settings.url)
+    except BadServerUrl as exc:  # a URL recorded by an older install, or a hand-edited hosts.json
+        return [Check("server", "fail", f"invalid-url: {exc}", "powercontext hosts install HOST --url URL")]
     try:
         status, _ = _get(settings, "/health/ready")
     except TransportFailure:
