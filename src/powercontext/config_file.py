@@ -61,7 +61,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("POWERCONTEXT_HOST", "127.0.0.1"),
     Setting("POWERCONTEXT_PORT", "8765"),
     Setting("POWERCONTEXT_LOG_LEVEL", "info"),
-    Setting("POWERCONTEXT_EMBEDDINGS", "none"),
+    Setting("POWERCONTEXT_EMBEDDINGS", "local if the embeddings extra is installed, else none"),
     Setting("POWERCONTEXT_EMBEDDINGS_BASE_URL", "none"),
     Setting("POWERCONTEXT_EMBEDDINGS_MODEL", "none"),
     Setting("POWERCONTEXT_EMBEDDINGS_DIMENSION", "none"),

@@ -56,6 +56,14 @@ ScopeOption = Annotated[
     str, typer.Option("--scope", "-s", callback=_remember_scope, help="Scope id, e.g. project:payments.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+ConfigOption = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        help="A TOML settings file (default: powercontext.toml in the user data directory, or POWERCONTEXT_CONFIG).",
+    ),
+]
 # No envvar here: Settings reads POWERCONTEXT_STORE itself, so --db still wins over the variable.
 StoreOption = Annotated[
     str | None,

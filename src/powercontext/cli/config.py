@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
 
 import typer
 
-from powercontext.cli.common import JsonOption, print_json
+from powercontext.cli.common import ConfigOption, JsonOption, print_json
 from powercontext.cli.terminal import say
 
 config_app = typer.Typer(no_args_is_help=True, help="Show the settings in effect (environment, file, defaults).")
-
-ConfigOption = Annotated[
-    str | None,
-    typer.Option(
-        "--config",
-        metavar="FILE",
-        help="A TOML settings file (default: powercontext.toml in the user data directory, or POWERCONTEXT_CONFIG).",
-    ),
-]
 
 
 @config_app.command("show")
@@ -30,7 +20,15 @@ def config_show(config: ConfigOption = None, as_json: JsonOption = False) -> Non
     environment wins over the file. The file was read when the command started (``--config`` names it).
     """
     from powercontext import config_file
+    from powercontext.cli.common import checked_url
+    from powercontext.cli.server import settings_from_options
 
+    # What `server run` would refuse is refused here too, with its message and exit code; what it would default
+    # to depends on what is installed (the local embedding model), so that default is the one it computes.
+    settings = settings_from_options(None)
+    if os.environ.get("POWERCONTEXT_URL", "").strip():
+        checked_url(os.environ["POWERCONTEXT_URL"])
+    computed = {"POWERCONTEXT_EMBEDDINGS": settings.embeddings.provider}
     path, _ = config_file.config_path(config)
     rows = []
     for setting in config_file.SETTINGS:
@@ -40,7 +38,7 @@ def config_show(config: ConfigOption = None, as_json: JsonOption = False) -> Non
         elif value:
             source = "environment"
         else:
-            source, value = "default", setting.default
+            source, value = "default", computed.get(setting.variable, setting.default)
         shown = "****" if setting.secret and source != "default" else _without_password(value)
         rows.append({"key": setting.key, "variable": setting.variable, "value": shown, "source": source})
     if as_json:

@@ -13,9 +13,8 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption
+from powercontext.cli.common import DEFAULT_URL, ConfigOption, JsonOption, ScopeOption, UrlOption
 from powercontext.cli.common import print_json as _print_json
-from powercontext.cli.config import ConfigOption
 from powercontext.cli.terminal import say
 
 # Plain help: Rich's help renderer alone costs ~180 ms per start, more than everything else together.

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import StoreOption
-from powercontext.cli.config import ConfigOption
+from powercontext.cli.common import ConfigOption, StoreOption
 from powercontext.cli.terminal import say
 
 if TYPE_CHECKING:
