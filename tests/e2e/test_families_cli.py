@@ -143,6 +143,8 @@ def test_profile_through_the_cli(server: LiveServer, scope: str, tmp_path: Path)
     wrong = run_cli("profile", "set", "-s", scope, "--file", str(source), "--expected-revision", "2", url=url)
     assert wrong.returncode == 1 and wrong.stderr.startswith("error: --file holds")
     not_pair = run_cli("profile", "set", "-s", scope, "no-equals-sign", url=url)
-    assert not_pair.returncode == 1 and "key=value" in not_pair.stderr and "no-equals-sign" not in not_pair.stderr
+    assert not_pair.returncode == 2
+    assert not_pair.stderr.startswith("error: invalid-request: argument 1 is not KEY=VALUE")
+    assert "no-equals-sign" not in not_pair.stderr
     duplicate = run_cli("profile", "set", "-s", scope, "--expected-revision", "2", "a=1", "a=2", url=url)
     assert duplicate.returncode == 2 and "invalid-request" in duplicate.stderr and "Traceback" not in duplicate.stderr

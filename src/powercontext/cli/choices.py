@@ -9,11 +9,17 @@ decision?", instead of travelling to the Server to be refused there. The word li
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 MEMORY_KINDS = ("decision", "constraint", "fact", "state", "next-step", "outcome", "note")
 SEARCH_MODES = ("auto", "fts", "vector", "hybrid")
 LIST_STATES = ("active", "forgotten", "retired", "merged", "all")
+
+
+def nearest_word(value: str, words: Sequence[str], cutoff: float = 0.5) -> str | None:
+    """The word of ``words`` closest to ``value`` (a likely typo), or None when none is close."""
+    near = difflib.get_close_matches(value, words, n=1, cutoff=cutoff)
+    return near[0] if near else None
 
 
 def one_of(words: tuple[str, ...]) -> Callable[[str], str]:
@@ -24,8 +30,8 @@ def one_of(words: tuple[str, ...]) -> Callable[[str], str]:
 
         if value in words:
             return value
-        near = difflib.get_close_matches(value, words, n=1, cutoff=0.5)
-        hint = f"; did you mean {near[0]}?" if near else ""
+        near = nearest_word(value, words)
+        hint = f"; did you mean {near}?" if near else ""
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(words)}{hint}")
 
     return parse

@@ -128,8 +128,8 @@ def _nearest_scope(url: str, scope: str) -> str | None:
     """The existing Scope id closest to ``scope`` (a likely typo), if one is close; None when none is or the
     Scopes cannot be listed."""
     import asyncio
-    import difflib
 
+    from powercontext.cli.choices import nearest_word
     from powercontext.client import PowerContextError
 
     async def scope_ids() -> list[str]:
@@ -140,8 +140,7 @@ def _nearest_scope(url: str, scope: str) -> str | None:
         known = asyncio.run(scope_ids())
     except PowerContextError:
         return None
-    near = difflib.get_close_matches(scope, known, n=1, cutoff=0.6)
-    return near[0] if near else None
+    return nearest_word(scope, known, cutoff=0.6)
 
 
 def local_failure(code: str, status: int, message: str) -> typer.Exit:

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, fail, printed_as_json, run
+from powercontext.cli.common import (
+    DEFAULT_URL,
+    EXIT_USAGE,
+    JsonOption,
+    ScopeOption,
+    UrlOption,
+    fail,
+    printed_as_json,
+    run,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -339,7 +348,7 @@ def _entries_from_args(pairs: list[str]) -> list[tuple[str, str]]:
     for number, pair in enumerate(pairs, start=1):
         key, sep, value = pair.partition("=")
         if not sep:
-            raise fail(f"argument {number} is not key=value")
+            raise fail(f"invalid-request: argument {number} is not KEY=VALUE (e.g. language=python)", EXIT_USAGE)
         entries.append((key.strip(), value))
     return entries
 

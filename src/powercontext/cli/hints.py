@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from powercontext.code.errors import NEVER_INDEXED
+
 # The client has already told the routes as its methods (``client.errors.with_methods``); both forms are matched.
 _ROUTE_COMMANDS = (
     (re.compile(r"POST /v1/scopes\b(?!/)|client\.create_scope\([^)]*\)"), "`powercontext scope create {scope}`"),
@@ -33,6 +35,8 @@ def with_commands(code: str, message: str, scope: str | None, nearest_scope: str
     for pattern, command in _ROUTE_COMMANDS:
         message = pattern.sub(command.format(scope=scope), message)
     hint = _CODE_HINTS.get(code)
+    if code == "code-root-forbidden" and message.startswith(NEVER_INDEXED):
+        hint = None  # neither a root nor --db indexes /proc, /sys or /dev (code.confine)
     if hint is not None:
         message = f"{message}; {hint.format(scope=scope)}"
     return message

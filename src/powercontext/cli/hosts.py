@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, print_json
+from powercontext.cli.common import DEFAULT_URL, JsonOption, checked_url, print_json
 from powercontext.cli.hosts_report import HostsReport
 from powercontext.cli.terminal import say
 from powercontext.hosts.capture import capture_notice
@@ -85,6 +85,8 @@ def hosts_install(
 
     ctx = _context(project, scope)
     report = HostsReport("install", host, ctx.project, dry_run) if as_json else None
+    _check_host(host, report)
+    url = _install_url(url, report)
     try:
         changes = plan_install(host, ctx, url=url, token=os.environ.get("POWERCONTEXT_TOKEN", "").strip() or None)
     except InstallError as exc:
@@ -154,8 +156,30 @@ def _path_warnings(host: str) -> list[str]:
 def _error(report: HostsReport | None, exit_code: int, error_code: str, message: str) -> typer.Exit:
     if report is not None:
         return report.fail(exit_code, error_code, message)
-    say(f"error: {message}", err=True)
+    say(f"error: {error_code}: {message}", err=True)
     return typer.Exit(exit_code)
+
+
+def _install_url(url: str | None, report: HostsReport | None) -> str | None:
+    """``--url`` as every command checks it (``invalid-url``, exit 2), before anything is written."""
+    from powercontext.server_url import BadServerUrl, check_server_url
+
+    try:
+        return check_server_url(url) if url is not None else None
+    except BadServerUrl as exc:
+        raise _error(report, 2, "invalid-url", str(exc)) from None
+
+
+def _check_host(host: str, report: HostsReport | None = None) -> None:
+    """Refuse a host name the registry lacks (exit 2), offering the nearest one."""
+    from powercontext.cli.choices import nearest_word
+    from powercontext.hosts.registry import HOSTS
+
+    if host in HOSTS:
+        return
+    near = nearest_word(host, HOSTS)
+    choose = f"did you mean {near}? (choose one of {names_text()})" if near else f"choose one of {names_text()}"
+    raise _error(report, 2, "unknown-host", f"unknown host {host!r}; {choose}")
 
 
 @hosts_app.command("uninstall")
@@ -167,6 +191,7 @@ def hosts_uninstall(
 
     ctx = _context(project)
     report = HostsReport("uninstall", host, ctx.project, dry_run) if as_json else None
+    _check_host(host, report)
     try:
         changes = plan_uninstall(host, ctx)
         if not dry_run:
@@ -194,18 +219,16 @@ def hosts_doctor(
     from powercontext.hosts.doctor import run_checks
     from powercontext.hosts.hook import settings_for
     from powercontext.hosts.recall import HookSettings
-    from powercontext.hosts.registry import UnknownHost, spec_for
 
     for name in host or []:
-        try:
-            spec_for(name)
-        except UnknownHost as exc:
-            say(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+        _check_host(name)
     where = (cwd or Path.cwd()).resolve()
     settings = settings_for(HookSettings.from_env(), where)
-    if url:
-        settings = settings._replace(url=url)
+    # --url and POWERCONTEXT_URL are checked as every command checks them; a URL recorded by `hosts install`
+    # is the doctor's to diagnose (its "server" check).
+    given = url or os.environ.get("POWERCONTEXT_URL", "").strip()
+    if given:
+        settings = settings._replace(url=checked_url(given))
     checks = run_checks(where, settings, Path(os.path.expanduser("~")), host or None, dict(os.environ))
     if as_json:
         print_json({"checks": [dataclasses.asdict(c) for c in checks]})

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from powercontext.code.errors import CodeRootForbidden, InvalidCodePath
+from powercontext.code.errors import NEVER_INDEXED, CodeRootForbidden, InvalidCodePath
 
 NEVER_INDEXABLE: Final = ("/proc", "/sys", "/dev")
 ROOTS_VARIABLE: Final = "POWERCONTEXT_CODE_ROOTS"
@@ -52,7 +52,7 @@ def index_root(path: Path, roots: Sequence[Path] | None) -> Path:
     except (OSError, ValueError, RuntimeError):  # missing, unreadable (e.g. /proc/1/cwd), or a symlink loop
         canonical = None
     if is_never_indexable(lexical) or (canonical is not None and is_never_indexable(canonical)):
-        raise CodeRootForbidden("/proc, /sys and /dev are never indexed")
+        raise CodeRootForbidden(NEVER_INDEXED)
     if roots is not None:
         if not roots:
             raise CodeRootForbidden(

@@ -5,6 +5,9 @@ Messages never carry a path, file content or query text: a caller already knows 
 
 from __future__ import annotations
 
+# Why a kernel file system is refused: to the Server and to the in-process CLI alike (``code.confine``).
+NEVER_INDEXED = "/proc, /sys and /dev are never indexed"
+
 
 class CodeError(Exception):
     """Base class. ``code`` is the stable error code a client sees."""

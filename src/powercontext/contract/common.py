@@ -106,8 +106,21 @@ NO_SPACE = rf"^[^{SPACE_CHARS}]+$"
 # One line: no control character, no space at either end, at least one other character.
 _EDGE = rf"[^{SPACE_CHARS}\x00-\x1f\x7f]"
 ONE_LINE = rf"^{_EDGE}(?:[^\x00-\x1f\x7f]*{_EDGE})?$"
-# What a pattern mismatch says: the pattern itself is no help to a person.
+# Created Scope ids must also be safe in a URL path segment (contract.scopes).
+NEW_SCOPE_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@+=~-]*$"
+PRINTABLE_ASCII_WORD = r"^[\x21-\x7E]+$"
+SHA256_DIGEST = r"^sha256:[0-9a-f]{64}$"
+DIGITS = r"^[0-9]+$"
+KEBAB_WORD = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+# What a pattern mismatch says: the pattern itself is no help to a person (the length bounds are the field's own,
+# told with the pattern when it has one: tests/unit/test_pattern_messages.py keeps every pattern told).
 PATTERN_MESSAGES: Final = {
+    NEW_SCOPE_ID: "must start with a letter or digit and hold only letters, digits and . _ : @ + = ~ -"
+    " (at most 256 characters, e.g. project:payments)",
+    PRINTABLE_ASCII_WORD: "must be printable ASCII without spaces (the characters ! to ~)",
+    SHA256_DIGEST: "must be sha256: followed by 64 lowercase hex digits",
+    DIGITS: "must be digits only (a cursor is the next_cursor of the previous page)",
+    KEBAB_WORD: "must be lowercase letters and digits, words joined by single hyphens (e.g. duplicate)",
     NON_BLANK: "must contain a non-space character",
     NO_SPACE: "must be non-empty and contain no whitespace",
     ONE_LINE: "must be one line without control characters, not starting or ending with whitespace",
@@ -115,7 +128,7 @@ PATTERN_MESSAGES: Final = {
 }
 
 ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=NON_BLANK)]
-ArtifactId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7E]+$")]
+ArtifactId = Annotated[str, Field(min_length=1, max_length=128, pattern=PRINTABLE_ASCII_WORD)]
 
 
 class ArtifactRef(StrictModel):

@@ -45,7 +45,8 @@ def describe_error(err: Mapping[str, Any], accepted: Iterable[str] = (), *, name
         return _unknown_field(loc, sorted(accepted), name_unknown)
     if kind == "missing":
         return f"{where}: required"
-    return f"{where}: {err.get('msg', 'invalid value')}"
+    # A validator's own ValueError arrives as "Value error, <its message>": pydantic's wording, not ours.
+    return f"{where}: {str(err.get('msg', 'invalid value')).removeprefix('Value error, ')}"
 
 
 def _unknown_field(loc: Sequence[Any], accepted: list[str], name_unknown: bool) -> str:

@@ -6,13 +6,13 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StrictInt
 
-from powercontext.contract.common import NON_BLANK, StrictModel
+from powercontext.contract.common import NEW_SCOPE_ID, NON_BLANK, StrictModel
 
 # Created Scope ids must also be safe in a URL path segment, so the alphabet is narrower than the
 # RFC's read bound; reads accept any 1..256 non-blank id and answer 404 when it does not exist.
 NewScopeId = Annotated[
     str,
-    Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@+=~-]*$", examples=["project:payments"]),
+    Field(min_length=1, max_length=256, pattern=NEW_SCOPE_ID, examples=["project:payments"]),
 ]
 
 
