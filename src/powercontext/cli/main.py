@@ -22,7 +22,7 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     help="PowerContext: prepared context for AI agents. Exit codes: 0 done, 1 refused, 2 usage, 3 not found, "
-    "4 conflict, 5 Server unreachable.",
+    "4 conflict, 5 Server unreachable, 6 store unusable (server run, memory reindex).",
 )
 # Each group's module and Typer, in the order ``powercontext --help`` lists them. A command line that names a
 # group imports that module alone (``_app_for``): importing all of them costs a client command ~40 ms.

@@ -30,6 +30,15 @@ from powercontext.hosts.capture import capture_reply, start_prompt_capture
 from powercontext.hosts.recall import HookSettings, RecallOutcome, recall_for_prompt
 
 MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
+USAGE = """Usage: powercontext hook HOST [stop]
+
+The agent host's hook, registered by `powercontext hosts install HOST` (docs/hosts.md); not meant to be typed.
+It reads the host's hook JSON on stdin. `powercontext hook HOST` recalls context for the prompt and prints it in
+the host's JSON form; `powercontext hook HOST stop` captures the agent's final answer. It always exits 0: when
+recall fails it prints one content-free JSON line on stderr instead. `powercontext hosts doctor` checks it.
+
+HOST: {hosts}
+"""
 QUIET_ENV = "POWERCONTEXT_HOOK_QUIET"
 
 
@@ -197,6 +206,9 @@ def main(argv: list[str] | None = None, portable: bool = False) -> int:
     """``python -m powercontext.hosts.hook HOST [stop]`` (this machine's entry, a plugin), or, ``portable``, the
     committed ``powercontext hook HOST [stop]``. Always 0."""
     args = sys.argv[1:] if argv is None else argv
+    if "--help" in args or "-h" in args:  # a person reading about the command; no host ever passes these
+        _write_quietly(sys.stdout, USAGE.format(hosts=", ".join(HOSTS)))
+        return 0
     host = args[0] if args else "claude-code"
     if host not in HOSTS:
         _write_quietly(sys.stderr, diagnostic_line("hook", RecallOutcome("skipped", "bad_host")) + "\n")
