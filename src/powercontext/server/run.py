@@ -16,14 +16,50 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from powercontext.settings import Settings
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
 
 def configure_logging(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger("powercontext")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+
+
+class UvicornLine(logging.Filter):
+    """uvicorn's own lines (``uvicorn.error``: a malformed request, a failed bind) in the Server's key=value form:
+    ``event=uvicorn.warning message="Invalid HTTP request received."``. The exception's type is kept, never its
+    text nor a traceback: those may quote the request."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import json
+
+        error = record.exc_info[1] if record.exc_info else None
+        record.msg = f"event=uvicorn.{record.levelname.lower()} message={json.dumps(record.getMessage())}"
+        record.msg += f" error_type={type(error).__name__}" if error is not None else ""
+        record.args, record.exc_info, record.exc_text, record.stack_info = None, None, None, None
+        return True
+
+
+# uvicorn's logging (``log_config``): ``uvicorn.error`` through the filter above, in the Server's line format;
+# ``uvicorn.access`` is off (``access_log=False``), the Server logs route templates instead.
+UVICORN_LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"line": {"()": UvicornLine}},
+    "formatters": {"server": {"format": LOG_FORMAT}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stderr",
+            "formatter": "server",
+            "filters": ["line"],
+        }
+    },
+    "loggers": {"uvicorn.error": {"handlers": ["stderr"], "propagate": False}},
+}
 
 
 def serve(settings: Settings, announce: Callable[[], None] | None = None) -> None:
@@ -53,4 +89,11 @@ def serve(settings: Settings, announce: Callable[[], None] | None = None) -> Non
     # while large bodies are parsed (bench/body_parse_liveness.py).
     gc.freeze()
     # uvicorn's own access log prints raw paths (Scope and Artifact ids); ours logs route templates.
-    uvicorn.run(app, host=settings.host, port=settings.port, access_log=False, log_level="warning")
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        access_log=False,
+        log_level="warning",
+        log_config=UVICORN_LOGGING,
+    )
