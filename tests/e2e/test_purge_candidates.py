@@ -30,13 +30,12 @@ def _cli(url: str, *args: str) -> Any:
 
 
 def _secret(tag: str) -> str:
-    """Lowercase as the Source holds it; the extracted statement starts with it, so it is capitalized there."""
     return f"zq{tag}plan{uuid.uuid4().hex[:12]}"
 
 
-def _spoken(secret: str) -> str:
-    """The form only a Candidate's text and the memory written from it hold (never the Source)."""
-    return secret[:1].upper() + secret[1:]
+def _in_candidate(secret: str) -> str:
+    """The text as only a Candidate row holds it (its fields JSON), not the Source nor the memory written from it."""
+    return f'"text": "{secret}'
 
 
 def _candidates(api: Api, scope: str, status: str) -> list[dict[str, Any]]:
@@ -75,7 +74,7 @@ def test_purges_erase_the_review_inbox_text_and_a_purged_candidate_cannot_be_app
                 secret: next(c for c in _candidates(api, scope, "pending") if c["source_id"] == source_of[secret])
                 for secret in source_of
             }
-            assert candidate_of[pending]["operation"]["text"] == f"{_spoken(pending)} is the launch codename"
+            assert candidate_of[pending]["operation"]["text"] == f"{pending} is the launch codename"
             path = f"/v1/scopes/{scope}/memory-candidates"
             done = api.post(f"{path}/{candidate_of[rejected]['candidate_id']}/reject", {"reason": "not now"})
             assert done.status_code == 200, done.text
@@ -94,7 +93,7 @@ def test_purges_erase_the_review_inbox_text_and_a_purged_candidate_cannot_be_app
             listed = _cli(server.base_url, "memory", "candidates", "list", "-s", scope)
             assert listed.returncode == 0 and "[purged]" in listed.stdout, listed.stderr
             shown = api.get(f"{path}/{candidate_of[pending]['candidate_id']}").text + listed.stdout
-            assert pending.casefold() not in shown.casefold()
+            assert pending not in shown
 
             # A pending Candidate of a purged Source cannot bring its text back as a memory.
             refused = api.post(f"{path}/{candidate_of[pending]['candidate_id']}/approve", {})
@@ -113,11 +112,11 @@ def test_purges_erase_the_review_inbox_text_and_a_purged_candidate_cannot_be_app
             decided = _candidates(api, scope, "approved")
             assert [c["operation"]["text"] for c in decided] == ["[purged]"]
             assert decided[0]["result"]["artifact"]["artifact_id"] == memory_id
-            assert approved.casefold() not in api.get(f"{path}?status=approved").text.casefold()
+            assert approved not in api.get(f"{path}?status=approved").text
 
-            # No store file holds what was purged (the approved memory's Source stays: it holds only the
-            # lowercase form, and purging a memory leaves its Sources as they are).
-            erased = [pending, _spoken(pending), rejected, _spoken(rejected), _spoken(approved)]
+            # No store file holds what was purged (the approved memory's Source stays, and holds the text: purging
+            # a memory leaves its Sources as they are; the Candidate's row is what must no longer hold it).
+            erased = [pending, rejected, _in_candidate(approved)]
             assert _holding(tmp_path, erased, backend == "seekdb") == []
             assert approved in api.get(f"/v1/scopes/{scope}/sources/{source_of[approved]}").json()["content"]
         finally:
