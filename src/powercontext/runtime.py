@@ -50,7 +50,7 @@ from powercontext.search.channels import ChannelSearch, HybridWeights
 from powercontext.search.code import CodeSearch
 from powercontext.search.code_backfill import CodeVectorFill
 from powercontext.search.embedding import GuardedEmbedder
-from powercontext.search.families import ExperienceSearch
+from powercontext.search.families import ExperienceSearch, topic_text
 from powercontext.search.relevance import RelevanceFloor
 from powercontext.settings import Settings
 from powercontext.sources.explicit import ExplicitExtractor
@@ -144,6 +144,7 @@ class Runtime:
             store.search_topic_vector,
             self.embedder,
             hybrid_weights,
+            floor=RelevanceFloor(store.topic_term_statistics, text_of=topic_text),
             vectors_complete=self.vector_backfill.complete,
         )
         self.readers["topic-memory"] = TopicMemoryReader(topic_search)

@@ -81,7 +81,7 @@ def two_servers_extract_each_source_once(first_url: str, second_url: str, scope_
         assert len(_extraction(base_url, scope_id, source_id)["writes"]) == 1
     listed = httpx.get(f"{first_url}/v1/scopes/{scope_id}/atomic-memory?limit=100", timeout=30, verify=TLS)
     texts = sorted(m["text"] for m in listed.json()["items"])
-    assert texts == sorted(f"Fact number {i} holds" for i in range(12))
+    assert texts == sorted(f"fact number {i} holds" for i in range(12))
 
 
 def test_a_server_killed_mid_extraction_leaves_the_source_to_the_next_one(tmp_path: Path) -> None:

@@ -59,8 +59,10 @@ def test_doctor_says_when_codex_would_not_pass_the_url_to_its_mcp_server(
     project: Path, home: Path, server: LiveServer, api: Api
 ) -> None:
     scope_id = api.new_scope(prefix="doctor-env")
-    env = user_env(home, POWERCONTEXT_URL=server.base_url)  # the URL only in the environment, not recorded
-    assert pc("hosts", "install", "codex", "--scope", scope_id, "--yes", cwd=project, env=env).returncode == 0
+    # Installed without a URL (so none is recorded); the user's environment has it when doctor runs.
+    installed = pc("hosts", "install", "codex", "--scope", scope_id, "--yes", cwd=project, env=user_env(home))
+    assert installed.returncode == 0
+    env = user_env(home, POWERCONTEXT_URL=server.base_url)
     assert pc("hosts", "doctor", "--host", "codex", cwd=project, env=env).returncode == 0
     config = project / ".codex" / "config.toml"
     config.write_text(

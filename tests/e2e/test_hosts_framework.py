@@ -87,6 +87,41 @@ def test_install_url_is_recorded_for_every_host(host: str, project: Path, env: d
             assert url not in text and VENV_BIN not in text, f"{committed} is not portable"
 
 
+def test_the_installers_server_url_is_recorded_like_its_token(project: Path, env: dict[str, str]) -> None:
+    # A user who points the CLI at their Server with POWERCONTEXT_URL expects the hook to use it too; the host
+    # may start the hook without that variable (it did: the hook tried :8765 and install still said "ready").
+    url, token = "http://127.0.0.1:9", "a-token"
+    setting = {**env, "POWERCONTEXT_URL": url, "POWERCONTEXT_TOKEN": token}
+    done = pc("hosts", "install", "claude-code", "--scope", "project:u", "--yes", cwd=project, env=setting)
+    assert done.returncode == 0, done.stdout + done.stderr
+    entry = machine_settings(Path(env["HOME"]))["projects"][str(project)]  # type: ignore[index]
+    assert (entry["url"], entry["token"]) == (url, token)
+
+
+def test_doctor_reports_the_last_hook_run_only_for_its_own_scope(tmp_path: Path, env: dict[str, str]) -> None:
+    projects = {}
+    for scope in ("project:a", "project:b"):
+        root = tmp_path / scope.replace(":", "-")
+        (root / ".git").mkdir(parents=True)
+        assert pc("hosts", "install", "claude-code", "--scope", scope, "--yes", cwd=root, env=env).returncode == 0
+        projects[scope] = root
+    down = {**env, "POWERCONTEXT_URL": "http://127.0.0.1:9"}  # nothing listens: the hook fails open, recorded
+    payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(projects["project:b"]), "prompt": "how do we deploy?"}
+    hook = forked.run(
+        [*forked.POWERCONTEXT, "hook", "claude-code"], input=json.dumps(payload), cwd=projects["project:b"], env=down,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert hook.returncode == 0, hook.stderr
+
+    def last_run(scope: str) -> str:
+        doctor = pc("hosts", "doctor", "--json", cwd=projects[scope], env=down)
+        (check,) = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "last-hook-run"]
+        return str(check["detail"])
+
+    assert "server_unavailable" in last_run("project:b")
+    assert "none recorded for project:a" in last_run("project:a")
+
+
 @pytest.mark.parametrize("host", HOSTS)
 def test_doctor_for_one_host_runs_only_that_hosts_checks(host: str, project: Path, env: dict[str, str]) -> None:
     other = "opencode" if host == "claude-code" else "claude-code"

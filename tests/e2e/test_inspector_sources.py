@@ -48,7 +48,7 @@ def test_approve_from_the_inbox_then_see_the_source_of_the_injected_memory(revie
         page.goto(f"{reviewing.base_url}/inspector#scope={SCOPE}&q=when%20are%20deploys")
         row = page.locator("tr.review-row")
         expect(row).to_have_count(1)
-        expect(row).to_contain_text("Deploys are on Tuesdays")
+        expect(row).to_contain_text("deploys are on Tuesdays")
         expect(row).to_contain_text(source_id)
         row.locator("button.approve").click()
         expect(page.locator("#review-summary")).to_contain_text("0 extracted write(s) waiting")
@@ -59,5 +59,5 @@ def test_approve_from_the_inbox_then_see_the_source_of_the_injected_memory(revie
         expect(note).to_contain_text(f"from prompt {source_id} · claude-code · session sess-42")
         browser.close()
     memories = http.get(f"/v1/scopes/{SCOPE}/atomic-memory").json()["items"]
-    assert [m["text"] for m in memories] == ["Deploys are on Tuesdays"]
+    assert [m["text"] for m in memories] == ["deploys are on Tuesdays"]
     http.close()

@@ -56,7 +56,7 @@ def test_extracted_writes_wait_for_approval_and_apply_with_lineage(reviewing_ser
         never, deploys = _pending(api, scope_id)  # newest first
         assert deploys["operation"] == {
             "op": "create",
-            "text": "Deploys are on Tuesdays",
+            "text": "deploys are on Tuesdays",
             "kind": "fact",
             "target": None,
             "merged": None,
@@ -66,13 +66,13 @@ def test_extracted_writes_wait_for_approval_and_apply_with_lineage(reviewing_ser
         approved = api.post(f"/v1/scopes/{scope_id}/memory-candidates/{deploys['candidate_id']}/approve", {}).json()
         assert approved["status"] == "approved" and approved["result"]["artifact"]["revision"] == 1
         memory = api.read_address(approved["result"])
-        assert memory["text"] == "Deploys are on Tuesdays"
+        assert memory["text"] == "deploys are on Tuesdays"
         assert [ref["source_id"] for ref in memory["source_refs"]] == [source_id]
         again = api.post(f"/v1/scopes/{scope_id}/memory-candidates/{deploys['candidate_id']}/approve", {})
         assert again.status_code == 409 and error_code(again) == "candidate-not-pending"
 
         listed = _cli("memory", "candidates", "list", "-s", scope_id, url=reviewing_server.base_url)
-        assert never["candidate_id"] in listed.stdout and "Never push to main" in listed.stdout
+        assert never["candidate_id"] in listed.stdout and "never push to main" in listed.stdout
         _cli(
             "memory",
             "candidates",

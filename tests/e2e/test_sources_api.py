@@ -53,12 +53,12 @@ def test_a_remember_prompt_becomes_an_atomic_memory_with_lineage_and_is_prepared
         assert source["content_digest"] == hashlib.sha256(source["content"].encode()).hexdigest()
         (address,) = source["extraction"]["writes"]
         memory = api.read_address(address)
-        assert memory["text"] == "Deploys are on Tuesdays"
+        assert memory["text"] == "deploys are on Tuesdays"
         assert memory["observed_at"] == "2026-03-02T10:00:00.000Z"  # the Source's time, not the extraction's
         (ref,) = memory["source_refs"]
         assert ref == {k: created[k] for k in ("scope_id", "source_id", "kind", "observed_at", "origin")}
         prepared = api.prepare(scope_id, "when are deploys?")
-        assert prepared.status_code == 200 and "Deploys are on Tuesdays" in prepared.json()["content"]
+        assert prepared.status_code == 200 and "deploys are on Tuesdays" in prepared.json()["content"]
         explained = api.post("/v1/context/explain", {"scope_id": scope_id, "query": "when are deploys?"}).json()
         (candidate,) = [c for c in explained["candidates"] if c["artifact_address"] == address]
         assert candidate["fate"]["outcome"] == "selected" and candidate["source_refs"] == [ref]

@@ -50,7 +50,7 @@ def test_codex_prompt_and_final_answer_are_captured(tmp_path: Path) -> None:
             assert wait_until(lambda: extraction()["status"] == "done", timeout=20), extraction()
             (address,) = extraction()["writes"]
             memory = api.read_address(address)
-            assert memory["text"] == "Deploys are on Tuesdays"
+            assert memory["text"] == "deploys are on Tuesdays"
             assert [r["source_id"] for r in memory["source_refs"]] == [prompt["source_id"]]
             doctor = box.powercontext("hosts", "doctor", "--host", "codex")
             assert doctor.returncode == 0, doctor.stdout + doctor.stderr

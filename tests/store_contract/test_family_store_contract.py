@@ -225,6 +225,23 @@ def test_families_never_see_each_others_rows(fs: Both) -> None:
     assert exp_hits(fs, sid, "isoword") == [e]
 
 
+def test_floor_statistics_count_each_familys_active_heads_per_term(fs: Both) -> None:
+    """The relevance floor's inputs for Topic Memory and Experience: N active heads, n(t) holding each term."""
+    sid = scope(fs)
+    terms = query_terms("settlement ledger blue")
+    assert fs.topic_term_statistics(sid, terms) == (0, {})
+    assert fs.experience_term_statistics(sid, terms) == (0, {})
+    settle = topic(fs, sid, "Settlement", "The ledger is reconciled nightly")
+    topic(fs, sid, "Deploys", "Blue-green releases")
+    experience(fs, sid, "Ledger drift after a late settlement")
+    fs.create_memories(sid, [NewMemory("settlement ledger blue", "fact", ())])  # another family: not counted
+    stem = dict(zip(("settlement", "ledger", "blue"), terms, strict=True))
+    assert fs.topic_term_statistics(sid, terms) == (2, {stem["settlement"]: 1, stem["ledger"]: 1, stem["blue"]: 1})
+    assert fs.experience_term_statistics(sid, terms) == (1, {stem["settlement"]: 1, stem["ledger"]: 1})
+    fs.change_topic_lifecycle(sid, settle.artifact_id, "retire", None)
+    assert fs.topic_term_statistics(sid, terms) == (1, {stem["blue"]: 1})
+
+
 # -- experience --------------------------------------------------------------------------------
 
 

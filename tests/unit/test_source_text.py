@@ -37,10 +37,10 @@ def test_explicit_statements_are_the_lines_that_say_so() -> None:
         "Remember: deploys are on Tuesdays"
     )
     assert [(s.text, s.kind) for s in found] == [
-        ("Deploys are on Tuesdays", "fact"),
-        ("Staging is pg-2", "note"),
+        ("deploys are on Tuesdays", "fact"),
+        ("staging is pg-2", "note"),
         ("From now on, lint with ruff", "constraint"),
-        ("We decided to drop Python 3.10", "decision"),
-        ("Never push to main", "constraint"),
+        ("we decided to drop Python 3.10", "decision"),
+        ("never push to main", "constraint"),
     ]
     assert statements("I always forget; remember me?") == []

@@ -88,6 +88,8 @@ def hosts_install(
     _check_host(host, report)
     url = _install_url(url, report)
     try:
+        # The installer's POWERCONTEXT_URL is recorded like its POWERCONTEXT_TOKEN: the host may not pass it on.
+        url = url or os.environ.get("POWERCONTEXT_URL", "").strip() or None
         changes = plan_install(host, ctx, url=url, token=os.environ.get("POWERCONTEXT_TOKEN", "").strip() or None)
     except InstallError as exc:
         raise _error(report, 2, "install-error", str(exc)) from None

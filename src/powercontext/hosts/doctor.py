@@ -114,7 +114,7 @@ def run_checks(
             checks += adapter_for(name).checks(ctx)
         except InstallError as exc:  # a host config file it cannot read
             checks.append(Check(name, "fail", str(exc), f"powercontext hosts install {name} --yes"))
-    checks.append(_last_run(settings))
+    checks.append(_last_run(settings, scope_id))
     # The URL may carry a proxy's user and password (--url, POWERCONTEXT_URL): no check repeats them.
     return [_masked(check) for check in checks]
 
@@ -140,13 +140,16 @@ def _capture_check(settings: HookSettings, config_capture: bool | None) -> Check
     except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
         return Check("capture", "warn", "on, but the Server does not report extraction (an older Server?)")
     how = "explicit statements only (no generation model)" if extractor == "explicit" else "by the generation model"
-    return Check("capture", "ok", f"on; extracted {how}; {pending} Source(s) pending")
+    return Check("capture", "ok", f"on; extracted {how}; {pending} Source(s) pending on this Server, all Scopes")
 
 
-def _last_run(settings: HookSettings) -> Check:
+def _last_run(settings: HookSettings, scope_id: str | None) -> Check:
     last = read_state(settings)
     if last is None:
         return Check("last-hook-run", "warn", "none recorded yet")
+    ran_for = last.get("scope_id")
+    if scope_id is not None and ran_for is not None and ran_for != scope_id:
+        return Check("last-hook-run", "ok", f"none recorded for {scope_id} since the last hook run (another Scope's)")
     outcome = str(last.get("outcome"))
     detail = f"{last.get('host')}: {outcome} ({last.get('reason')}, {last.get('duration_ms')} ms)"
     return Check("last-hook-run", "ok" if outcome in ("injected", "empty") else "warn", detail)

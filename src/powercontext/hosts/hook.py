@@ -120,6 +120,8 @@ def _record(host: str, outcome: RecallOutcome, settings: HookSettings, elapsed_m
         "http_status": outcome.http_status,
         "content_bytes": outcome.content_bytes,
         "duration_ms": elapsed_ms,
+        # Which Scope's prompt it was: the state is per user, and doctor reports it only in that Scope's projects.
+        "scope_id": getattr(request, "scope_id", None),
     }
     write_state(settings, record)
     if settings.diagnostics and request is not None and request.query:

@@ -63,6 +63,7 @@ class ExperienceReader:
             if ctx.trace.probe is not None:  # full text is Experience's only channel: its list is the pool
                 recorder = ctx.trace.probe.channel(ctx.round, self.family, scope_id)
                 recorder.record("fts", outcome.hits)
+                recorder.below_floor(outcome.below_floor)
                 recorder.record("fused", outcome.hits)
             pool = [
                 Candidate(h.record.key, "experience", h.record.render_text(), h.record.created_at) for h in outcome.hits

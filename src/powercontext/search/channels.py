@@ -23,6 +23,7 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.inference.errors import InferenceError, InferenceTimeout
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
 from powercontext.search.fusion import ScoreRange, fuse, fuse_scores
+from powercontext.search.model_scripts import model_reads
 from powercontext.search.relevance import BelowFloor, RelevanceFloor
 from powercontext.text.normalize import normalize_query
 from powercontext.text.tokenize import only_function_words, query_terms
@@ -195,7 +196,7 @@ class ChannelSearch(Generic[H]):
             # this" is near everything), so no channel runs. The mode reported is the one that would have run.
             vectors = mode in ("vector", "hybrid") or (mode == "auto" and self.vectors_available)
             return SearchOutcome([], ("vector" if mode == "vector" else "hybrid") if vectors else "fts", "none")
-        if mode == "fts" or (mode == "auto" and (self._vector is None or not self._complete(scope_id))):
+        if mode == "fts" or (mode == "auto" and not self._vectors_serve(scope_id, normalized)):
             return self._fts_only(scope_id, normalized, limit, depth, probe, "none")
         if mode in ("vector", "hybrid"):
             try:
@@ -216,6 +217,15 @@ class ChannelSearch(Generic[H]):
 
     def _complete(self, scope_id: str) -> bool:
         return self._vectors_complete is None or self._vectors_complete(scope_id)
+
+    def _vectors_serve(self, scope_id: str, normalized: str) -> bool:
+        """Whether ``auto`` uses the vector channel: there is one, the Scope's vectors are complete, and the model
+        can read the query (search/model_scripts.py)."""
+        return (
+            self._vector is not None
+            and self._complete(scope_id)
+            and model_reads(self._embedder.model_id, normalized)
+        )
 
     def _auto_overlapped(
         self,

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, TypeVar, cast
+from typing import Any, Final, Literal, Protocol, TypeVar, cast
 
 from powercontext.domain.identity import ArtifactKey
 from powercontext.text.tokenize import term_set
@@ -93,12 +93,23 @@ T = TypeVar("T")  # a store's scored hit: ``record`` (with ``key`` and ``text``)
 Statistics = Callable[[str, Sequence[str]], tuple[int, dict[str, int]]]  # (scope, terms) -> (N, n(t))
 
 
-class RelevanceFloor:
-    """Applies the floors of one family's channels; ``statistics`` gives the Scope's document frequencies."""
+def _record_text(record: Any) -> str:
+    return cast(_Record, record).text
 
-    def __init__(self, statistics: Statistics, cosine_floors: Mapping[str, float] = COSINE_FLOORS) -> None:
+
+class RelevanceFloor:
+    """Applies the floors of one family's channels; ``statistics`` gives the Scope's document frequencies and
+    ``text_of`` a hit record's indexed text (an Atomic Memory's ``text`` unless given)."""
+
+    def __init__(
+        self,
+        statistics: Statistics,
+        cosine_floors: Mapping[str, float] = COSINE_FLOORS,
+        text_of: Callable[[Any], str] = _record_text,
+    ) -> None:
         self._statistics = statistics
         self._cosine_floors = cosine_floors
+        self._text_of = text_of
 
     def fts(self, scope_id: str, terms: Sequence[str], hits: list[T]) -> tuple[list[T], list[BelowFloor]]:
         """The full-text hits that clear the floor (in order), and those that do not."""
@@ -119,7 +130,7 @@ class RelevanceFloor:
         shares: list[float] = []
         for hit in hits:
             record = cast(_Hit, hit).record
-            held = term_set(record.text)
+            held = term_set(self._text_of(record))
             mass = sum(w for t, w in weight.items() if t in held)
             share = mass / total if total > 0 else 0.0
             shares.append(share)

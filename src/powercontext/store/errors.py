@@ -121,6 +121,18 @@ class CandidateNotPending(StoreError):
         super().__init__(f"this Candidate is already {status}; only pending Candidates can be reviewed")
 
 
+class CandidatePurged(StoreError):
+    """An extracted write whose Source (or a memory it names) was purged: its text is erased, it cannot apply."""
+
+    code, status = "purged", 410
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this Candidate's Source or memory was purged: its text was erased and it cannot be approved; reject it"
+            " to clear it from the inbox"
+        )
+
+
 class CandidateRevisionConflict(StoreError):
     code, status = "candidate-revision-conflict", 409
 

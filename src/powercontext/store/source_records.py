@@ -145,6 +145,7 @@ class MemoryCandidate:
     result: ArtifactKey | None
     created_at: str
     updated_at: str
+    purged: bool = False  # its Source, or a memory it names, was purged: text erased, it cannot be approved
 
 
 @runtime_checkable

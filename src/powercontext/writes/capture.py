@@ -83,10 +83,12 @@ class SourceCapture:
         return self._source_store().propose_source(claim, operations)
 
     def approve_memory_candidate(self, scope_id: str, candidate_id: str) -> MemoryCandidate:
-        """Apply a pending Candidate with its Source as lineage; the new text's embedding is computed first."""
+        """Apply a pending Candidate with its Source as lineage; the new text's embedding is computed first (none
+        for a purged Candidate, which the store refuses with ``410 purged``)."""
         store = self._source_store()
-        operation = store.read_memory_candidate(scope_id, candidate_id).operation
-        text = operation.text if isinstance(operation, WRITES_TEXT) else None
+        candidate = store.read_memory_candidate(scope_id, candidate_id)
+        operation = candidate.operation
+        text = operation.text if isinstance(operation, WRITES_TEXT) and not candidate.purged else None
         embedding = self._embedder.embed_for_write([text])[0] if text is not None else None
         return store.approve_memory_candidate(scope_id, candidate_id, embedding)
 

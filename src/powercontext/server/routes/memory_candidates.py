@@ -71,8 +71,9 @@ def get_memory_candidate(scope_id: str, candidate_id: str, runtime: RuntimeDep) 
 
 @router.post(
     "/{candidate_id}/approve",
-    responses=errors(409, 501),
-    summary="Apply an extracted write, with its Source as lineage (409 when the memory changed since)",
+    responses=errors(409, 410, 501),
+    summary="Apply an extracted write, with its Source as lineage (409 when the memory changed since, 410 when its"
+    " Source or memory was purged)",
 )
 def approve_memory_candidate(scope_id: str, candidate_id: str, runtime: RuntimeDep) -> wire.MemoryCandidate:
     source_store_of(runtime)

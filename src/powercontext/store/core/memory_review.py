@@ -16,9 +16,10 @@ from powercontext.store.core.family_rows import new_id, now
 from powercontext.store.core.memory_rows import FAMILY
 from powercontext.store.core.sources import SourceWrites
 from powercontext.store.core.terms import TermCounts
-from powercontext.store.errors import CandidateNotFound, CandidateNotPending
+from powercontext.store.errors import CandidateNotFound, CandidateNotPending, CandidatePurged
 from powercontext.store.source_records import (
     IN_REVIEW,
+    PURGED,
     WRITES_TEXT,
     CandidateState,
     ClaimedSource,
@@ -67,7 +68,10 @@ def _candidate(row: Any) -> MemoryCandidate:
     else:
         operation = ForgetMemory(target, int(expected))
     result = None if result_id is None else ArtifactKey(scope_id, FAMILY, result_id, int(result_rev))
-    return MemoryCandidate(scope_id, candidate_id, status, operation, f["source_id"], reason, result, created, updated)
+    purged = bool(f.get("purged"))
+    return MemoryCandidate(
+        scope_id, candidate_id, status, operation, f["source_id"], reason, result, created, updated, purged
+    )
 
 
 class MemoryReview(SourceWrites):
@@ -130,9 +134,11 @@ class MemoryReview(SourceWrites):
             if candidate.status != "pending":
                 raise CandidateNotPending(candidate.status)
             source = conn.execute(
-                "SELECT id, observed_at FROM sources WHERE scope_id = ? AND source_id = ?",
+                "SELECT id, observed_at, reason FROM sources WHERE scope_id = ? AND source_id = ?",
                 (scope_id, candidate.source_id),
             ).fetchone()
+            if candidate.purged or source[2] == PURGED:  # also a Source purged before its purge erased Candidates
+                raise CandidatePurged()
             op = candidate.operation
             if isinstance(op, WRITES_TEXT):
                 op = replace(op, embedding=embedding)

@@ -3,9 +3,11 @@
 What stays is a tombstone (``purged_artifacts``): the Artifact's id, family, Scope, revision count and dates, so an
 exact read answers ``410 purged`` instead of ``404``, and the ids other records cite (merges, lineage) still resolve
 to something. Erased: every revision's body, fields and tags, its embeddings, its full-text postings (and, for
-Atomic Memory, term counts); for an Experience, the text of the Candidates it came from or that would revise it is
-replaced by ``[purged]``. How much of the erased text the engine's files still hold afterwards is the store's part
-(``_after_purge``): SQLite overwrites freed content (``secure_delete``) and truncates the WAL.
+Atomic Memory, term counts); the text of the Candidates it came from or that would revise it (for Atomic Memory,
+also forget or merge it) is replaced by ``[purged]``. A Source purge does the same to the Atomic Memory Candidates
+extracted from it (``erase_memory_candidates``), which can then no longer be approved. How much of the erased text
+the engine's files still hold afterwards is the store's part (``_after_purge``): SQLite overwrites freed content
+(``secure_delete``) and truncates the WAL.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class Purges(MemoryReads):
         conn.execute("DELETE FROM artifact_embeddings WHERE artifact = ?", (rowid,))
         if family == "experience":
             _erase_candidates(conn, scope_id, artifact_id)
+        elif family == ATOMIC:
+            erase_memory_candidates(conn, scope_id, artifact_id=artifact_id)
         final = "forgotten" if family == ATOMIC else "retired"
         conn.execute("UPDATE artifacts SET state = ?, updated_at = ? WHERE id = ?", (final, purged_at, rowid))
         conn.execute("INSERT INTO purged_artifacts (artifact, purged_at) VALUES (?, ?)", (rowid, purged_at))
@@ -101,3 +105,28 @@ def _erase_candidates(conn: Any, scope_id: str, artifact_id: str) -> None:
         conn.execute(
             "UPDATE artifact_candidates SET fields = ?, tags = '[]' WHERE id = ?", (json.dumps(erased), row_id)
         )
+
+
+def erase_memory_candidates(conn: Any, scope_id: str, *, artifact_id: str = "", source_id: str = "") -> None:
+    """Erase the text of the Atomic Memory Candidates extracted from a Source (``source_id``), or that wrote,
+    revise, forget or merge an Atomic Memory (``artifact_id``), whatever their status; each is marked ``purged``
+    so it can no longer be approved. Inside the caller's purge transaction."""
+    needle = source_id or artifact_id
+    rows = conn.execute(
+        "SELECT id, fields, target_artifact_id, result_artifact_id FROM artifact_candidates"
+        " WHERE scope_id = ? AND family = 'atomic-memory'"
+        " AND (result_artifact_id = ? OR target_artifact_id = ? OR fields LIKE ?)",
+        (scope_id, artifact_id, artifact_id, f"%{needle}%"),
+    ).fetchall()
+    for row_id, raw, target, result in rows:
+        fields = json.loads(raw)
+        if source_id:
+            hit = fields.get("source_id") == source_id
+        else:
+            named = {target, result, *(str(merged[0]) for merged in fields.get("merge", ()))}
+            hit = artifact_id in named
+        if not hit or fields.get("purged"):
+            continue
+        erased = {**fields, "purged": True}
+        erased.update({name: PURGED_TEXT if name == "text" else [] for name in ("text", "tags") if name in fields})
+        conn.execute("UPDATE artifact_candidates SET fields = ? WHERE id = ?", (json.dumps(erased), row_id))

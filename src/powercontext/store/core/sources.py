@@ -19,7 +19,7 @@ from powercontext.store.base import MemoryEdit, MemoryMerge, NewMemory
 from powercontext.store.core.family_rows import new_id, now
 from powercontext.store.core.memory_rows import FAMILY
 from powercontext.store.core.memory_writes import MemoryWrites
-from powercontext.store.core.purge import Purges
+from powercontext.store.core.purge import Purges, erase_memory_candidates
 from powercontext.store.core.terms import TermCounts
 from powercontext.store.errors import SourceLeaseLost, SourceNotFound, SourcePurged
 from powercontext.store.source_records import (
@@ -284,6 +284,7 @@ class SourceWrites(MemoryWrites, Purges):
                 " lease_until = NULL, next_attempt_at = NULL WHERE id = ?",
                 (status, PURGED, found[0]),
             )
+            erase_memory_candidates(conn, scope_id, source_id=source_id)
             purged = self._source_record(conn, conn.execute(SELECT_SOURCE + " WHERE id = ?", (found[0],)).fetchone())
         self._after_purge(scope_id)
         return purged

@@ -24,7 +24,8 @@ from powercontext.text.tokenize import MAX_QUERY_TERMS
 
 
 class TextSearch(StoreConnections):
-    """``search_text``, ``term_statistics``, ``search_topics``, ``search_experiences`` and ``search_code``."""
+    """``search_text``, ``term_statistics``, ``search_topics``, ``search_experiences`` and ``search_code``, and
+    the Topic Memory and Experience statistics of their relevance floors."""
 
     def search_text(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredMemory]:
         conn = self._reader()
@@ -48,6 +49,24 @@ class TextSearch(StoreConnections):
         """Active Experience heads of one Scope (never Candidates or older revisions), best BM25 first."""
         found = self._search_family(EXPERIENCE_FTS, scope_id, terms, limit)
         return [Scored(experience_record(row), score) for score, row in found]
+
+    def topic_term_statistics(self, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The Scope's active Topic Memories, and how many hold each term (the relevance floor's IDF)."""
+        return self._family_statistics(TOPIC_FTS, scope_id, terms)
+
+    def experience_term_statistics(self, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The Scope's active Experiences, and how many hold each term (the relevance floor's IDF)."""
+        return self._family_statistics(EXPERIENCE_FTS, scope_id, terms)
+
+    def _family_statistics(self, index: FtsIndex, scope_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        conn = self._reader()
+        (active,) = conn.execute(
+            "SELECT COUNT(*) FROM artifacts WHERE scope_id = ? AND family = ? AND state = 'active'",
+            (scope_id, index.family),
+        ).fetchone()
+        if not active:
+            return 0, {}
+        return int(active), self._fulltext.documents(conn, index.table, scope_tag(scope_id), terms)
 
     def _search_family(
         self, index: FtsIndex, scope_id: str, terms: Sequence[str], limit: int
