@@ -88,8 +88,6 @@ def hosts_install(
     _check_host(host, report)
     url = _install_url(url, report)
     try:
-        # The installer's POWERCONTEXT_URL is recorded like its POWERCONTEXT_TOKEN: the host may not pass it on.
-        url = url or os.environ.get("POWERCONTEXT_URL", "").strip() or None
         changes = plan_install(host, ctx, url=url, token=os.environ.get("POWERCONTEXT_TOKEN", "").strip() or None)
     except InstallError as exc:
         raise _error(report, 2, "install-error", str(exc)) from None
@@ -163,11 +161,13 @@ def _error(report: HostsReport | None, exit_code: int, error_code: str, message:
 
 
 def _install_url(url: str | None, report: HostsReport | None) -> str | None:
-    """``--url`` as every command checks it (``invalid-url``, exit 2), before anything is written."""
+    """``--url``, else the installer's ``POWERCONTEXT_URL`` (recorded like its ``POWERCONTEXT_TOKEN``: the host may
+    not pass it on), checked as every command checks it (``invalid-url``, exit 2) before anything is written."""
     from powercontext.server_url import BadServerUrl, check_server_url
 
+    given = url or os.environ.get("POWERCONTEXT_URL", "").strip() or None
     try:
-        return check_server_url(url) if url is not None else None
+        return check_server_url(given) if given is not None else None
     except BadServerUrl as exc:
         raise _error(report, 2, "invalid-url", str(exc)) from None
 
