@@ -141,7 +141,11 @@ def test_profile_through_the_cli(server: LiveServer, scope: str, tmp_path: Path)
 
     source.write_text("[1, 2]", encoding="utf-8")
     wrong = run_cli("profile", "set", "-s", scope, "--file", str(source), "--expected-revision", "2", url=url)
-    assert wrong.returncode == 1 and wrong.stderr.startswith("error: --file holds")
+    assert wrong.returncode == 2 and wrong.stderr.startswith("error: invalid-request: --file must hold")
+    source.write_text("{not json", encoding="utf-8")
+    unreadable = run_cli("profile", "set", "-s", scope, "--file", str(source), url=url)
+    assert unreadable.returncode == 2
+    assert unreadable.stderr.startswith("error: invalid-request: cannot read --file as JSON")
     not_pair = run_cli("profile", "set", "-s", scope, "no-equals-sign", url=url)
     assert not_pair.returncode == 2
     assert not_pair.stderr.startswith("error: invalid-request: argument 1 is not KEY=VALUE")

@@ -331,7 +331,7 @@ def _entries_from_file(file: Path) -> list[tuple[str, str]]:
     try:
         data = json.loads(sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise fail(f"cannot read --file as JSON: {type(exc).__name__}") from None
+        raise fail(f"invalid-request: cannot read --file as JSON ({type(exc).__name__})", EXIT_USAGE) from None
     if isinstance(data, dict) and isinstance(data.get("entries"), list):
         data = data["entries"]
     if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()):
@@ -340,7 +340,8 @@ def _entries_from_file(file: Path) -> list[tuple[str, str]]:
         isinstance(e, dict) and set(e) == {"key", "value"} and all(isinstance(v, str) for v in e.values()) for e in data
     ):
         return [(e["key"], e["value"]) for e in data]
-    raise fail('--file holds {"key": "value", ...} or [{"key": ..., "value": ...}, ...]')
+    shapes = '{"key": "value", ...} or [{"key": ..., "value": ...}, ...]'
+    raise fail(f"invalid-request: --file must hold {shapes}", EXIT_USAGE)
 
 
 def _entries_from_args(pairs: list[str]) -> list[tuple[str, str]]:
