@@ -165,7 +165,7 @@ class PreparePipeline:
         request Scope must pass it, and referenced Scopes that do not are not recalled. ``probe`` (the explain
         route only) records each candidate's ranks, scores and fate as this run decides them."""
         if not may_read(request.scope_id):
-            raise ScopeForbidden("read")
+            raise ScopeForbidden("read", grant="read")
         plan = self.plan(request)
         query = normalize_query(request.query)  # once: every search and the query digest reuse it
         budget = PrepareBudget.start(self.deadline_s, self.model_call_limit)

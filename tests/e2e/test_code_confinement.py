@@ -114,7 +114,7 @@ def test_write_does_not_grant_indexing_and_index_does(confined: Confined) -> Non
     with confined.client(WRITER) as writer:
         r = writer.post(f"/v1/scopes/{scope_id}/code/index", json={"path": str(repo)})
         assert (r.status_code, error_code(r)) == (403, "scope-forbidden"), r.text
-        assert "index" in r.json()["error"]["message"]
+        assert "ask for an 'index' grant" in r.json()["error"]["message"]
         # The same principal may still write what its grant covers.
         memory = {"text": "writer note", "kind": "fact"}
         assert writer.post(f"/v1/scopes/{scope_id}/atomic-memory", json=memory).status_code == 201
@@ -127,6 +127,7 @@ def test_write_does_not_grant_indexing_and_index_does(confined: Confined) -> Non
         # An index grant is not a write grant.
         denied = indexer.post(f"/v1/scopes/{scope_id}/atomic-memory", json={"text": "x", "kind": "fact"})
         assert (denied.status_code, error_code(denied)) == (403, "scope-forbidden")
+        assert "ask for a 'write' grant" in denied.json()["error"]["message"]
 
 
 def test_an_index_grant_reaches_only_inside_the_roots(confined: Confined) -> None:

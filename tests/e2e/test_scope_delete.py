@@ -63,7 +63,7 @@ def delete_flow(base_url: str) -> None:
     with client(WRITER) as writer:  # write does not give delete
         refused = writer.request("DELETE", "/v1/scopes/doomed:a", json={"confirm": "doomed:a"})
         assert refused.status_code == 403 and error_code(refused) == "scope-forbidden"
-        assert "'delete' grant" in refused.json()["error"]["message"]
+        assert "ask for a 'delete' grant in the access file" in refused.json()["error"]["message"]
     with client(DELETER) as deleter:
         mismatch = deleter.request("DELETE", "/v1/scopes/doomed:a", json={"confirm": "doomed:b"})
         assert mismatch.status_code == 409 and error_code(mismatch) == "confirmation-mismatch"

@@ -51,9 +51,13 @@ OPEN_ACCESS = Principal("local", ("*",), ("*",), ("*",), metrics=True, delete=("
 class ScopeForbidden(RequestRefused):
     code, status = "scope-forbidden", 403
 
-    def __init__(self, action: str, grant: str | None = None) -> None:
-        wanted = f"an {grant!r} grant" if grant else "a grant"
-        super().__init__(f"this token may not {action} that Scope; ask for {wanted} in the access file")
+    def __init__(self, action: str, grant: str) -> None:
+        super().__init__(f"this token may not {action} that Scope; ask for {grant_named(grant)} in the access file")
+
+
+def grant_named(grant: str) -> str:
+    """``a 'write' grant``, ``an 'index' grant``: the article follows the grant's name."""
+    return f"{'an' if grant[:1] in 'aeiou' else 'a'} {grant!r} grant"
 
 
 class Unauthenticated(RequestRefused):

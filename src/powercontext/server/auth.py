@@ -136,9 +136,9 @@ def authorize(request: Request) -> Principal:
             return principal
         reads = request.method in ("GET", "HEAD") or (post and request.url.path.endswith(_READ_ONLY_POSTS))
         if reads and not principal.can_read(scope_id):
-            raise ScopeForbidden("read")
+            raise ScopeForbidden("read", grant="read")
         if not reads and not principal.can_write(scope_id):
-            raise ScopeForbidden("write")
+            raise ScopeForbidden("write", grant="write")
     return principal
 
 

@@ -61,7 +61,7 @@ def prompt_store_of(runtime: Runtime) -> PromptStore:
 def require_body_access(principal: Principal, scope_id: str) -> None:
     """Prompt bodies (instructions, demonstrations, compiled text) are for callers that may write the Scope."""
     if not principal.can_write(scope_id):
-        raise ScopeForbidden("read the Prompt bodies of")
+        raise ScopeForbidden("read the Prompt bodies of", grant="write")
 
 
 def prompt_artifact_view(record: PromptRecord) -> PromptArtifact:

@@ -41,7 +41,7 @@ def _visible(record: ScopeRecord, principal: Principal) -> Scope:
 def create_scope(body: ScopeCreate, runtime: RuntimeDep, principal: PrincipalDep) -> Scope:
     """Create a Scope. ``referenced-scope-not-found`` (404) when a reference is missing or unreadable."""
     if not principal.can_write(body.scope_id):
-        raise ScopeForbidden("create")
+        raise ScopeForbidden("create", grant="write")
     _require_readable(principal, body.context_references)
     record = runtime.writes.create_scope(body.scope_id, body.title, body.context_references)
     return _visible(record, principal)
