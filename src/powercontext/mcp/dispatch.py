@@ -23,10 +23,10 @@ def plan_call(params: Any) -> Call | dict[str, Any]:
     if tool is None:
         return error_result(error_text(404, "unknown-tool", f"no tool named {name!r}; tools/list names them"))
     args = params.get("arguments") or {}
-    problem = check_arguments(tool.properties, tool.required, args)
-    if problem is not None:
-        return error_result(error_text(422, "invalid-request", problem))
-    return tool.call(args)
+    checked = check_arguments(tool.properties, tool.required, args)
+    if isinstance(checked, str):
+        return error_result(error_text(422, "invalid-request", checked))
+    return tool.call(checked)
 
 
 def result_from_answer(answer: tuple[int, bytes] | None) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from typing import Any
 _HINTS = {
     "scope-not-found": "no Scope with this scope_id exists; the scope_list tool lists the Scopes you may read, "
     "and a person creates one with `powercontext scope create SCOPE_ID --title TITLE`",
-    "scope-forbidden": "this token may not use this Scope; the scope_list tool lists the Scopes you may read",
     "unauthenticated": "the Server refused the token; set POWERCONTEXT_TOKEN for `powercontext mcp` to a token "
     "in the Server's access file",
     "server-unreachable": "no answer from the PowerContext Server; a person starts it with "
@@ -28,9 +27,20 @@ def mcp_message(code: str, message: str) -> str:
     """The API's message, with any HTTP route replaced by what an MCP client can do."""
     if code in _HINTS:
         return _HINTS[code]
+    if code == "scope-forbidden":
+        return _forbidden(message)
     if code == "artifact-not-found" and "Profile" in message:
         return _PROFILE_HINT
     return _ROUTE.sub("the PowerContext CLI", message)
+
+
+def _forbidden(message: str) -> str:
+    """The API's refusal names the missing grant ("ask for a 'write' grant in the access file"); it is kept, with
+    who can give it and, for a Scope the token may not read, where the readable ones are listed."""
+    said = message.replace("in the access file", "in the Server's access file (a person adds it)")
+    if "'read' grant" in message or "grant" not in message:
+        said += "; the scope_list tool lists the Scopes you may read"
+    return said
 
 
 def error_payload(status: int, code: str, message: str) -> dict[str, Any]:
@@ -50,11 +60,14 @@ def api_error(status: int, body: bytes) -> str:
         return error_text(status, "http-error", f"the Server answered {status}")
 
 
-def check_arguments(properties: dict[str, dict[str, Any]], required: tuple[str, ...], args: Any) -> str | None:
-    """Why ``args`` cannot be sent at all (unknown or missing names, wrong JSON types); None if they can.
+def check_arguments(
+    properties: dict[str, dict[str, Any]], required: tuple[str, ...], args: Any
+) -> dict[str, Any] | str:
+    """The arguments to send, checked against the tool's JSON Schema: unknown or missing names, the JSON type and
+    ``enum`` membership, for every tool alike; or why they cannot be sent at all.
 
-    Values within the right type (an enum member, a bound) are left to the API, which answers each with
-    its own stable code.
+    An integer argument takes a number with no fractional part (``5.0`` is ``5``), as the HTTP API does. Bounds
+    (``minimum``, ``maxLength``, ...) are left to the API, which answers each with its own stable code.
     """
     if not isinstance(args, dict):
         return "arguments must be an object"
@@ -64,14 +77,33 @@ def check_arguments(properties: dict[str, dict[str, Any]], required: tuple[str, 
     for name in required:
         if args.get(name) is None:
             return f"argument {name!r} is required"
+    checked: dict[str, Any] = {}
     for name, value in args.items():
-        expected = properties[name].get("type")
-        if value is None:
-            continue
-        if expected == "string" and not isinstance(value, str):
-            return f"argument {name!r} must be a string"
-        if expected == "integer" and (type(value) is not int):
-            return f"argument {name!r} must be an integer"
-        if expected == "array" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            return f"argument {name!r} must be a list of strings"
-    return None
+        schema = properties[name]
+        if value is not None:
+            value = _typed(schema.get("type"), value)
+            if value is _WRONG_TYPE:
+                return f"argument {name!r} must be {_TYPE_NAMES[schema['type']]}"
+            allowed = schema.get("enum")
+            if allowed is not None and value not in allowed:
+                return f"argument {name!r} must be one of: {', '.join(allowed)}"
+        checked[name] = value
+    return checked
+
+
+_WRONG_TYPE = object()
+_TYPE_NAMES = {"string": "a string", "integer": "an integer", "array": "a list of strings"}
+
+
+def _typed(expected: Any, value: Any) -> Any:
+    """``value`` as the schema's type, or ``_WRONG_TYPE``."""
+    if expected == "string":
+        return value if isinstance(value, str) else _WRONG_TYPE
+    if expected == "integer":
+        if type(value) is int:
+            return value
+        # JSON Schema counts a number with a zero fraction as an integer; the HTTP API takes 8.0 as 8.
+        return int(value) if type(value) is float and value.is_integer() else _WRONG_TYPE
+    if expected == "array":
+        return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else _WRONG_TYPE
+    return value

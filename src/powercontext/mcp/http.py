@@ -21,6 +21,7 @@ import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
 from powercontext.mcp.bridge import INTERNAL_BASE_URL, HttpBridge
+from powercontext.mcp.frames import INVALID_REQUEST, NOT_A_REQUEST, frame_problem, is_response, too_deep
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -69,7 +70,98 @@ class _BearerGuard:
                 message = "send 'Authorization: Bearer <token>' with a token listed in the Server's access file"
                 await _send_error(send, 401, "unauthenticated", message, request_id, [(b"www-authenticate", b"Bearer")])
                 return
-        await self._inner(scope, receive, send)
+        body = await _read_body(receive)
+        if body is None:
+            return  # the client left
+        problem = _refused_frame(body)
+        if problem is not None:
+            await _send_jsonrpc_error(send, problem)
+            return
+        await self._inner(scope, _replay(body, receive), _without_validation_dumps(send))
+
+
+async def _read_body(receive: Any) -> bytes | None:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """A ``receive`` that hands the SDK the body already read, then the client's own events (a disconnect)."""
+    sent = False
+
+    async def replayed() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+def _refused_frame(body: bytes) -> str | None:
+    """What ``powercontext mcp`` would answer ``-32600`` to (a batch, an id that is an object, ...); None for a
+    frame the SDK should see (one that is not JSON, or too deep to read here, the SDK refuses itself)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if too_deep(message) or is_response(message):
+        return None
+    return frame_problem(message)
+
+
+async def _send_jsonrpc_error(send: Any, message: str) -> None:
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
+    body = json.dumps(error).encode("utf-8")
+    start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]
+    await send({"type": "http.response.start", "status": 400, "headers": start})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _without_validation_dumps(send: Any) -> Any:
+    """``send`` with the SDK's pydantic dump for a frame it cannot read (which repeats the input and links to
+    pydantic's pages) replaced by a plain JSON-RPC message; every other answer passes unchanged."""
+    held: dict[str, Any] = {}
+
+    async def wrapped(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message.get("status") == 400:
+            held["start"] = message
+            return
+        if "start" not in held or message["type"] != "http.response.body":
+            await send(message)
+            return
+        start = held.pop("start")
+        if message.get("more_body"):  # a streamed answer is none of the SDK's one-piece refusals
+            await send(start)
+            await send(message)
+            return
+        body = _plain(message.get("body", b""))
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode("ascii")))
+        await send({**start, "headers": headers})
+        await send({**message, "body": body})
+
+    return wrapped
+
+
+def _plain(body: bytes) -> bytes:
+    try:
+        answer = json.loads(body)
+        error = answer["error"]
+        if not str(error["message"]).startswith("Validation error"):
+            return body
+    except (ValueError, KeyError, TypeError):
+        return body
+    error["message"] = f"{NOT_A_REQUEST}: its fields are not those of an MCP request, notification or response"
+    error.pop("data", None)
+    return json.dumps(answer).encode("utf-8")
 
 
 class _OnFirstRequest:

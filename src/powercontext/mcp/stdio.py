@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import signal
 import sys
 import threading
@@ -20,6 +19,17 @@ from typing import IO, Any
 from powercontext import __version__
 from powercontext.mcp.catalog import TOOLS
 from powercontext.mcp.dispatch import plan_call, result_from_answer
+from powercontext.mcp.frames import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MAX_NESTING,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    frame_problem,
+    too_deep,
+    valid_id,
+)
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 INSTRUCTIONS = (
@@ -29,30 +39,6 @@ INSTRUCTIONS = (
 )
 CALL_DEADLINE_S = 30.0
 MAX_LINE_BYTES = 8 * 1024 * 1024
-# Deeper than any request this server understands; the HTTP API refuses bodies nested deeper than this too.
-MAX_NESTING = 64
-METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR = -32601, -32602, -32600, -32700
-INTERNAL_ERROR = -32603
-
-
-def _too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
-    """Whether ``value`` nests arrays and objects deeper than ``limit`` (iterative: no recursion to exhaust)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth >= limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return False
-
-
-def _valid_id(msg_id: Any) -> bool:
-    """JSON-RPC 2.0: an id is a string, a number or null (never an object, an array or a boolean)."""
-    if isinstance(msg_id, float):
-        return math.isfinite(msg_id)  # NaN and Infinity are not JSON: an answer could not carry them
-    return msg_id is None or (isinstance(msg_id, str | int) and not isinstance(msg_id, bool))
 
 
 class ApiClient:
@@ -133,19 +119,16 @@ class StdioServer:
             self.send({"jsonrpc": "2.0", "id": msg_id, "result": result or {}})
 
     def handle(self, message: Any) -> None:
-        method = message.get("method") if isinstance(message, dict) else None
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            if isinstance(message, dict) and "method" not in message:
-                return  # a response to nothing we asked: ignore
-            self._reply(None, error=(INVALID_REQUEST, "not a JSON-RPC 2.0 request"))
+        if isinstance(message, dict) and "method" not in message:
+            return  # a response to nothing we asked: ignore
+        problem = frame_problem(message)
+        if problem is not None:
+            self._reply(None, error=(INVALID_REQUEST, problem))
             return
         method, params = message["method"], message.get("params")
         if "id" not in message:
             return  # notifications (initialized, cancelled, ...) need no answer
         msg_id = message["id"]
-        if not _valid_id(msg_id):
-            self._reply(None, error=(INVALID_REQUEST, "id must be a string, a number or null"))
-            return
         if method == "initialize":
             self._reply(msg_id, initialize_result(params))
         elif method == "ping":
@@ -185,14 +168,14 @@ class StdioServer:
         except (ValueError, UnicodeDecodeError):
             self._reply(None, error=(PARSE_ERROR, "not JSON"))
             return
-        if _too_deep(message):
+        if too_deep(message):
             self._reply(None, error=(INVALID_REQUEST, f"message nested deeper than {MAX_NESTING} levels"))
             return
         try:
             self.handle(message)
         except Exception:  # a bug must not end the session; the host sees an error for this frame
             msg_id = message.get("id") if isinstance(message, dict) else None
-            self._reply(msg_id if _valid_id(msg_id) else None, error=(INTERNAL_ERROR, "internal error"))
+            self._reply(msg_id if valid_id(msg_id) else None, error=(INTERNAL_ERROR, "internal error"))
 
 
 def _stop(signum: int, _frame: Any) -> None:
@@ -200,7 +183,18 @@ def _stop(signum: int, _frame: Any) -> None:
 
 
 def serve_stdio(url: str, token: str | None) -> None:
-    """Serve until stdin closes or a signal arrives. Every tool call uses ``token`` against ``url``."""
+    """Serve until stdin closes or a signal arrives. Every tool call uses ``token`` against ``url``.
+
+    A URL no request can go to (no scheme, ``/v1`` in it, ...) is a setting to fix, not a Server that is down:
+    the process refuses to start with one line on stderr, as the CLI says it, and exit code 2."""
+    from powercontext.server_url import BadServerUrl, check_server_url
+
+    try:
+        base = check_server_url(url)
+    except BadServerUrl as exc:
+        sys.stderr.write(f"error: invalid-url: {exc}\n")
+        sys.stderr.flush()
+        raise SystemExit(2) from None
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    StdioServer(ApiClient(url, token), sys.stdout.buffer).serve(sys.stdin.buffer)
+    StdioServer(ApiClient(base, token), sys.stdout.buffer).serve(sys.stdin.buffer)
