@@ -89,7 +89,7 @@ class Settings:
             store=_store(store_value, "--store" if store else "POWERCONTEXT_STORE"),
             host=host or env.get("POWERCONTEXT_HOST", DEFAULT_HOST),
             port=port or _port(env),
-            log_level=env.get("POWERCONTEXT_LOG_LEVEL", "info"),
+            log_level=_choice(env, "POWERCONTEXT_LOG_LEVEL", LOG_LEVELS, default="info"),
             embeddings=EmbeddingConfig.from_env(env),
             embeddings_cooldown_s=_number(env, "POWERCONTEXT_EMBEDDINGS_COOLDOWN", 30.0, minimum=0.0),
             hybrid_fts_weight=_number(env, "POWERCONTEXT_HYBRID_FTS_WEIGHT", 1.0, minimum=0.0),
@@ -188,11 +188,15 @@ def _code_roots(raw: str) -> tuple[Path, ...]:
     return tuple(roots)
 
 
-def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
-    """One of ``choices`` (the first is the default when unset or blank)."""
+# The Server's log levels, least to most severe (``warning`` hides the access log).
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str | None = None) -> str:
+    """One of ``choices`` (``default``, else the first, when unset or blank)."""
     raw = env.get(name, "").strip().lower()
     if not raw:
-        return choices[0]
+        return default or choices[0]
     if raw not in choices:
         raise SettingsError(f"{name} must be one of {', '.join(choices)}")
     return raw

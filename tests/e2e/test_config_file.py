@@ -159,3 +159,18 @@ def test_a_data_directory_this_user_cannot_enter_is_a_usage_error_not_a_tracebac
         f"error: config-file: {locked / 'powercontext' / 'powercontext.toml'}: cannot be read (Permission denied);"
         " name another with --config or POWERCONTEXT_CONFIG, or set HOME for this user"
     )
+
+
+def test_an_unknown_log_level_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    expected = "error: POWERCONTEXT_LOG_LEVEL must be one of debug, info, warning, error, critical"
+    port, db = str(free_port()), str(tmp_path / "pc.db")
+    config = tmp_path / "pc.toml"
+    config.write_text('log_level = "loud"\n', encoding="utf-8")
+    for refused in (
+        _run("server", "run", "--port", port, "--db", db, env={"POWERCONTEXT_LOG_LEVEL": "loud"}),
+        _run("server", "run", "--port", port, "--db", db, "--config", str(config)),
+        _run("config", "show", "--config", str(config)),
+    ):
+        assert (refused.returncode, refused.stderr.strip()) == (2, expected), refused.stderr[-2000:]
+    shown = _shown(_run("config", "show", "--json", env={"POWERCONTEXT_LOG_LEVEL": "WARNING"}))
+    assert shown["log_level"]["value"] == "WARNING"
