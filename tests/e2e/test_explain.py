@@ -275,3 +275,30 @@ def test_an_expected_id_past_the_runs_own_search_is_found_by_a_deeper_one(server
     assert landed["where"] == "deeper_search"
     assert min(r["rank"] for r in landed["ranks"]) > 48
     api.close()
+
+
+def test_the_documented_query_terms_are_the_ones_a_run_reports(server: LiveServer, tmp_path: Path) -> None:
+    """docs/explain.md's example of ``query_terms`` and ``code_query_terms``, checked against a real run."""
+    import re
+
+    from tests.code_support import make_git_repo
+
+    row = {
+        m.group(1): (m.group(2), m.group(3))
+        for m in re.finditer(r"^\| `(\w+)` \| [^`|]*\(`\"?([^`\"]+)\"?` → `([^`]+)`", DOC.read_text("utf-8"), re.M)
+    }
+    api = Api(server.base_url)
+    try:
+        sid = api.new_scope(prefix="explain-doc")
+        query, terms = row["query_terms"]
+        assert _explain(api, {"scope_id": sid, "query": query})["query_terms"] == terms.split()
+        indexed = api.post(f"/v1/scopes/{sid}/code/index", {"path": str(make_git_repo(tmp_path / "repo"))})
+        assert indexed.status_code == 200, indexed.text
+        code_query, code_terms = row["code_query_terms"]
+        code = _explain(api, {"scope_id": sid, "query": code_query, "include_code": True})
+        assert code["code_query_terms"] == code_terms.split()
+    finally:
+        api.close()
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "explain.md"
