@@ -120,3 +120,15 @@ def test_the_client_covers_every_prompt_operation(server: LiveServer) -> None:
             ]
 
     asyncio.run(flow())
+
+
+@pytest.mark.parametrize("command", ["show", "set", "auto", "retire"])
+def test_the_key_help_names_every_registered_prompt(command: str) -> None:
+    from powercontext.prompts.definitions import BUILTIN_DEFINITIONS
+
+    shown = run_cli("prompt", command, "--help", url="http://127.0.0.1:9")
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())  # the help wraps where the terminal ends
+    assert "A registered Prompt key:" in text
+    for key in BUILTIN_DEFINITIONS:
+        assert key in text, (command, key)

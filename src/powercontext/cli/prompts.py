@@ -23,6 +23,7 @@ from powercontext.cli.common import (
     run,
 )
 from powercontext.cli.terminal import say
+from powercontext.prompt_keys import listed
 
 if TYPE_CHECKING:
     from powercontext.client import PowerContextClient
@@ -32,7 +33,7 @@ prompt_app = typer.Typer(
     no_args_is_help=True, help="Scope-owned Prompts: show what a Scope resolves, set a custom one, return to auto."
 )
 
-KeyArgument = Annotated[str, typer.Argument(help="A registered Prompt key: memory.rerank or recall.expand.")]
+KeyArgument = Annotated[str, typer.Argument(help=f"A registered Prompt key: {listed()}.")]
 ExpectedOption = Annotated[
     int | None,
     typer.Option(

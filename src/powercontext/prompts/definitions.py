@@ -10,6 +10,10 @@ from typing import Any, Final, Literal
 import rfc8785
 
 from powercontext.contract.common import ArtifactAddress
+from powercontext.prompt_keys import MEMORY_EXTRACT as MEMORY_EXTRACT
+from powercontext.prompt_keys import MEMORY_RERANK as MEMORY_RERANK
+from powercontext.prompt_keys import PROMPT_KEYS
+from powercontext.prompt_keys import RECALL_EXPAND as RECALL_EXPAND
 
 PromptSelection = Literal["built_in", "artifact"]
 
@@ -61,9 +65,6 @@ _IDENTITY_FIELDS: Final = (
 )
 
 
-MEMORY_RERANK: Final = "memory.rerank"
-RECALL_EXPAND: Final = "recall.expand"
-MEMORY_EXTRACT: Final = "memory.extract"
 
 BUILTIN_DEFINITIONS: Final[dict[str, PromptDefinition]] = {
     MEMORY_RERANK: PromptDefinition(
@@ -120,6 +121,9 @@ BUILTIN_DEFINITIONS: Final[dict[str, PromptDefinition]] = {
         ),
     ),
 }
+
+if tuple(BUILTIN_DEFINITIONS) != PROMPT_KEYS:  # the CLI's help lists prompt_keys, not these
+    raise RuntimeError("prompt_keys.PROMPT_KEYS must name the built-in Prompt definitions, in order")
 
 
 def compiled_digest(key: str, definition_version: int, compiled_text: str) -> str:
