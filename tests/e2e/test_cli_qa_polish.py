@@ -193,3 +193,27 @@ def test_a_malformed_request_is_logged_in_the_servers_format(server: LiveServer)
     log = server.log_text()
     assert 'WARNING uvicorn.error event=uvicorn.warning message="Invalid HTTP request received."' in log
     assert "WARNING:  " not in log and "not a chunk" not in log
+
+
+@pytest.mark.parametrize(
+    ("sections", "said"),
+    [
+        (["memory=0"], "--section memory=0: the limit for memory must be from 1 to 8"),
+        (["experience=5"], "--section experience=5: the limit for experience must be from 1 to 2"),
+        (["bogus=3"], "--section bogus=3: the family must be one of memory, topic-memory, experience, profile"),
+        (["memory=2", "memory=3"], "--section: each family may appear in at most one section"),
+    ],
+)
+def test_a_bad_section_is_told_in_words(sections: list[str], said: str) -> None:
+    given = [arg for s in sections for arg in ("--section", s)]
+    done = run_cli("context", "prepare", "-s", "project:a", "-q", "why", *given, url="http://127.0.0.1:9")
+    assert (done.returncode, done.stderr.strip()) == (2, f"error: invalid-request: {said}")
+
+
+def test_the_api_names_a_bad_section_without_the_unions_branches(server: LiveServer) -> None:
+    body = {"scope_id": "project:a", "query": "why", "assembly": {"sections": [{"family": "memory", "limit": 0}]}}
+    answered = httpx.post(server.base_url + "/v1/context/prepare", json=body, timeout=30)
+    assert answered.status_code == 422
+    message = answered.json()["error"]["message"]
+    assert message.startswith("assembly.sections.0.limit: "), message
+    assert "Assembly" not in message and "none" not in message, message

@@ -6,8 +6,8 @@ Only Typer is imported here, so ``powercontext --help`` stays fast.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -190,7 +190,32 @@ def context_request(
     try:
         return model(fields)
     except ValidationError as exc:
-        from powercontext.contract.messages import describe_error
+        from powercontext.contract.messages import describe_error, readable_errors
 
-        message = "; ".join(describe_error(e) for e in exc.errors(include_input=False))
+        errors = readable_errors(exc.errors(include_input=False))
+        said = [_section_problem(e, section or []) for e in errors]
+        message = "; ".join(s or describe_error(e) for e, s in zip(errors, said, strict=True) if s != "")
         raise fail(f"invalid-request: {message}", EXIT_USAGE) from None
+
+
+def _section_problem(err: Mapping[str, Any], given: list[str]) -> str | None:
+    """What is wrong with one ``--section``, in words; None for an error about something else, and "" for one
+    another error of the same section already explains."""
+    from powercontext.contract.prepare import SECTION_LIMITS
+
+    loc = tuple(err.get("loc", ()))
+    if loc[:2] != ("assembly", "sections"):
+        return None
+    if len(loc) < 3 or not isinstance(loc[2], int) or loc[2] >= len(given):
+        return f"--section: {str(err.get('msg', 'invalid')).removeprefix('Value error, ')}"
+    field = loc[3] if len(loc) > 3 else None
+    where = f"--section {given[loc[2]]}"
+    family = given[loc[2]].partition("=")[0].strip()
+    if field == "family":
+        code = " (code evidence comes with --include-code)" if family == "code" else ""
+        return f"{where}: the family must be one of {', '.join(SECTION_LIMITS)}{code}"
+    if field == "limit" or err.get("type") == "value_error":
+        if family in SECTION_LIMITS:
+            return f"{where}: the limit for {family} must be from 1 to {SECTION_LIMITS[family]}"
+        return ""  # an unknown family: its own error says what to change
+    return None

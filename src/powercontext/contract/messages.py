@@ -15,9 +15,25 @@ from typing import Any
 
 from powercontext.contract.common import PATTERN_MESSAGES
 
-__all__ = ["describe_error", "location_of"]
+__all__ = ["describe_error", "location_of", "readable_errors"]
 
 _FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+# How pydantic names the branch of a union in a location: a model's class name (``Assembly``) or a validator's
+# (``function-after[...]``). Field names of the API are lower case and never hold brackets.
+_BRANCH = re.compile(r"^(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*|[a-z-]+\[.*\])$")
+
+
+def readable_errors(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """pydantic's errors without a union's bookkeeping: no branch name in a location (``assembly.Assembly.sections``
+    is ``assembly.sections``), and no "Input should be None" from the ``None`` of a field that may be omitted,
+    when another error says what is wrong with the value given."""
+    listed = []
+    for err in errors:
+        loc = tuple(err.get("loc", ()))
+        kept = tuple(p for i, p in enumerate(loc) if i == len(loc) - 1 or not (isinstance(p, str) and _BRANCH.match(p)))
+        listed.append({**err, "loc": kept})
+    meaningful = [e for e in listed if e.get("type") != "none_required"]
+    return meaningful or listed
 
 
 def location_of(loc: Sequence[Any], *, skip: Iterable[str] = ("body",)) -> str:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from powercontext.code.errors import CodeError
-from powercontext.contract.messages import describe_error
+from powercontext.contract.messages import describe_error, readable_errors
 from powercontext.domain.errors import RequestRefused
 from powercontext.server.auth import refusal_before_validation
 from powercontext.store.core.driver import sqlite
@@ -53,7 +53,7 @@ def _validation_message(request: Request, exc: RequestValidationError) -> str:
     # Only the location and what is wrong: the offending input, an unknown key included, is never echoed.
     return "; ".join(
         describe_error(err, _accepted_fields(request, err.get("loc", ())), name_unknown=False)
-        for err in exc.errors()[:5]
+        for err in readable_errors(exc.errors())[:5]
     )
 
 
