@@ -9,6 +9,7 @@ errors without loading the client. ``powercontext.client.errors`` re-exports the
 from __future__ import annotations
 
 __all__ = [
+    "ClientClosed",
     "Conflict",
     "Forbidden",
     "InvalidRequest",
@@ -72,6 +73,15 @@ class Unavailable(PowerContextError):
 
 class InvalidRequest(PowerContextError):
     """400, 413 or 422: the request itself is wrong; the message names the field."""
+
+
+class ClientClosed(PowerContextError, RuntimeError):
+    """A method was called after ``close()`` (``aclose()``, or the end of the ``with`` block): nothing was sent.
+    Status 0, code ``client-closed``; also a ``RuntimeError``, as the mistake is the caller's code, not the
+    Server's answer."""
+
+    def __init__(self) -> None:
+        super().__init__(0, "client-closed", "this client is closed; make a new one (or call it inside its with block)")
 
 
 def error_for(status: int, code: str, message: str, request_id: str | None = None) -> PowerContextError:

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from powercontext.client.errors import ClientClosed, PowerContextError, error_from_answer, unreachable
 from powercontext.client.errors import Conflict as Conflict
 from powercontext.client.errors import Forbidden as Forbidden
 from powercontext.client.errors import InvalidRequest as InvalidRequest
 from powercontext.client.errors import NotFound as NotFound
-from powercontext.client.errors import PowerContextError, error_from_answer, unreachable
 from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
@@ -115,7 +115,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the HTTP connections; the client cannot be used afterwards."""
+        """Close the HTTP connections; afterwards every method raises ``ClientClosed``."""
         await self._http.aclose()
 
     async def _call(
@@ -128,6 +128,8 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         timeout: float | None = None,
     ) -> M:
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        if self._http.is_closed:
+            raise ClientClosed()
         try:
             response = await self._http.request(method, path, json=json, params=params, **extra)
         except httpx.TransportError as exc:

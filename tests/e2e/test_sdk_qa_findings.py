@@ -1,0 +1,106 @@
+"""The SDK findings of the QA pass, against real Servers on loopback: the blocking client inside a running event
+loop and from several threads, and a closed client's clear error."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import warnings
+
+import pytest
+
+from powercontext import (
+    ClientClosed,
+    PowerContextClient,
+    PowerContextError,
+    SyncPowerContextClient,
+)
+from tests.conftest import LiveServer
+from tests.support import unique, wait_until
+
+
+def _runtime_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+def test_the_sync_client_works_inside_a_running_event_loop(server: LiveServer) -> None:
+    """What a notebook cell is: a running loop in the main thread calling the blocking client."""
+    scope_id = unique("inloop")
+
+    async def main() -> list[str]:
+        with SyncPowerContextClient(server.base_url) as client:
+            client.create_scope(scope_id, "Inside a loop")
+            client.add_memory(scope_id, "Refunds go back to the original card.", "decision")
+            return [s.scope_id for s in client.list_scopes()]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert scope_id in asyncio.run(main())
+        gc.collect()
+    assert _runtime_warnings(caught) == []
+
+
+def test_one_sync_client_from_two_threads_at_once_leaves_no_thread_behind(server: LiveServer) -> None:
+    scope_id = unique("threads")
+    before = set(threading.enumerate())
+    client = SyncPowerContextClient(server.base_url)
+    client.create_scope(scope_id, "Two threads")
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def writer(n: int, in_loop: bool) -> None:
+        def calls() -> None:
+            start.wait(timeout=10)
+            for i in range(8):
+                client.add_memory(scope_id, f"Fact {n}-{i} about settlement.", "fact")
+                client.get_scope(scope_id)
+
+        async def in_a_loop() -> None:
+            calls()
+
+        try:
+            asyncio.run(in_a_loop()) if in_loop else calls()
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n, n == 0)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failures == []
+    assert len(client.list_memories(scope_id, limit=50).items) == 16
+    client.close()
+    assert wait_until(lambda: set(threading.enumerate()) <= before, timeout=5), threading.enumerate()
+
+
+def test_a_closed_client_raises_client_closed_without_a_warning(server: LiveServer) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with SyncPowerContextClient(server.base_url) as client:
+            client.list_scopes()
+        client.close()  # a second close does nothing
+        with pytest.raises(ClientClosed) as closed:
+            client.list_scopes()
+
+        async def after_aclose() -> None:
+            async with PowerContextClient(server.base_url) as async_client:
+                await async_client.list_scopes()
+            with pytest.raises(ClientClosed):
+                await async_client.list_scopes()
+
+        asyncio.run(after_aclose())
+        gc.collect()
+    assert _runtime_warnings(caught) == []
+    assert isinstance(closed.value, PowerContextError) and isinstance(closed.value, RuntimeError)
+    assert closed.value.code == "client-closed" and "closed" in closed.value.message
+
+
+def test_a_client_never_closed_ends_its_thread_when_collected(server: LiveServer) -> None:
+    before = set(threading.enumerate())
+    client = SyncPowerContextClient(server.base_url)
+    client.list_scopes()
+    del client
+    gc.collect()
+    assert wait_until(lambda: set(threading.enumerate()) <= before, timeout=5), threading.enumerate()
