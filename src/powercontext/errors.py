@@ -72,7 +72,9 @@ class Unavailable(PowerContextError):
 
 
 class InvalidRequest(PowerContextError):
-    """400, 413 or 422: the request itself is wrong; the message names the field."""
+    """400, 413 or 422: the request itself is wrong; the message names the field. The client checks a body before
+    sending it: what it refuses is ``422`` ``invalid-request`` in the Server's words, with pydantic's
+    ``ValidationError`` as ``__cause__`` where pydantic refused it, and nothing is sent."""
 
 
 class ClientClosed(PowerContextError, RuntimeError):

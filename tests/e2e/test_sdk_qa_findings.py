@@ -1,5 +1,6 @@
 """The SDK findings of the QA pass, against real Servers on loopback: the blocking client inside a running event
-loop and from several threads, and a closed client's clear error."""
+loop and from several threads, a closed client's clear error, client-side input errors as ``InvalidRequest``, and a
+Profile given as a mapping."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import gc
 import threading
 import warnings
 
+import httpx
+import pydantic
 import pytest
 
 from powercontext import (
     ClientClosed,
+    InvalidRequest,
     PowerContextClient,
     PowerContextError,
     SyncPowerContextClient,
@@ -104,3 +108,43 @@ def test_a_client_never_closed_ends_its_thread_when_collected(server: LiveServer
     del client
     gc.collect()
     assert wait_until(lambda: set(threading.enumerate()) <= before, timeout=5), threading.enumerate()
+
+
+def test_client_side_input_errors_are_invalid_request_in_the_servers_words(server: LiveServer) -> None:
+    scope_id = unique("input")
+    with SyncPowerContextClient(server.base_url) as client:
+        client.create_scope(scope_id, "Input errors")
+        with pytest.raises(InvalidRequest) as bad_kind:
+            client.add_memory(scope_id, "x", "bogus")  # type: ignore[arg-type]
+        with pytest.raises(InvalidRequest) as empty:
+            client.add_memory(scope_id, "", "fact")
+        with pytest.raises(InvalidRequest) as bad_topic:
+            client.create_topic(scope_id, "", "body")
+    for caught, field in ((bad_kind, "kind"), (empty, "text"), (bad_topic, "title")):
+        assert isinstance(caught.value, PowerContextError)
+        assert (caught.value.status, caught.value.code) == (422, "invalid-request")
+        assert caught.value.message.startswith(f"{field}: ")
+        assert isinstance(caught.value.__cause__, pydantic.ValidationError)
+    # The same wording the Server answers for the same body.
+    path = f"{server.base_url}/v1/scopes/{scope_id}/atomic-memory"
+    for body, caught in (({"text": "x", "kind": "bogus"}, bad_kind), ({"text": "", "kind": "fact"}, empty)):
+        answer = httpx.post(path, json=body, timeout=10).json()["error"]
+        assert caught.value.message == answer["message"]
+
+
+def test_set_profile_takes_a_mapping_and_refuses_what_is_not_pairs(server: LiveServer) -> None:
+    scope_id = unique("profile")
+    with SyncPowerContextClient(server.base_url) as client:
+        client.create_scope(scope_id, "Profile")
+        first = client.set_profile(scope_id, {"ab": "value", "a": "b"}, expected_revision=0)
+        assert [(e.key, e.value) for e in first.entries] == [("ab", "value"), ("a", "b")]
+        second = client.set_profile(scope_id, [("tz", "UTC")], expected_revision=1)
+        assert [(e.key, e.value) for e in second.entries] == [("tz", "UTC")]
+        for bad in (["ab"], [("a", "b", "c")], "ab", 42, [{"key": "a"}]):
+            with pytest.raises(InvalidRequest) as refused:
+                client.set_profile(scope_id, bad, expected_revision=2)  # type: ignore[arg-type]
+            assert refused.value.message.startswith("entries"), bad
+        with pytest.raises(InvalidRequest) as not_text:
+            client.set_profile(scope_id, {"a": 1}, expected_revision=2)  # type: ignore[dict-item]
+        assert not_text.value.message.startswith("entries.0.value: ")
+        assert [(e.key, e.value) for e in client.get_profile(scope_id).entries] == [("tz", "UTC")]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from powercontext.client.checks import checked_input
 from powercontext.client.errors import ClientClosed, PowerContextError, error_from_answer, unreachable
 from powercontext.client.errors import Conflict as Conflict
 from powercontext.client.errors import Forbidden as Forbidden
@@ -203,9 +204,10 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         ``possibly_supersedes`` lists earlier memories on the same subject it may replace (nothing is retired)."""
         from powercontext.contract.memory import AtomicMemoryCreate, AtomicMemoryCreated
 
-        item = AtomicMemoryCreate(
-            text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key, observed_at=observed_at
-        )
+        with checked_input():
+            item = AtomicMemoryCreate(
+                text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key, observed_at=observed_at
+            )
         return await self._call("POST", f"{_mem(scope_id)}", AtomicMemoryCreated, _wire(item))
 
     async def add_memories(self, scope_id: str, items: Sequence[AtomicMemoryCreate]) -> list[AtomicMemoryBatchItem]:
