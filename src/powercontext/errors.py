@@ -55,7 +55,8 @@ class PowerContextError(Exception):
 
 
 class NotFound(PowerContextError):
-    """404: the Scope, artifact, revision, Candidate or code range does not exist (or may not be read)."""
+    """404: the Scope, artifact, revision, Candidate or code range does not exist (a Scope the token may not read
+    is ``Forbidden`` ``scope-forbidden`` instead)."""
 
 
 class Conflict(PowerContextError):
@@ -63,7 +64,8 @@ class Conflict(PowerContextError):
 
 
 class Forbidden(PowerContextError):
-    """401 or 403: no valid token, or the token's principal lacks the grant (or the operation is off)."""
+    """401 or 403: no valid token, or the token's principal lacks the grant (``scope-forbidden``: it may not read,
+    write, index or delete that Scope), or the operation is off."""
 
 
 class Unavailable(PowerContextError):

@@ -1,13 +1,16 @@
 """The SDK findings of the QA pass, against real Servers on loopback: the blocking client inside a running event
-loop and from several threads, a closed client's clear error, client-side input errors as ``InvalidRequest``, and a
-Profile given as a mapping."""
+loop and from several threads, a closed client's clear error, client-side input errors as ``InvalidRequest``, a
+Profile given as a mapping, and ``get_scope``'s documented refusal."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
+import json
 import threading
 import warnings
+from collections.abc import Iterator
 
 import httpx
 import pydantic
@@ -15,13 +18,16 @@ import pytest
 
 from powercontext import (
     ClientClosed,
+    Forbidden,
     InvalidRequest,
     PowerContextClient,
     PowerContextError,
     SyncPowerContextClient,
 )
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, live_server
 from tests.support import unique, wait_until
+
+READER = "qa-reader-token-7Qk"
 
 
 def _runtime_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -148,3 +154,22 @@ def test_set_profile_takes_a_mapping_and_refuses_what_is_not_pairs(server: LiveS
             client.set_profile(scope_id, {"a": 1}, expected_revision=2)  # type: ignore[dict-item]
         assert not_text.value.message.startswith("entries.0.value: ")
         assert [(e.key, e.value) for e in client.get_profile(scope_id).entries] == [("tz", "UTC")]
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = tmp_path_factory.mktemp("qa-access")
+    digest = hashlib.sha256(READER.encode()).hexdigest()
+    principals = {"principals": [{"name": "reader", "token_sha256": digest, "read": ["open:*"], "write": []}]}
+    (base / "access.json").write_text(json.dumps(principals), encoding="utf-8")
+    with live_server(base, {"POWERCONTEXT_ACCESS_FILE": str(base / "access.json")}) as live:
+        yield live
+
+
+def test_get_scope_on_an_unreadable_scope_raises_forbidden_as_documented(guarded: LiveServer) -> None:
+    with SyncPowerContextClient(guarded.base_url, token=READER) as client, pytest.raises(Forbidden) as refused:
+        client.get_scope("closed:ledger")
+    assert (refused.value.status, refused.value.code) == (403, "scope-forbidden")
+    for method in (PowerContextClient.get_scope, SyncPowerContextClient.get_scope):
+        doc = method.__doc__ or ""
+        assert "``Forbidden`` ``scope-forbidden``" in doc and "may not be read" not in doc

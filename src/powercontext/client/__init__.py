@@ -178,7 +178,8 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         return (await self._call("GET", "/v1/scopes", ScopeList)).items
 
     async def get_scope(self, scope_id: str) -> Scope:
-        """One Scope (``NotFound`` ``scope-not-found`` if it does not exist or may not be read)."""
+        """One Scope (``NotFound`` ``scope-not-found`` if it does not exist; ``Forbidden`` ``scope-forbidden`` if
+        the token may not read it)."""
         from powercontext.contract.scopes import Scope
 
         return await self._call("GET", f"/v1/scopes/{_seg(scope_id)}", Scope)
