@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from powercontext.contract.prepare import PrepareContextRequest, PreparedContext
     from powercontext.contract.scopes import Scope
     from powercontext.errors import (
+        ClientClosed,
         Conflict,
         Forbidden,
         InvalidRequest,
@@ -46,6 +47,7 @@ __all__ = [
     "AtomicMemoryList",
     "AtomicMemorySearchResult",
     "BadServerUrl",
+    "ClientClosed",
     "Conflict",
     "Forbidden",
     "InvalidRequest",
@@ -71,6 +73,7 @@ _HOMES = {
     "Forbidden": "powercontext.errors",
     "Unavailable": "powercontext.errors",
     "InvalidRequest": "powercontext.errors",
+    "ClientClosed": "powercontext.errors",
     "PrepareContextRequest": "powercontext.contract.prepare",
     "PreparedContext": "powercontext.contract.prepare",
     "Scope": "powercontext.contract.scopes",

@@ -9,6 +9,7 @@ errors without loading the client. ``powercontext.client.errors`` re-exports the
 from __future__ import annotations
 
 __all__ = [
+    "ClientClosed",
     "Conflict",
     "Forbidden",
     "InvalidRequest",
@@ -54,7 +55,8 @@ class PowerContextError(Exception):
 
 
 class NotFound(PowerContextError):
-    """404: the Scope, artifact, revision, Candidate or code range does not exist (or may not be read)."""
+    """404: the Scope, artifact, revision, Candidate or code range does not exist (a Scope the token may not read
+    is ``Forbidden`` ``scope-forbidden`` instead)."""
 
 
 class Conflict(PowerContextError):
@@ -62,7 +64,8 @@ class Conflict(PowerContextError):
 
 
 class Forbidden(PowerContextError):
-    """401 or 403: no valid token, or the token's principal lacks the grant (or the operation is off)."""
+    """401 or 403: no valid token, or the token's principal lacks the grant (``scope-forbidden``: it may not read,
+    write, index or delete that Scope), or the operation is off."""
 
 
 class Unavailable(PowerContextError):
@@ -71,7 +74,18 @@ class Unavailable(PowerContextError):
 
 
 class InvalidRequest(PowerContextError):
-    """400, 413 or 422: the request itself is wrong; the message names the field."""
+    """400, 413 or 422: the request itself is wrong; the message names the field. The client checks a body before
+    sending it: what it refuses is ``422`` ``invalid-request`` in the Server's words, with pydantic's
+    ``ValidationError`` as ``__cause__`` where pydantic refused it, and nothing is sent."""
+
+
+class ClientClosed(PowerContextError, RuntimeError):
+    """A method was called after ``close()`` (``aclose()``, or the end of the ``with`` block): nothing was sent.
+    Status 0, code ``client-closed``; also a ``RuntimeError``, as the mistake is the caller's code, not the
+    Server's answer."""
+
+    def __init__(self) -> None:
+        super().__init__(0, "client-closed", "this client is closed; make a new one (or call it inside its with block)")
 
 
 def error_for(status: int, code: str, message: str, request_id: str | None = None) -> PowerContextError:

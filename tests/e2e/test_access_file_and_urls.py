@@ -49,6 +49,40 @@ def test_an_access_file_in_a_directory_others_can_write_is_refused(tmp_path: Pat
     assert code == 2 and f"its directory {shared} is writable by others" in stderr
 
 
+@pytest.mark.parametrize(
+    ("grants", "says"),
+    [
+        # A string, not a list: read as characters it held the pattern "*", and the token got every Scope.
+        ({"write": "project:*"}, '"write" must be a list of Scope patterns'),
+        ({"read": "project:*"}, '"read" must be a list of Scope patterns'),
+        ({"delete": "*"}, '"delete" must be a list of Scope patterns'),
+        ({"index": [7]}, '"index" must be a list of Scope patterns'),
+        ({"read": ["proj*ect"]}, 'a pattern is an exact Scope id, a prefix ending in "*", or "*" alone'),
+        ({"read": [""]}, 'a pattern is an exact Scope id'),
+        ({"wrte": ["*"]}, 'unknown key(s) "wrte"'),  # a typo must not silently drop a grant
+        ({"metrics": "yes"}, "metrics must be true or false"),
+        ({"name": 7}, "needs a name and a token_sha256"),
+    ],
+)
+def test_a_malformed_grant_stops_the_server_rather_than_grant_more(
+    tmp_path: Path, grants: dict[str, object], says: str
+) -> None:
+    path = tmp_path / "access.json"
+    path.write_text(json.dumps({"principals": [{"name": "s", "token_sha256": "0" * 64, **grants}]}), encoding="utf-8")
+    path.chmod(0o600)
+    code, stderr = start_server(tmp_path, path)
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert "error: POWERCONTEXT_ACCESS_FILE: principal 0" in stderr and says in stderr, stderr
+
+
+def test_an_unknown_top_level_key_stops_the_server(tmp_path: Path) -> None:
+    path = tmp_path / "access.json"
+    path.write_text(json.dumps({"principals": json.loads(ACCESS)["principals"], "principal": []}), encoding="utf-8")
+    path.chmod(0o600)
+    code, stderr = start_server(tmp_path, path)
+    assert code == 2 and 'unknown key(s) "principal"' in stderr, stderr
+
+
 def _with_credentials(url: str) -> str:
     return url.replace("http://", f"http://alice:{PASSWORD}@", 1)
 

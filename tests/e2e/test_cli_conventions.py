@@ -132,6 +132,9 @@ def test_memory_import_prints_json(server: LiveServer, scope: str, tmp_path: Pat
 
 
 def test_store_copy_prints_json(tmp_path: Path) -> None:
+    from powercontext.store.sqlite import SqliteStore
+
+    SqliteStore(tmp_path / "a.db").close()  # an empty store: a source must exist
     source, target = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
     result = run_cli("store", "copy", "--from", source, "--to", target, "--json")
     assert result.returncode == 0, result.stderr

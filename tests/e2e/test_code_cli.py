@@ -55,11 +55,16 @@ def test_index_query_and_snippet_through_the_server(server: LiveServer, api: Api
 def test_index_in_process_with_db(tmp_path: Path) -> None:
     repo = make_git_repo(tmp_path / "repo")
     db = tmp_path / "direct.db"
-    missing = run_cli("code", "index", str(repo), "-s", "direct", "--db", str(db))
-    assert missing.returncode == 3 and missing.stderr.startswith("error: scope-not-found:")
+    no_store = run_cli("code", "index", str(repo), "-s", "direct", "--db", str(db))
+    assert no_store.returncode == 3 and no_store.stderr.startswith("error: store-not-found:")
+    assert not db.exists()  # a mistyped --db leaves no empty store behind
 
     from powercontext.store.sqlite import SqliteStore
 
+    store = SqliteStore(db)
+    store.close()
+    missing = run_cli("code", "index", str(repo), "-s", "direct", "--db", str(db))
+    assert missing.returncode == 3 and missing.stderr.startswith("error: scope-not-found:")
     store = SqliteStore(db)
     store.create_scope("direct", "Direct", [])
     store.close()

@@ -21,11 +21,14 @@ from powercontext.store.base import (
     ProfileEntry,
 )
 from powercontext.store.code import NewCodeChunk, NewCodeFile
-from powercontext.store.copy import copy_store, count_rows
+from powercontext.store.copy import DestinationNotFromSource, copy_store, count_rows
+from powercontext.store.errors import StoreNotFound
+from powercontext.store.oceanbase.engine import connect
+from powercontext.store.open import open_store
 from powercontext.store.sqlite import SqliteStore
 from powercontext.text.tokenize import query_terms
 from tests import forked
-from tests.seekdb_support import require_seekdb, seekdb_store
+from tests.seekdb_support import location, require_seekdb, seekdb_store
 from tests.support import sha256_of
 
 
@@ -126,6 +129,35 @@ def test_copy_moves_every_table_and_resumes_after_an_interruption(tmp_path: Path
     assert destination.embedding_status("m1") == source.embedding_status("m1")
     source.close()
     destination.close()
+
+
+def test_copy_refuses_a_seekdb_destination_holding_other_data(tmp_path: Path) -> None:
+    source = SqliteStore(tmp_path / "source.db")
+    fill(source)
+    destination = seekdb_store(tmp_path)
+    destination.create_scope("team", "Another team", [])  # the same Scope id and row ids, other contents
+    destination.create_memories("team", [NewMemory("another store's note", "fact", (), None, "d", None)])
+    before = count_rows(destination)
+    with pytest.raises(DestinationNotFromSource):
+        copy_store(source, destination, code_terms, batch_size=7)
+    assert count_rows(destination) == before
+    source.close()
+    destination.close()
+
+
+def test_a_source_database_the_engine_does_not_hold_is_not_created() -> None:
+    # ``seekdb:///dir?database=typo`` on an engine that is there: the directory exists, the database does not.
+    require_seekdb()
+    missing = dataclasses.replace(location(), database="no_such_store")
+    with pytest.raises(StoreNotFound, match="no store at seekdb://"):
+        open_store(missing, create=False)
+    conn = connect(missing)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'no_such_store'")
+            assert cur.fetchone() is None
+    finally:
+        conn.close()
 
 
 def test_store_copy_command_reports_matching_counts(tmp_path: Path) -> None:

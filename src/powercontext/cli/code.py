@@ -84,9 +84,18 @@ def _index_in_process(db: Path, scope: str, target: Path, max_file_bytes: int | 
     from powercontext.inference.config import EmbeddingConfig, build_embedding_provider
     from powercontext.search.embedding import GuardedEmbedder
     from powercontext.settings import code_hardlinks_allowed
-    from powercontext.store.errors import StoreError
+    from powercontext.store.errors import StoreError, StoreNotFound
+    from powercontext.store.location import StoreLocation
+    from powercontext.store.open import require_existing
     from powercontext.store.sqlite import SqliteStore
 
+    try:  # the Scope must be in the store: a new, empty store file could only fail, and would stay behind
+        require_existing(StoreLocation("sqlite", path=db.expanduser()))
+    except StoreNotFound as exc:
+        from powercontext.cli.common import fail
+        from powercontext.cli.failures import EXIT_NOT_FOUND
+
+        raise fail(f"{exc.code}: {exc}", EXIT_NOT_FOUND) from None
     try:
         allow_hardlinks = code_hardlinks_allowed(os.environ)  # as the Server's setting, so both refuse alike
         provider = build_embedding_provider(EmbeddingConfig.from_env(os.environ))

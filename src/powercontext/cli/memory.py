@@ -137,7 +137,7 @@ def memory_reindex(
     if not provider.configured:
         say("error: no embedding provider is configured; set POWERCONTEXT_EMBEDDINGS (see docs)", err=True)
         raise typer.Exit(2)
-    store = open_store_or_exit(settings)
+    store = open_store_or_exit(settings, create=False)  # nothing to embed in a store that is not there
     try:
         with Progress(transient=True) as bar:
             task = bar.add_task("embedding", total=None)

@@ -72,16 +72,21 @@ def settings_from_options(
         raise typer.Exit(2) from None
 
 
-def open_store_or_exit(settings: Settings) -> Store:
+def open_store_or_exit(settings: Settings, *, create: bool = True) -> Store:
     """The configured store, opened by a command that works on it directly; one it cannot use ends the command
     as it ends ``server run``: exit 6 (damaged, read-only, not a store), or 2 when its engine is not installed
-    or does not answer. One line each, never a traceback."""
-    from powercontext.store.errors import StoreOpenRefused
+    or does not answer. With ``create=False`` a store that is not there is not created: ``store-not-found``,
+    exit 3. One line each, never a traceback."""
+    from powercontext.cli.failures import EXIT_NOT_FOUND
+    from powercontext.store.errors import StoreNotFound, StoreOpenRefused
     from powercontext.store.oceanbase.engine import EngineUnavailable
     from powercontext.store.open import open_store
 
     try:
-        return open_store(settings.store_location())
+        return open_store(settings.store_location(), create=create)
+    except StoreNotFound as exc:
+        say(f"error: {exc.code}: {exc}", err=True)
+        raise typer.Exit(EXIT_NOT_FOUND) from None
     except StoreOpenRefused as exc:
         say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
         raise typer.Exit(STORE_REFUSED_EXIT) from None

@@ -28,10 +28,19 @@ def store_copy(
 
     Stop the Servers writing to the source first: rows written during the copy may be missed.
     """
+    from powercontext.cli.failures import EXIT_CONFLICT, EXIT_UNREACHABLE
+    from powercontext.store.copy import CopyFailed, DestinationNotFromSource
+
     from_location, to_location = _parse_locations(source, target)
     src, dst = _open_stores(from_location, to_location)
     try:
         counts = _copy_with_progress(src, dst, batch_size)
+    except DestinationNotFromSource as exc:  # found before anything was written
+        say(f"error: {exc.code}: {exc}", err=True)
+        raise typer.Exit(EXIT_CONFLICT) from None
+    except CopyFailed as exc:
+        say(f"error: {exc.code}: {exc}", err=True)
+        raise typer.Exit(EXIT_UNREACHABLE) from None
     finally:
         src.close()
         dst.close()
@@ -62,14 +71,34 @@ def _parse_locations(source: str, target: str) -> tuple[StoreLocation, StoreLoca
 
 
 def _open_stores(from_location: StoreLocation, to_location: StoreLocation) -> tuple[Store, Store]:
+    """The source, which must exist (nothing is created for a mistyped ``--from``), then the destination, created
+    when new. One line and an exit code for each store that cannot be opened: 3 (``store-not-found``), 6 (damaged,
+    read-only, not a store; as ``server run``), 2 (its engine is not installed or does not answer)."""
+    from powercontext.cli.failures import EXIT_NOT_FOUND
+    from powercontext.cli.server import STORE_REFUSED_EXIT
+    from powercontext.store.errors import StoreNotFound, StoreOpenRefused
     from powercontext.store.oceanbase.engine import EngineUnavailable
     from powercontext.store.open import open_store
 
+    opened: list[Store] = []
+    option = "--from"
     try:
-        return open_store(from_location), open_store(to_location)
+        opened.append(open_store(from_location, create=False))
+        option = "--to"
+        opened.append(open_store(to_location))
+    except StoreNotFound as exc:
+        say(f"error: {exc.code}: {exc}", err=True)
+        raise typer.Exit(EXIT_NOT_FOUND) from None
+    except StoreOpenRefused as exc:
+        say(f"error: {option}: {exc}", err=True)
+        raise typer.Exit(STORE_REFUSED_EXIT) from None
     except EngineUnavailable as exc:
-        say(f"error: {exc}", err=True)
+        say(f"error: {option}: {exc}", err=True)
         raise typer.Exit(2) from None
+    finally:
+        if len(opened) == 1:
+            opened[0].close()
+    return opened[0], opened[1]
 
 
 def _copy_with_progress(src: Store, dst: Store, batch_size: int) -> list[TableCount]:
@@ -77,7 +106,9 @@ def _copy_with_progress(src: Store, dst: Store, batch_size: int) -> list[TableCo
 
     from powercontext.cli.rich_terminal import TerminalConsole
     from powercontext.code.identifiers import identifier_terms, path_terms
-    from powercontext.store.copy import copy_store
+    from powercontext.store.copy import copy_store, refuse_foreign_rows
+
+    refuse_foreign_rows(src, dst, batch_size)  # before the progress bar: a refusal is the only line
 
     def code_terms(path: str, text: str) -> tuple[str, str]:
         # The code indexer's own tokenizer, so copied chunks are found by the same queries.
@@ -99,6 +130,7 @@ def _copy_with_progress(src: Store, dst: Store, batch_size: int) -> list[TableCo
             progress=lambda table, done, total: bar.update(
                 task, description=f"copying {table}", completed=done, total=total
             ),
+            checked=True,
         )
 
 

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from powercontext.client.checks import checked_input
+from powercontext.client.errors import ClientClosed, PowerContextError, error_from_answer, unreachable
 from powercontext.client.errors import Conflict as Conflict
 from powercontext.client.errors import Forbidden as Forbidden
 from powercontext.client.errors import InvalidRequest as InvalidRequest
 from powercontext.client.errors import NotFound as NotFound
-from powercontext.client.errors import PowerContextError, error_from_answer, unreachable
 from powercontext.client.errors import Unavailable as Unavailable
 from powercontext.client.families import FamilyClientMixin
 from powercontext.client.prompts import PromptClientMixin
@@ -115,7 +116,7 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the HTTP connections; the client cannot be used afterwards."""
+        """Close the HTTP connections; afterwards every method raises ``ClientClosed``."""
         await self._http.aclose()
 
     async def _call(
@@ -128,6 +129,8 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         timeout: float | None = None,
     ) -> M:
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        if self._http.is_closed:
+            raise ClientClosed()
         try:
             response = await self._http.request(method, path, json=json, params=params, **extra)
         except httpx.TransportError as exc:
@@ -175,7 +178,8 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         return (await self._call("GET", "/v1/scopes", ScopeList)).items
 
     async def get_scope(self, scope_id: str) -> Scope:
-        """One Scope (``NotFound`` ``scope-not-found`` if it does not exist or may not be read)."""
+        """One Scope (``NotFound`` ``scope-not-found`` if it does not exist; ``Forbidden`` ``scope-forbidden`` if
+        the token may not read it)."""
         from powercontext.contract.scopes import Scope
 
         return await self._call("GET", f"/v1/scopes/{_seg(scope_id)}", Scope)
@@ -201,9 +205,10 @@ class PowerContextClient(FamilyClientMixin, PromptClientMixin, SourceClientMixin
         ``possibly_supersedes`` lists earlier memories on the same subject it may replace (nothing is retired)."""
         from powercontext.contract.memory import AtomicMemoryCreate, AtomicMemoryCreated
 
-        item = AtomicMemoryCreate(
-            text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key, observed_at=observed_at
-        )
+        with checked_input():
+            item = AtomicMemoryCreate(
+                text=text, kind=kind, tags=list(tags), idempotency_key=idempotency_key, observed_at=observed_at
+            )
         return await self._call("POST", f"{_mem(scope_id)}", AtomicMemoryCreated, _wire(item))
 
     async def add_memories(self, scope_id: str, items: Sequence[AtomicMemoryCreate]) -> list[AtomicMemoryBatchItem]:

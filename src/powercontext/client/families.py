@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import quote
 
 from pydantic import BaseModel
+
+from powercontext.client.checks import ProfileEntries, checked_input, profile_entries
 
 if TYPE_CHECKING:
     from powercontext.contract.families import (
@@ -59,7 +61,8 @@ class FamilyClientMixin:
     ) -> TopicMemory:
         """Create a Topic Memory: a titled body of what is known about one subject."""
         from powercontext.contract.families import TopicMemory, TopicMemoryCreate
-        item = TopicMemoryCreate(title=title, body=body, tags=list(tags), idempotency_key=idempotency_key)
+        with checked_input():
+            item = TopicMemoryCreate(title=title, body=body, tags=list(tags), idempotency_key=idempotency_key)
         return await self._call("POST", _path(scope_id, "topic-memory"), TopicMemory, _wire(item))
 
     async def revise_topic(
@@ -119,14 +122,15 @@ class FamilyClientMixin:
     ) -> ExperienceCandidate:
         """Create a pending Candidate; with a target it proposes the next revision of that Experience."""
         from powercontext.contract.families import ExperienceCandidate, ExperienceCandidateCreate
-        item = ExperienceCandidateCreate(
-            situation=situation,
-            what_worked=what_worked,
-            what_to_avoid=what_to_avoid,
-            tags=list(tags),
-            target_artifact_id=target_artifact_id,
-            expected_revision=expected_revision,
-        )
+        with checked_input():
+            item = ExperienceCandidateCreate(
+                situation=situation,
+                what_worked=what_worked,
+                what_to_avoid=what_to_avoid,
+                tags=list(tags),
+                target_artifact_id=target_artifact_id,
+                expected_revision=expected_revision,
+            )
         path = _path(scope_id, "experience", "candidates")
         return await self._call("POST", path, ExperienceCandidate, _wire(item))
 
@@ -150,7 +154,8 @@ class FamilyClientMixin:
     ) -> ExperienceReviewResult:
         """Approve a pending Candidate: it becomes an Experience (or that Experience's next revision)."""
         from powercontext.contract.families import ApproveDecision
-        decision = ApproveDecision(decision="approve", expected_candidate_revision=expected_candidate_revision)
+        with checked_input():
+            decision = ApproveDecision(decision="approve", expected_candidate_revision=expected_candidate_revision)
         return await self.review_candidate(scope_id, candidate_id, decision)
 
     async def reject_candidate(
@@ -162,9 +167,10 @@ class FamilyClientMixin:
     ) -> ExperienceReviewResult:
         """Reject a pending Candidate; ``reason`` is a short kebab-case code."""
         from powercontext.contract.families import RejectDecision
-        decision = RejectDecision(
-            decision="reject", reason=reason, expected_candidate_revision=expected_candidate_revision
-        )
+        with checked_input():
+            decision = RejectDecision(
+                decision="reject", reason=reason, expected_candidate_revision=expected_candidate_revision
+            )
         return await self.review_candidate(scope_id, candidate_id, decision)
 
     async def retire_experience(
@@ -190,14 +196,14 @@ class FamilyClientMixin:
 
     # -- profile ---------------------------------------------------------------------------------
 
-    async def set_profile(
-        self, scope_id: str, entries: Iterable[tuple[str, str]], expected_revision: int = 0
-    ) -> Profile:
-        """Commit the whole Profile as the next snapshot; ``expected_revision`` is the head (0 for the first)."""
-        from powercontext.contract.families import Profile, ProfileCommit, ProfileEntry
-        commit = ProfileCommit(
-            entries=[ProfileEntry(key=k, value=v) for k, v in entries], expected_revision=expected_revision
-        )
+    async def set_profile(self, scope_id: str, entries: ProfileEntries, expected_revision: int = 0) -> Profile:
+        """Commit the whole Profile as the next snapshot: ``entries`` is a mapping (``{"tz": "UTC"}``) or an
+        iterable of ``(key, value)`` pairs, in order; anything else is ``InvalidRequest``. ``expected_revision``
+        is the head (0 for the first)."""
+        from powercontext.contract.families import Profile, ProfileCommit
+        wire = {"entries": profile_entries(entries), "expected_revision": expected_revision}
+        with checked_input():
+            commit = ProfileCommit.model_validate(wire)
         return await self._call("PUT", _path(scope_id, "profile"), Profile, _wire(commit))
 
     async def get_profile(self, scope_id: str, revision: int | None = None) -> Profile:

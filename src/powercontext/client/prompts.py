@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from powercontext.client.checks import checked_input
 from powercontext.client.families import _artifact_path, _path, _wire
 
 if TYPE_CHECKING:
@@ -48,12 +49,13 @@ class PromptClientMixin:
     ) -> ResolvedPromptView:
         """Write a custom revision; ``expected_revision`` is the current head (0 when the Scope has none)."""
         from powercontext.contract.prompts import PromptWrite, ResolvedPromptView
-        body = PromptWrite(
-            expected_revision=expected_revision,
-            mode="custom",
-            instructions=instructions,
-            demonstrations=list(demonstrations),
-        )
+        with checked_input():
+            body = PromptWrite(
+                expected_revision=expected_revision,
+                mode="custom",
+                instructions=instructions,
+                demonstrations=list(demonstrations),
+            )
         # Not ``_wire``: a demonstration's JSON may hold nulls, which must reach the Server as sent.
         wire = body.model_dump(mode="json")
         return await self._call("PUT", _path(scope_id, "prompts", key), ResolvedPromptView, wire)
@@ -61,13 +63,15 @@ class PromptClientMixin:
     async def set_prompt_auto(self, scope_id: str, key: str, expected_revision: int) -> ResolvedPromptView:
         """Write an auto revision: the Scope uses the built-in Prompt again."""
         from powercontext.contract.prompts import PromptWrite, ResolvedPromptView
-        body = PromptWrite(expected_revision=expected_revision, mode="auto")
+        with checked_input():
+            body = PromptWrite(expected_revision=expected_revision, mode="auto")
         return await self._call("PUT", _path(scope_id, "prompts", key), ResolvedPromptView, _wire(body))
 
     async def retire_prompt(self, scope_id: str, key: str, expected_revision: int | None = None) -> ResolvedPromptView:
         """Retire the Scope's custom Prompt for ``key``: the built-in one applies again."""
         from powercontext.contract.prompts import PromptLifecycle, ResolvedPromptView
-        body = PromptLifecycle(action="retire", expected_revision=expected_revision)
+        with checked_input():
+            body = PromptLifecycle(action="retire", expected_revision=expected_revision)
         path = _path(scope_id, "prompts", key, "lifecycle")
         return await self._call("POST", path, ResolvedPromptView, _wire(body))
 

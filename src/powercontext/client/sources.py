@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from powercontext.client.checks import checked_input
 from powercontext.client.families import _path, _wire
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ class SourceClientMixin:
     ) -> SourceCreated:
         """Store a Source (redacted by the Server), pending extraction."""
         from powercontext.contract.sources import SourceCreate, SourceCreated, SourceOrigin
-        body = SourceCreate(kind=kind, content=content, observed_at=observed_at, origin=origin or SourceOrigin())
+        with checked_input():
+            body = SourceCreate(kind=kind, content=content, observed_at=observed_at, origin=origin or SourceOrigin())
         return await self._call("POST", _path(scope_id, "sources"), SourceCreated, _wire(body))
 
     async def get_source(self, scope_id: str, source_id: str) -> Source:
@@ -90,4 +92,6 @@ class SourceClientMixin:
         """Decline it: nothing is written; ``reason`` is kept with the Candidate."""
         from powercontext.contract.sources import MemoryCandidate, MemoryCandidateReject
         path = _path(scope_id, "memory-candidates", candidate_id, "reject")
-        return await self._call("POST", path, MemoryCandidate, _wire(MemoryCandidateReject(reason=reason)))
+        with checked_input():
+            body = MemoryCandidateReject(reason=reason)
+        return await self._call("POST", path, MemoryCandidate, _wire(body))

@@ -1,16 +1,17 @@
 """``SyncPowerContextClient``: the blocking twin of ``PowerContextClient``.
 
 Every public method of the async client exists here with the same name, parameters and result; each
-call runs the async method to completion on an event loop the sync client owns. Use it where no event
-loop is running (scripts, notebooks' plain cells excepted, threads); inside async code use the async
-client.
+call runs the async method to completion on an event loop the sync client owns, on a thread of its own
+(started by the first call, joined by ``close()``). So it works in scripts, in notebooks (whose cells run
+inside an event loop) and from several threads at once; it blocks the calling thread while it waits, so
+inside async code prefer the async client. After ``close()`` every method raises ``ClientClosed``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
+import weakref
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -18,6 +19,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import httpx
 
 from powercontext.client import PowerContextClient
+from powercontext.client.loop_thread import LoopThread
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -35,7 +37,7 @@ def async_methods() -> dict[str, Callable[..., Coroutine[Any, Any, Any]]]:
 def _blocking(
     method: Callable[Concatenate[PowerContextClient, P], Coroutine[Any, Any, T]],
 ) -> Callable[Concatenate[SyncPowerContextClient, P], T]:
-    """``method`` of the async client, run to completion on the sync client's loop.
+    """``method`` of the async client, run to completion on the sync client's loop (its own thread).
 
     The result keeps the async method's parameters (for type checkers, through ``P``, and for ``inspect``
     and ``help``, through ``functools.wraps``) and returns what the coroutine returns.
@@ -43,7 +45,7 @@ def _blocking(
 
     @functools.wraps(method)
     def call(self: SyncPowerContextClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._run(method(self._client, *args, **kwargs))
+        return self._loop.call(lambda: method(self._client, *args, **kwargs))
 
     return call
 
@@ -63,20 +65,20 @@ class SyncPowerContextClient:
         ``http://127.0.0.1:8765``), ``token`` to ``POWERCONTEXT_TOKEN``. ``transport`` may be a blocking
         ``httpx`` transport (``httpx.MockTransport``, ``httpx.WSGITransport``, ``httpx.HTTPTransport``) or an
         async one."""
-        self._loop = asyncio.new_event_loop()
         if isinstance(transport, httpx.BaseTransport) and not isinstance(transport, httpx.AsyncBaseTransport):
             transport = _BlockingTransport(transport)
         self._client = PowerContextClient(base_url, timeout=timeout, transport=transport, token=token)
         self.base_url = self._client.base_url
-
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self._loop.run_until_complete(coroutine)
+        self._loop = LoopThread()
+        # A client dropped without ``close()`` still ends its thread once collected (without waiting for it).
+        self._collected = weakref.finalize(self, self._loop.close_soon, self._client.aclose)
+        self._collected.atexit = False
 
     def close(self) -> None:
-        """Close the HTTP connections and the client's event loop; the client cannot be used afterwards."""
-        if not self._loop.is_closed():
-            self._run(self._client.aclose())
-            self._loop.close()
+        """Wait for calls running in other threads, close the HTTP connections, then end the client's event loop
+        and its thread. Afterwards every method raises ``ClientClosed``; a second ``close()`` does nothing."""
+        self._collected.detach()
+        self._loop.close(self._client.aclose)
 
     def __enter__(self) -> SyncPowerContextClient:
         """The client itself; ``with`` closes it at the end of the block."""
@@ -145,7 +147,8 @@ class SyncPowerContextClient:
 
 class _BlockingTransport(httpx.AsyncBaseTransport):
     """A blocking ``httpx`` transport seen as an async one: the sync client runs the async client's code, and
-    each request is handed to ``transport`` on the client's own loop thread (nothing else runs there)."""
+    each request is handed to ``transport`` on the client's own loop thread, one at a time (``transport`` need
+    not be thread-safe; concurrent calls wait for each other)."""
 
     def __init__(self, transport: httpx.BaseTransport) -> None:
         self._transport = transport

@@ -59,6 +59,49 @@ def refuse_loose_permissions(path: Path) -> None:
         )
 
 
+_GRANTS = ("read", "write", "index", "delete")
+_PRINCIPAL_KEYS = frozenset({"name", "token_sha256", "metrics", *_GRANTS})
+
+
+def _patterns(entry: dict[str, Any], grant: str, where: str) -> tuple[str, ...]:
+    """A grant's Scope patterns: a list of exact Scope ids, prefixes ending in ``*``, or ``*`` alone.
+
+    Anything else is refused, never read loosely: ``"write": "project:*"`` (a string, not a list) read as a
+    sequence of characters would include the pattern ``*``, every Scope."""
+    value = entry.get(grant, [])
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise AccessFileError(f'{where}: "{grant}" must be a list of Scope patterns, e.g. ["project:*"]')
+    for pattern in value:
+        if not pattern or pattern != pattern.strip() or "*" in pattern[:-1]:
+            raise AccessFileError(
+                f'{where}: "{grant}" has {json.dumps(pattern)}; a pattern is an exact Scope id, a prefix ending in '
+                '"*", or "*" alone'
+            )
+    return tuple(value)
+
+
+def _principal(entry: Any, i: int) -> tuple[str, Principal]:
+    """One ``principals`` entry as (token digest, principal); refuses what it does not understand."""
+    where = f"principal {i}"
+    if not isinstance(entry, dict):
+        raise AccessFileError(f"{where} must be an object")
+    unknown = sorted(set(entry) - _PRINCIPAL_KEYS)
+    if unknown:
+        allowed = ", ".join(sorted(_PRINCIPAL_KEYS))
+        raise AccessFileError(f"{where} has unknown key(s) {', '.join(map(json.dumps, unknown))}; allowed: {allowed}")
+    name, digest = entry.get("name"), entry.get("token_sha256")
+    if not isinstance(name, str) or not name.strip() or not isinstance(digest, str):
+        raise AccessFileError(f"{where} needs a name and a token_sha256 (strings)")
+    digest = digest.removeprefix("sha256:").lower()
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise AccessFileError(f"{where}: token_sha256 must be 64 hex digits")
+    metrics = entry.get("metrics", False)
+    if not isinstance(metrics, bool):
+        raise AccessFileError(f"{where}: metrics must be true or false")
+    read, write, index, delete = (_patterns(entry, grant, where) for grant in _GRANTS)
+    return digest, Principal(name, read, write, index, metrics=metrics, delete=delete)
+
+
 class AccessTable:
     def __init__(self, principals: dict[str, Principal]) -> None:
         self._by_digest = principals
@@ -66,7 +109,7 @@ class AccessTable:
     @classmethod
     def load(cls, path: Path) -> AccessTable:
         """``{"principals": [{"name", "token_sha256", "read": [patterns], "write": [patterns],
-        "index": [patterns], "metrics": bool}]}``."""
+        "index": [patterns], "delete": [patterns], "metrics": bool}]}``; anything else is refused."""
         refuse_loose_permissions(path)
         try:
             data: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -75,24 +118,12 @@ class AccessTable:
         entries = data.get("principals") if isinstance(data, dict) else None
         if not isinstance(entries, list) or not entries:
             raise AccessFileError('needs a non-empty "principals" list')
+        if set(data) != {"principals"}:
+            unknown = ", ".join(json.dumps(k) for k in sorted(set(data) - {"principals"}))
+            raise AccessFileError(f'has unknown key(s) {unknown}; it holds only "principals"')
         table: dict[str, Principal] = {}
         for i, entry in enumerate(entries):
-            try:
-                digest = str(entry["token_sha256"]).removeprefix("sha256:").lower()
-                principal = Principal(
-                    str(entry["name"]),
-                    tuple(str(p) for p in entry.get("read", [])),
-                    tuple(str(p) for p in entry.get("write", [])),
-                    tuple(str(p) for p in entry.get("index", [])),
-                    metrics=entry.get("metrics", False),
-                    delete=tuple(str(p) for p in entry.get("delete", [])),
-                )
-            except (KeyError, TypeError, AttributeError):
-                raise AccessFileError(f"principal {i} needs a name and a token_sha256") from None
-            if not isinstance(principal.metrics, bool):
-                raise AccessFileError(f"principal {i}: metrics must be true or false")
-            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-                raise AccessFileError(f"principal {i}: token_sha256 must be 64 hex digits")
+            digest, principal = _principal(entry, i)
             if digest in table:
                 raise AccessFileError(f"principal {i}: the same token is listed twice")
             table[digest] = principal

@@ -5,6 +5,11 @@ states, Candidates, Profiles, code registrations and embeddings (with their mode
 Each batch is one destination transaction, and batches follow the primary key: an interrupted copy is
 resumed by running it again (each table continues after the destination's highest key).
 
+So a destination must be new, or an earlier, interrupted run of this same copy: before writing anything, every
+table of the destination must hold exactly the source's rows up to its highest key, column for column (what a
+resume relies on). Any other data (another store, a source changed since) is refused with
+``DestinationNotFromSource``, and nothing is written; resuming into it would merge the two stores' rows.
+
 The full-text indexes are rebuilt, not copied (SQLite's are contentless): a head revision is indexed through the
 destination's ``FullTextIndex`` in the same transaction that copies it, a code chunk likewise with terms from
 ``code_terms``.
@@ -12,11 +17,13 @@ destination's ``FullTextIndex`` in the same transaction that copies it, a code c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Any, Final
 
 from powercontext.store.core.reindex import index_chunk, index_head
+from powercontext.store.errors import StoreError
 
 # (table, primary key, columns) in an order that satisfies every reference.
 TABLES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
@@ -133,6 +140,35 @@ class TableCount:
         return self.source == self.destination
 
 
+class DestinationNotFromSource(Exception):
+    """The destination holds rows that an earlier run of this copy did not write; nothing was written to it."""
+
+    code = "store-copy-conflict"
+
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"the destination holds data that is not from this source (table {table}); copy into an empty store "
+            "or a new location (a copy that was interrupted resumes only while the source is unchanged)"
+        )
+        self.table = table
+
+
+class CopyFailed(Exception):
+    """A store or driver error during the copy (``table``: the one being copied or checked); the batches written
+    before it are kept (rerun to resume)."""
+
+    code = "store-error"
+
+    def __init__(self, table: str, cause: Exception, doing: str = "copying") -> None:
+        reason = str(getattr(cause, "code", "") or type(cause).__name__)
+        detail = str(cause).splitlines()[0][:200] if str(cause) else ""
+        super().__init__(
+            f"{doing} {table} failed: {reason}: {detail}; the finished batches are kept: "
+            "fix the cause and rerun the same command to resume"
+        )
+        self.table = table
+
+
 def count_rows(store: Any) -> dict[str, int]:
     """Rows per logical table."""
     conn = store._reader()
@@ -140,42 +176,121 @@ def count_rows(store: Any) -> dict[str, int]:
 
 
 def copy_store(
-    source: Any, destination: Any, code_terms: CodeTerms, batch_size: int = 500, progress: Progress | None = None
+    source: Any,
+    destination: Any,
+    code_terms: CodeTerms,
+    batch_size: int = 500,
+    progress: Progress | None = None,
+    checked: bool = False,
 ) -> list[TableCount]:
-    """Copy every table of ``source`` into ``destination`` (both open stores); returns the per-table counts."""
-    totals = count_rows(source)
-    grand_total = sum(totals.values())
-    done = sum(count_rows(destination).values())
-    for table, key, columns in TABLES:
-        while True:
-            batch = _next_batch(source, destination, table, key, columns, batch_size)
-            if not batch:
-                break
-            with destination._write() as conn:
-                marks = ", ".join("?" * len(columns))
-                conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", batch)
-                if table == "artifact_embeddings":
-                    destination._changes.embeddings_written(conn, batch)
-                if table == "revisions":
-                    _index_heads(destination._fulltext, conn, batch)
-                elif table == "code_chunks":
-                    _index_chunks(destination._fulltext, conn, batch, code_terms)
-            done += len(batch)
-            if progress is not None:
-                progress(table, done, grand_total)
-    after = count_rows(destination)
+    """Copy every table of ``source`` into ``destination`` (both open stores); returns the per-table counts.
+
+    Refuses a destination with other data first (``refuse_foreign_rows``; ``checked``: the caller just did)."""
+    if not checked:
+        refuse_foreign_rows(source, destination, batch_size)
+    table = TABLES[0][0]
+    try:
+        totals = count_rows(source)
+        grand_total = sum(totals.values())
+        done = sum(count_rows(destination).values())
+        for table, key, columns in TABLES:
+            while True:
+                batch = _next_batch(source, destination, table, key, columns, batch_size)
+                if not batch:
+                    break
+                _write_batch(destination, table, columns, batch, code_terms)
+                done += len(batch)
+                if progress is not None:
+                    progress(table, done, grand_total)
+        after = count_rows(destination)
+    except (StoreError, *source._DRIVER_ERRORS, *destination._DRIVER_ERRORS) as exc:
+        raise CopyFailed(table, exc) from exc
     return [TableCount(table, totals[table], after[table]) for table, _, _ in TABLES]
+
+
+def _write_batch(
+    destination: Any, table: str, columns: tuple[str, ...], batch: list[tuple[Any, ...]], code_terms: CodeTerms
+) -> None:
+    """One destination transaction: the rows, and the full-text entries and vector changes they bring."""
+    with destination._write() as conn:
+        marks = ", ".join("?" * len(columns))
+        conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", batch)
+        if table == "artifact_embeddings":
+            destination._changes.embeddings_written(conn, batch)
+        if table == "revisions":
+            _index_heads(destination._fulltext, conn, batch)
+        elif table == "code_chunks":
+            _index_chunks(destination._fulltext, conn, batch, code_terms)
+
+
+def refuse_foreign_rows(source: Any, destination: Any, batch_size: int = 500) -> None:
+    """Raise ``DestinationNotFromSource`` unless every destination table holds exactly the source's rows up to
+    the destination's highest key, in the same order and with the same values: a new store, or what an
+    earlier run of this copy wrote. Reads the destination's rows once; writes nothing."""
+    table = TABLES[0][0]
+    try:
+        for table, key, columns in TABLES:
+            last = _last_key(destination, table, key)
+            if last is None:
+                continue
+            theirs = _rows(destination, table, key, columns, None, batch_size)
+            ours = _rows(source, table, key, columns, last, batch_size)
+            for mine, other in zip_longest(ours, theirs):
+                if mine is None or other is None or _plain(mine) != _plain(other):
+                    raise DestinationNotFromSource(table)
+    except (StoreError, *source._DRIVER_ERRORS, *destination._DRIVER_ERRORS) as exc:
+        raise CopyFailed(table, exc, "checking") from exc
+
+
+def _last_key(store: Any, table: str, key: tuple[str, ...]) -> tuple[Any, ...] | None:
+    row = (
+        store._reader()
+        .execute(f"SELECT {', '.join(key)} FROM {table} ORDER BY {', '.join(k + ' DESC' for k in key)} LIMIT 1")
+        .fetchone()
+    )
+    return None if row is None else tuple(row)
+
+
+def _rows(
+    store: Any, table: str, key: tuple[str, ...], columns: tuple[str, ...], upto: tuple[Any, ...] | None, limit: int
+) -> Iterator[tuple[Any, ...]]:
+    """The table's rows in key order (those with a key up to ``upto`` when given), read ``limit`` at a time."""
+    order, marks = ", ".join(key), ", ".join("?" * len(key))
+    # The key columns first, so each batch knows where the next one starts.
+    selected = ", ".join((*key, *columns))
+    after: tuple[Any, ...] | None = None
+    while True:
+        where: list[str] = []
+        params: list[Any] = []
+        if after is not None:
+            where.append(f"({order}) > ({marks})")
+            params.extend(after)
+        if upto is not None:
+            where.append(f"({order}) <= ({marks})")
+            params.extend(upto)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = (
+            store._reader()
+            .execute(f"SELECT {selected} FROM {table}{clause} ORDER BY {order} LIMIT ?", (*params, limit))
+            .fetchall()
+        )
+        for row in rows:
+            yield tuple(row)[len(key) :]
+        if len(rows) < limit:
+            return
+        after = tuple(rows[-1])[: len(key)]
+
+
+def _plain(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row's values as both backends can compare them (a BLOB may come back as ``memoryview`` or ``bytes``)."""
+    return tuple(bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else v for v in row)
 
 
 def _next_batch(
     source: Any, destination: Any, table: str, key: tuple[str, ...], columns: tuple[str, ...], limit: int
 ) -> list[tuple[Any, ...]]:
     order = ", ".join(key)
-    last = (
-        destination._reader()
-        .execute(f"SELECT {order} FROM {table} ORDER BY {', '.join(k + ' DESC' for k in key)} LIMIT 1")
-        .fetchone()
-    )
+    last = _last_key(destination, table, key)
     after = ""
     params: Sequence[Any] = ()
     if last is not None:

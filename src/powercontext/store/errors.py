@@ -252,3 +252,15 @@ class StoreOpenRefused(RuntimeError):
 
 class SchemaTooNew(StoreOpenRefused):
     """The store was written by a newer PowerContext: this one would misread it."""
+
+
+class StoreNotFound(LookupError):
+    """Nothing is stored where a command that reads or updates an existing store was pointed (``store copy
+    --from``, ``memory reindex``, ``code index --db``); it is refused before anything is created there."""
+
+    code = "store-not-found"
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"no store at {where}; check the path (only `server run` and `store copy --to` create a new store)"
+        )

@@ -12,6 +12,7 @@ import os
 import threading
 from typing import Any
 
+from powercontext.store.errors import StoreNotFound
 from powercontext.store.location import StoreLocation
 
 _instances: dict[str, Any] = {}
@@ -112,8 +113,9 @@ def execute_alone(location: StoreLocation, statement: str, database: str | None 
         conn.close()
 
 
-def ensure_database(location: StoreLocation) -> None:
-    """Create the location's database if it does not exist yet; one that exists is only looked up.
+def ensure_database(location: StoreLocation, *, create: bool = True) -> None:
+    """Create the location's database if it does not exist yet; one that exists is only looked up. With
+    ``create=False`` a missing one raises ``StoreNotFound`` instead.
 
     DDL, even ``IF NOT EXISTS`` on what exists, takes the engine's DDL lock. Just after an embedded engine
     starts, it loads its system packages under that lock too, and the two were seen to wait on each other
@@ -124,6 +126,8 @@ def ensure_database(location: StoreLocation) -> None:
         with conn.cursor() as cur:
             cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (location.database,))
             if cur.fetchone() is None:
+                if not create:
+                    raise StoreNotFound(location.display())
                 cur.execute(f"CREATE DATABASE IF NOT EXISTS `{location.database}`")
         conn.commit()
     finally:

@@ -87,14 +87,15 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
 
     _DRIVER_ERRORS = (sqlite.Error, pymysql.MySQLError)
 
-    def __init__(self, location: StoreLocation) -> None:
+    def __init__(self, location: StoreLocation, *, create: bool = True) -> None:
+        """``create=False``: the location's database must exist already (``StoreNotFound`` otherwise)."""
         self.location = location
         self.path = location.path or location.display()
         embedded = location.path if location.backend == "seekdb" else None
         self._open_pool(_Changes(), StoreHealth(embedded, min_free_bytes=ENGINE_MIN_FREE_BYTES))
         self._fts = self._fulltext = FtsWriter()
         self._mirror = native_vectors.VectorMirror(self._run_ddl)
-        ensure_database(location)
+        ensure_database(location, create=create)
         # Embedded: one engine per process, so writers take an operating-system lock, never a row lock. Its file
         # lives in the engine's directory, which opening the engine (``ensure_database``) creates when new.
         self._engine_lock = EngineWriterLock(location.path) if location.backend == "seekdb" and location.path else None
