@@ -13,6 +13,7 @@ from powercontext.cli.terminal import say
 if TYPE_CHECKING:
     from powercontext.settings import Settings
     from powercontext.store.base import Store
+    from powercontext.store.location import StoreLocation
 
 # ``server run``'s exit code for a store it cannot use (docs/cli.md, Exit codes).
 STORE_REFUSED_EXIT = 6
@@ -74,24 +75,30 @@ def settings_from_options(
 
 def open_store_or_exit(settings: Settings, *, create: bool = True) -> Store:
     """The configured store, opened by a command that works on it directly; one it cannot use ends the command
-    as it ends ``server run``: exit 6 (damaged, read-only, not a store), or 2 when its engine is not installed
-    or does not answer. With ``create=False`` a store that is not there is not created: ``store-not-found``,
-    exit 3. One line each, never a traceback."""
+    as it ends ``server run`` (``open_location_or_exit``)."""
+    return open_location_or_exit(settings.store_location(), "POWERCONTEXT_STORE", create=create)
+
+
+def open_location_or_exit(location: StoreLocation, label: str, *, create: bool = True) -> Store:
+    """The store at ``location``; one it cannot use ends the command with one line naming ``label`` (the setting
+    or option that named it) and the exit code of ``server run``: 6 (damaged, read-only, not a store), or 2 when
+    its engine is not installed or does not answer. With ``create=False`` a store that is not there is not
+    created: ``store-not-found``, exit 3. Never a traceback."""
     from powercontext.cli.failures import EXIT_NOT_FOUND
     from powercontext.store.errors import StoreNotFound, StoreOpenRefused
     from powercontext.store.oceanbase.engine import EngineUnavailable
     from powercontext.store.open import open_store
 
     try:
-        return open_store(settings.store_location(), create=create)
+        return open_store(location, create=create)
     except StoreNotFound as exc:
         say(f"error: {exc.code}: {exc}", err=True)
         raise typer.Exit(EXIT_NOT_FOUND) from None
     except StoreOpenRefused as exc:
-        say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        say(f"error: {label}: {exc}", err=True)
         raise typer.Exit(STORE_REFUSED_EXIT) from None
     except EngineUnavailable as exc:
-        say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        say(f"error: {label}: {exc}", err=True)
         raise typer.Exit(2) from None
 
 

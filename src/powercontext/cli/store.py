@@ -74,31 +74,14 @@ def _open_stores(from_location: StoreLocation, to_location: StoreLocation) -> tu
     """The source, which must exist (nothing is created for a mistyped ``--from``), then the destination, created
     when new. One line and an exit code for each store that cannot be opened: 3 (``store-not-found``), 6 (damaged,
     read-only, not a store; as ``server run``), 2 (its engine is not installed or does not answer)."""
-    from powercontext.cli.failures import EXIT_NOT_FOUND
-    from powercontext.cli.server import STORE_REFUSED_EXIT
-    from powercontext.store.errors import StoreNotFound, StoreOpenRefused
-    from powercontext.store.oceanbase.engine import EngineUnavailable
-    from powercontext.store.open import open_store
+    from powercontext.cli.server import open_location_or_exit
 
-    opened: list[Store] = []
-    option = "--from"
+    source = open_location_or_exit(from_location, "--from", create=False)
     try:
-        opened.append(open_store(from_location, create=False))
-        option = "--to"
-        opened.append(open_store(to_location))
-    except StoreNotFound as exc:
-        say(f"error: {exc.code}: {exc}", err=True)
-        raise typer.Exit(EXIT_NOT_FOUND) from None
-    except StoreOpenRefused as exc:
-        say(f"error: {option}: {exc}", err=True)
-        raise typer.Exit(STORE_REFUSED_EXIT) from None
-    except EngineUnavailable as exc:
-        say(f"error: {option}: {exc}", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        if len(opened) == 1:
-            opened[0].close()
-    return opened[0], opened[1]
+        return source, open_location_or_exit(to_location, "--to")
+    except BaseException:
+        source.close()
+        raise
 
 
 def _copy_with_progress(src: Store, dst: Store, batch_size: int) -> list[TableCount]:
