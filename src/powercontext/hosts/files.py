@@ -78,6 +78,9 @@ class FileChange:
     private: bool = False  # per-machine secrets possible: written with mode 0600
     # On removal, also remove the bytecode the host wrote for this Python plugin file (``__pycache__``).
     owns_bytecode: bool = False
+    # On removal, also these directories at and above ``root`` (deepest first) while each is empty: the ones
+    # install created outside the project (``machine.created_paths``), never one that existed before.
+    prune_also: tuple[Path, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -181,6 +184,11 @@ def apply_change(change: FileChange) -> None:
         if change.owns_bytecode:
             _remove_bytecode(change.path, change.root)
         _prune_empty_dirs(change.path.parent, change.root)
+        for directory in change.prune_also:
+            try:
+                os.rmdir(directory)  # only when empty; never follows a link (a link is not a directory)
+            except OSError:
+                break
         return
     _make_dirs(change.path.parent, change.root)
     tmp = change.path.with_name(f".{change.path.name}.powercontext-{secrets.token_hex(8)}.tmp")

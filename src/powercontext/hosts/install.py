@@ -18,13 +18,20 @@ host in the project is still installed.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from powercontext.hosts.adapter import HostAdapter, HostContext
 from powercontext.hosts.files import FileChange, InstallError, apply_change, read_text
-from powercontext.hosts.machine import machine_config_path, project_settings, render_with
+from powercontext.hosts.machine import (
+    created_paths,
+    machine_config_path,
+    project_settings,
+    render_with,
+)
 from powercontext.hosts.registry import HOSTS, UnknownHost, adapter_for
 from powercontext.hosts.scope import CONFIG_FILE
 
@@ -44,22 +51,51 @@ def _scope_change(project: Path, scope_id: str) -> FileChange:
     return FileChange(path, project, read_text(path, project), text, f"bind this project to {scope_id}")
 
 
-def _machine_change(project: Path, env: Mapping[str, str], entry: dict[str, str] | None) -> FileChange:
+def _machine_change(
+    project: Path,
+    env: Mapping[str, str],
+    entry: dict[str, str] | None,
+    created: set[str] | None = None,
+) -> FileChange:
     path = machine_config_path(env)
     root = path.parent.parent  # $XDG_CONFIG_HOME (or ~/.config): PowerContext's own directory below it
     why = "this machine's settings for the project (Server URL/token, interpreter)" if entry else "forget them"
-    return FileChange(path, root, read_text(path, root), render_with(path, project, entry), why, private=True)
+    after = render_with(path, project, entry, created)
+    return FileChange(path, root, read_text(path, root), after, why, private=True)
+
+
+def _outside(change: FileChange, project: Path) -> bool:
+    return not Path(os.path.abspath(change.root)).is_relative_to(project)
+
+
+def _will_create(changes: list[FileChange], project: Path) -> set[str]:
+    """The files and directories outside the project that applying ``changes`` creates (absolute paths)."""
+    found: set[str] = set()
+    for change in changes:
+        if not _outside(change, project) or change.after is None:
+            continue
+        path = Path(os.path.abspath(change.path))
+        if change.before is None:
+            found.add(str(path))
+        directory = path.parent
+        while not os.path.lexists(directory) and directory != directory.parent:
+            found.add(str(directory))
+            directory = directory.parent
+    return found
 
 
 def plan_install(host: str, ctx: HostContext, url: str | None = None, token: str | None = None) -> list[FileChange]:
-    """Every file change ``hosts install`` makes, in order; nothing is written."""
+    """Every file change ``hosts install`` makes, in order; nothing is written. What it creates outside the
+    project is recorded with this machine's settings, so uninstall removes exactly that when left empty."""
     changes = _adapter(host).plan_install(ctx)
     if ctx.scope_id is not None:
         changes.append(_scope_change(ctx.project, ctx.scope_id))
     given = {k: v for k, v in (("url", url), ("token", token), ("python", sys.executable)) if v}
     # What is not given again is kept: a new token alone must not forget the recorded URL.
     entry = {**project_settings(ctx.project, ctx.env), **given}
-    changes.append(_machine_change(ctx.project, ctx.env, entry))
+    machine = _machine_change(ctx.project, ctx.env, entry)
+    created = _will_create([*changes, machine], ctx.project) - {str(machine.path)}
+    changes.append(_machine_change(ctx.project, ctx.env, entry, created))
     return [c for c in changes if c.changed]
 
 
@@ -77,7 +113,26 @@ def plan_uninstall(host: str, ctx: HostContext) -> list[FileChange]:
         if text is not None and all(line.startswith("scope_id = ") for line in text.splitlines() if line.strip()):
             changes.append(FileChange(scope_file, ctx.project, text, None, "unbind the Scope (no other host uses it)"))
         changes.append(_machine_change(ctx.project, ctx.env, None))
-    return [c for c in changes if c.changed]
+    created = created_paths(ctx.env)
+    return [c for c in (_tidied(c, created, ctx.project) for c in changes) if c.changed]
+
+
+def _tidied(change: FileChange, created: set[str], project: Path) -> FileChange:
+    """Outside the project: a file install created that is left empty is removed, and so are the directories
+    install created that are left empty by that; nothing that existed before install is."""
+    if not _outside(change, project):
+        return change
+    after = change.after
+    if after is not None and after.strip() in ("", "{}") and os.path.abspath(change.path) in created:
+        after = None
+    if after is None:
+        chain: list[Path] = []
+        directory = Path(os.path.abspath(change.root))
+        while str(directory) in created:
+            chain.append(directory)
+            directory = directory.parent
+        return replace(change, after=None, prune_also=tuple(chain))
+    return change
 
 
 def apply_plan(changes: list[FileChange], trust_ok: bool) -> tuple[list[FileChange], list[FileChange]]:

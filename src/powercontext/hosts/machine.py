@@ -9,6 +9,8 @@ The hook and ``powercontext mcp`` read ``url``/``token`` only when ``POWERCONTEX
 ``POWERCONTEXT_TOKEN`` are unset. ``python`` is the interpreter that ran ``hosts install``: the plugins of
 extension-style hosts run the hook with it when ``POWERCONTEXT_PYTHON`` is unset, so the hook works after the
 README's install even though ``powercontext`` is only in ``.venv/bin``. A repository can never set these.
+A top-level ``"created"`` list names the files and directories outside any project that install created, so
+uninstall removes them when they are left empty and nothing that existed before (``created_paths``).
 
 The hook-style hosts (Claude Code, Codex, WorkBuddy) run a command, not a plugin: when ``powercontext`` is not on
 the ``PATH`` install ran with (``machine_hook_needed``), install also writes a per-machine hook entry that names
@@ -62,8 +64,26 @@ def recorded_projects(env: Mapping[str, str] | None = None) -> list[Path]:
     return [Path(p) for p in projects if isinstance(p, str) and Path(p).is_absolute()]
 
 
-def render_with(path: Path, project: Path, entry: dict[str, str] | None) -> str | None:
-    """The file's text with ``project``'s entry set (or removed when ``entry`` is None); None: no file needed."""
+def created_paths(env: Mapping[str, str] | None = None) -> set[str]:
+    """The files and directories outside any project that ``hosts install`` created on this machine (absolute
+    paths): uninstall removes one of them when it is left empty, and never anything that existed before."""
+    return _created_in(_load(machine_config_path(env)))
+
+
+def _created_in(data: dict[str, Any]) -> set[str]:
+    created = data.get("created")
+    return {p for p in created if isinstance(p, str)} if isinstance(created, list) else set()
+
+
+def render_with(
+    path: Path,
+    project: Path,
+    entry: dict[str, str] | None,
+    created: set[str] | None = None,
+) -> str | None:
+    """The file's text with ``project``'s entry set (or removed when ``entry`` is None) and ``created`` added to
+    the paths install created; None: no file needed. With no project left, nothing PowerContext put anywhere
+    remains, so that record goes too."""
     data = _load(path)
     projects = data.get("projects")
     projects = dict(projects) if isinstance(projects, dict) else {}
@@ -71,6 +91,10 @@ def render_with(path: Path, project: Path, entry: dict[str, str] | None) -> str 
         projects[str(project)] = entry
     else:
         projects.pop(str(project), None)
+    listed = {*_created_in(data), *(created or ())} if projects else set()
+    data.pop("created", None)
+    if listed:
+        data["created"] = sorted(listed)
     if not projects and set(data) <= {"projects"}:
         return None
     data["projects"] = projects
