@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -63,3 +64,19 @@ def test_two_user_level_hosts_in_two_projects_leave_nothing(tmp_path: Path, home
         for host in ("dsh", "hermes"):
             assert pc("hosts", "uninstall", host, cwd=root, env=env).returncode == 0
     assert _tree(home) == {}
+
+
+def test_doctor_says_opencodes_mcp_entry_needs_powercontext_on_path(project: Path, home: Path) -> None:
+    off = _env(home, path="/usr/bin:/bin")
+    installed = pc("hosts", "install", "opencode", "--scope", "project:p", "--yes", cwd=project, env=off)
+    assert installed.returncode == 0, installed.stderr
+    assert "it will not start until it is" in installed.stderr
+    doctor = pc("hosts", "doctor", "--host", "opencode", "--json", cwd=project, env=off)
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["opencode-mcp"]["status"] == "fail", doctor.stdout
+    assert "not on PATH" in checks["opencode-mcp"]["detail"]
+    assert "pipx install -e " in checks["opencode-mcp"]["fix"]
+    assert doctor.returncode == 1
+    on_path = pc("hosts", "doctor", "--host", "opencode", "--json", cwd=project, env=_env(home))
+    checks = {c["name"]: c for c in json.loads(on_path.stdout)["checks"]}
+    assert checks["opencode-mcp"]["status"] == "ok", on_path.stdout

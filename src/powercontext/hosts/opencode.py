@@ -118,6 +118,21 @@ class OpenCode:
             hint = "OpenCode installs packages for it at every start (slow offline)"
             found.append(Check("opencode-dir", "warn", f"{dot_dir} has no node_modules: {hint}"))
         found.append(interpreter_check("opencode-hook", ctx.project, ctx.env))
-        if servers.get("powercontext") != MCP_ENTRY:
-            found.append(Check("opencode-mcp", "warn", f"mcp.powercontext is not PowerContext's entry; {fix}"))
+        found.append(_mcp_check(servers.get("powercontext"), ctx, fix))
         return found
+
+
+def _mcp_check(entry: Any, ctx: HostContext, fix: str) -> Check:
+    """PowerContext's MCP entry is there, and the command it runs is on the PATH OpenCode starts it with."""
+    import shutil
+
+    from powercontext.hosts.machine import install_this_checkout
+
+    if entry != MCP_ENTRY:
+        return Check("opencode-mcp", "warn", f"mcp.powercontext is not PowerContext's entry; {fix}", fix)
+    command = MCP_ENTRY["command"][0]
+    if shutil.which(command, path=ctx.env.get("PATH")) is None:
+        return Check(
+            "opencode-mcp", "fail", f"mcp.powercontext runs `{command}`, which is not on PATH", install_this_checkout()
+        )
+    return Check("opencode-mcp", "ok", f"mcp.powercontext runs `{' '.join(MCP_ENTRY['command'])}` from PATH")
