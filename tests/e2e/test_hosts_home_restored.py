@@ -66,6 +66,41 @@ def test_two_user_level_hosts_in_two_projects_leave_nothing(tmp_path: Path, home
     assert _tree(home) == {}
 
 
+USERS_OPENCODE = """{
+    "$schema": "https://opencode.ai/config.json",
+    "plugin": ["opencode-wakatime", "./mine.js"],
+    "mcp": {
+        "other": {"type": "local", "command": ["other-mcp", "--flag"], "enabled": true}
+    },
+    "theme": "tokyonight"
+}
+"""
+
+
+def test_opencode_uninstall_gives_back_the_users_file_byte_for_byte(project: Path, home: Path) -> None:
+    (project / "opencode.json").write_text(USERS_OPENCODE, encoding="utf-8")
+    env = _env(home)
+    for _ in range(2):  # re-running install still gives the original back
+        assert pc("hosts", "install", "opencode", "--yes", cwd=project, env=env).returncode == 0
+    config = json.loads((project / "opencode.json").read_text(encoding="utf-8"))
+    assert config["plugin"] == ["opencode-wakatime", "./mine.js", "./.powercontext/opencode.js"]
+    assert set(config["mcp"]) == {"other", "powercontext"}
+    assert pc("hosts", "uninstall", "opencode", cwd=project, env=env).returncode == 0
+    assert (project / "opencode.json").read_text(encoding="utf-8") == USERS_OPENCODE
+
+
+def test_opencode_uninstall_after_a_user_edit_keeps_the_edit(project: Path, home: Path) -> None:
+    (project / "opencode.json").write_text(USERS_OPENCODE, encoding="utf-8")
+    env = _env(home)
+    assert pc("hosts", "install", "opencode", "--yes", cwd=project, env=env).returncode == 0
+    config = json.loads((project / "opencode.json").read_text(encoding="utf-8"))
+    config["theme"] = "gruvbox"
+    (project / "opencode.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    assert pc("hosts", "uninstall", "opencode", cwd=project, env=env).returncode == 0
+    after = json.loads((project / "opencode.json").read_text(encoding="utf-8"))
+    assert after == {**json.loads(USERS_OPENCODE), "theme": "gruvbox"}
+
+
 def test_doctor_says_opencodes_mcp_entry_needs_powercontext_on_path(project: Path, home: Path) -> None:
     off = _env(home, path="/usr/bin:/bin")
     installed = pc("hosts", "install", "opencode", "--scope", "project:p", "--yes", cwd=project, env=off)

@@ -30,10 +30,13 @@ from powercontext.hosts.machine import (
     created_paths,
     machine_config_path,
     project_settings,
+    recorded_originals,
     render_with,
 )
 from powercontext.hosts.registry import HOSTS, UnknownHost, adapter_for
 from powercontext.hosts.scope import CONFIG_FILE
+
+_MAX_ORIGINAL = 16 * 1024  # larger files are given back as data (same content, PowerContext's layout)
 
 __all__ = ["FileChange", "InstallError", "apply_plan", "plan_install", "plan_uninstall"]
 
@@ -56,11 +59,12 @@ def _machine_change(
     env: Mapping[str, str],
     entry: dict[str, str] | None,
     created: set[str] | None = None,
+    originals: dict[str, tuple[str, str]] | None = None,
 ) -> FileChange:
     path = machine_config_path(env)
     root = path.parent.parent  # $XDG_CONFIG_HOME (or ~/.config): PowerContext's own directory below it
     why = "this machine's settings for the project (Server URL/token, interpreter)" if entry else "forget them"
-    after = render_with(path, project, entry, created)
+    after = render_with(path, project, entry, created, originals)
     return FileChange(path, root, read_text(path, root), after, why, private=True)
 
 
@@ -95,8 +99,39 @@ def plan_install(host: str, ctx: HostContext, url: str | None = None, token: str
     entry = {**project_settings(ctx.project, ctx.env), **given}
     machine = _machine_change(ctx.project, ctx.env, entry)
     created = _will_create([*changes, machine], ctx.project) - {str(machine.path)}
-    changes.append(_machine_change(ctx.project, ctx.env, entry, created))
+    originals = _rewritten(changes, ctx)
+    changes.append(_machine_change(ctx.project, ctx.env, entry, created, originals))
     return [c for c in changes if c.changed]
+
+
+def _rewritten(changes: list[FileChange], ctx: HostContext) -> dict[str, tuple[str, str]]:
+    """(text before install, text install writes) for each existing project JSON file install rewrites (edited
+    as data, so its layout changes): what uninstall needs to give back the user's bytes. A file still holding
+    what an earlier install wrote keeps the text from before that install."""
+    recorded = recorded_originals(ctx.env)
+    found: dict[str, tuple[str, str]] = {}
+    for change in changes:
+        if _outside(change, ctx.project) or change.path.suffix != ".json" or None in (change.before, change.after):
+            continue
+        before, after = str(change.before), str(change.after)
+        if len(before) > _MAX_ORIGINAL or before == after:
+            continue
+        earlier = recorded.get(str(change.path))
+        found[str(change.path)] = (earlier[0] if earlier and earlier[1] == before else before, after)
+    return found
+
+
+def _restored(change: FileChange, recorded: dict[str, tuple[str, str]]) -> FileChange:
+    """The user's own bytes back when uninstall leaves the file meaning what it meant before install and nobody
+    changed it since install wrote it."""
+    earlier = recorded.get(str(change.path))
+    if earlier is None or change.before != earlier[1] or change.after is None:
+        return change
+    try:
+        same = json.loads(change.after) == json.loads(earlier[0])
+    except ValueError:
+        return change
+    return replace(change, after=earlier[0]) if same else change
 
 
 def installed_hosts(ctx: HostContext, but: str | None = None) -> list[str]:
@@ -113,8 +148,8 @@ def plan_uninstall(host: str, ctx: HostContext) -> list[FileChange]:
         if text is not None and all(line.startswith("scope_id = ") for line in text.splitlines() if line.strip()):
             changes.append(FileChange(scope_file, ctx.project, text, None, "unbind the Scope (no other host uses it)"))
         changes.append(_machine_change(ctx.project, ctx.env, None))
-    created = created_paths(ctx.env)
-    return [c for c in (_tidied(c, created, ctx.project) for c in changes) if c.changed]
+    created, recorded = created_paths(ctx.env), recorded_originals(ctx.env)
+    return [c for c in (_restored(_tidied(c, created, ctx.project), recorded) for c in changes) if c.changed]
 
 
 def _tidied(change: FileChange, created: set[str], project: Path) -> FileChange:

@@ -10,7 +10,9 @@ The hook and ``powercontext mcp`` read ``url``/``token`` only when ``POWERCONTEX
 extension-style hosts run the hook with it when ``POWERCONTEXT_PYTHON`` is unset, so the hook works after the
 README's install even though ``powercontext`` is only in ``.venv/bin``. A repository can never set these.
 A top-level ``"created"`` list names the files and directories outside any project that install created, so
-uninstall removes them when they are left empty and nothing that existed before (``created_paths``).
+uninstall removes them when they are left empty and nothing that existed before (``created_paths``); a
+top-level ``"originals"`` map keeps, per project JSON file install rewrote, its text before and after install,
+so uninstall gives the user's bytes back (``recorded_originals``).
 
 The hook-style hosts (Claude Code, Codex, WorkBuddy) run a command, not a plugin: when ``powercontext`` is not on
 the ``PATH`` install ran with (``machine_hook_needed``), install also writes a per-machine hook entry that names
@@ -75,15 +77,31 @@ def _created_in(data: dict[str, Any]) -> set[str]:
     return {p for p in created if isinstance(p, str)} if isinstance(created, list) else set()
 
 
+def recorded_originals(env: Mapping[str, str] | None = None) -> dict[str, tuple[str, str]]:
+    """For each project JSON file install rewrote: (its text before install, the text install wrote). Uninstall
+    puts the first back, byte for byte, while the file still holds the second."""
+    return _originals_in(_load(machine_config_path(env)))
+
+
+def _originals_in(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    found = data.get("originals")
+    return {
+        path: (pair[0], pair[1])
+        for path, pair in (found.items() if isinstance(found, dict) else ())
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(text, str) for text in pair)
+    }
+
+
 def render_with(
     path: Path,
     project: Path,
     entry: dict[str, str] | None,
     created: set[str] | None = None,
+    originals: dict[str, tuple[str, str]] | None = None,
 ) -> str | None:
-    """The file's text with ``project``'s entry set (or removed when ``entry`` is None) and ``created`` added to
-    the paths install created; None: no file needed. With no project left, nothing PowerContext put anywhere
-    remains, so that record goes too."""
+    """The file's text with ``project``'s entry set (or removed when ``entry`` is None), ``created`` added to
+    the paths install created and ``originals`` to the files it rewrote; None: no file needed. With no project
+    left, nothing PowerContext put anywhere remains, so those records go too."""
     data = _load(path)
     projects = data.get("projects")
     projects = dict(projects) if isinstance(projects, dict) else {}
@@ -95,6 +113,10 @@ def render_with(
     data.pop("created", None)
     if listed:
         data["created"] = sorted(listed)
+    kept = {**_originals_in(data), **(originals or {})} if projects else {}
+    data.pop("originals", None)
+    if kept and len(json.dumps(kept)) <= _MAX_BYTES // 4:  # never crowd out the settings themselves
+        data["originals"] = {p: list(pair) for p, pair in sorted(kept.items())}
     if not projects and set(data) <= {"projects"}:
         return None
     data["projects"] = projects
