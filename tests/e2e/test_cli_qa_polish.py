@@ -217,3 +217,20 @@ def test_the_api_names_a_bad_section_without_the_unions_branches(server: LiveSer
     message = answered.json()["error"]["message"]
     assert message.startswith("assembly.sections.0.limit: "), message
     assert "Assembly" not in message and "none" not in message, message
+
+
+def test_experience_candidate_help_names_its_add_subcommand() -> None:
+    result = run_cli("experience", "candidate", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "add one" in result.stdout and "propose one" not in result.stdout
+    assert re.search(r"^\W*add\b", result.stdout, re.MULTILINE), result.stdout
+
+
+def test_an_unreachable_server_is_told_in_two_sentences() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = run_cli("scope", "list", url=f"http://127.0.0.1:{port}")
+    assert result.returncode == 5, result.stderr
+    assert "is it running? Start one with `powercontext server run`" in result.stderr, result.stderr
+    assert "?;" not in result.stderr

@@ -257,7 +257,7 @@ def test_a_broken_suite_is_one_line_naming_file_and_line(tmp_path: Path) -> None
     with (suite / "queries.jsonl").open("a", encoding="utf-8") as f:
         f.write(json.dumps(_query("q-bad", "t:hit", "x", "keyword", ["c-exp"])) + "\n")
     result = run_cli("eval", "run", str(suite), "--out", str(tmp_path / "out"))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "queries.jsonl:9" in result.stderr and "c-exp" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()

@@ -506,3 +506,82 @@ def test_cli_inspect_prints_a_prefilled_address() -> None:
     )
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout) == {"url": done.stdout.strip()}
+
+
+# -- QA findings: a permalink for a Scope that is not there, bidi and tag characters, 405s, max_bytes ----------
+
+# Bidi embedding/override/isolate controls, LRM and the Arabic letter mark, and a Unicode tag character.
+LIVE = "\u202e\u202c\u2066\u2069\u200e\u061c\U000e0041"
+BIDI = "canary bidi \u202eevil\u202c text \u2066isolate\u2069 mark\u200e\u061c tag\U000e0041end"
+INERT = "canary bidi \\u202eevil\\u202c text \\u2066isolate\\u2069 mark\\u200e\\u061c tag\\udb40\\udc41end"
+
+
+def _explain_bodies(p: Any) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+    p.on("request", lambda r: sent.append(json.loads(r.post_data)) if r.url.endswith("/v1/context/explain") else None)
+    return sent
+
+
+def test_permalink_for_a_misspelt_scope_names_it_and_runs_nothing_else(seeded: Seeded, page: Watched) -> None:
+    p = page.page
+    sent = _explain_bodies(p)
+    asked = "#scope=proj%3Awbe&q=deploy&max_bytes=8000&run=1"
+    p.goto(f"{seeded.live.base_url}/inspector{asked}")
+    _sign_in(p, ADMIN)
+    error = p.locator("#request-error")
+    expect(error).to_be_visible()
+    said = error.text_content()
+    assert "proj:wbe" in said and "404 scope-not-found" in said, said
+    assert "did you mean proj:web?" in said, said
+    assert [body["scope_id"] for body in sent] == ["proj:wbe"], "only the asked Scope was explained"
+    assert p.is_hidden("#result")
+    assert p.input_value("#scope") == "", "no other Scope was put in its place"
+    assert p.evaluate("location.hash") == asked, "the address still names the Scope asked for"
+
+
+def test_bidi_and_tag_characters_show_as_escapes_as_the_agent_gets_them(seeded: Seeded, page: Watched) -> None:
+    _ok(seeded.admin.post(f"/v1/scopes/{WEB}/atomic-memory", json={"text": BIDI, "kind": "fact"}))
+    p = page.page
+    p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=canary%20bidi")
+    _sign_in(p, ADMIN)
+    expect(p.locator(f'#scope option[value="{WEB}"]')).to_have_count(1)
+    explained = _explain_in_page(p)
+    assert "\\u202e" in explained["prepared"]["content"], "the agent gets the control escaped"
+    bidi = next(c for c in explained["candidates"] if "bidi" in c["matched_terms"])
+    row = p.locator(f'tr.candidate-row[data-identity="{_identity(bidi)}"]')
+    preview = row.locator("td.preview")
+    preview.locator("mark").first.wait_for()
+    assert INERT in preview.text_content()
+    injected = p.locator("#injected pre.body").all_text_contents()
+    assert INERT in injected
+    selected = p.locator(f'tr.selected-row[data-identity="{_identity(bidi)}"]')
+    selected.locator("button.expand").click()
+    body = selected.locator("xpath=following-sibling::tr[1]").locator("pre.body")
+    body.wait_for()
+    assert body.text_content() == INERT
+    assert p.text_content("#content") == explained["prepared"]["content"]
+    shown = p.text_content("#result")
+    assert not any(c in shown for c in LIVE), "no bidi or tag character is live on the page"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("HEAD", "/inspector"), ("POST", "/inspector"), ("POST", "/inspector/inspector.js")]
+)
+def test_inspector_routes_answer_405_with_allow_get(seeded: Seeded, method: str, path: str) -> None:
+    answer = httpx.request(method, f"{seeded.live.base_url}{path}")
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "GET"
+    if method != "HEAD":
+        assert answer.json()["error"]["code"] == "method-not-allowed"
+
+
+def test_permalink_max_bytes_not_a_number_says_what_it_must_be(seeded: Seeded, page: Watched) -> None:
+    p = page.page
+    sent = _explain_bodies(p)
+    p.goto(f"{seeded.live.base_url}/inspector#scope={WEB}&q=deploy&max_bytes=abc&run=1")
+    _sign_in(p, ADMIN)
+    error = p.locator("#request-error")
+    expect(error).to_be_visible()
+    assert error.text_content() == "max_bytes must be a whole number from 512 to 32768"
+    assert sent == [], "nothing was sent"
+    assert p.is_hidden("#result")

@@ -70,11 +70,12 @@ def run_server(store: str, prefix: tuple[str, ...] = (), home: Path | None = Non
     )
 
 
-def assert_refused(result: subprocess.CompletedProcess[str], says: str) -> None:
+def assert_refused(result: subprocess.CompletedProcess[str], says: str, label: str = "--store") -> None:
+    """One line naming ``label``, the option or variable that named the store (``run_server`` passes --store)."""
     assert result.returncode == REFUSED, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr  # no traceback, no banner
-    assert lines[0].startswith("error: POWERCONTEXT_STORE: "), lines[0]
+    assert lines[0].startswith(f"error: {label}: "), lines[0]
     assert says in lines[0], lines[0]
 
 
@@ -209,5 +210,45 @@ def test_memory_reindex_refuses_a_store_as_server_run_does(tmp_path: Path) -> No
     env = {**server_env(), "POWERCONTEXT_EMBEDDINGS": "local"}
     command = [*forked.POWERCONTEXT, "memory", "reindex", "--store", f"sqlite://{store}"]
     result = forked.run(command, timeout=120, env=env)
-    assert_refused(result, "is not a PowerContext store")
+    assert_refused(result, "is not a PowerContext store", label="POWERCONTEXT_STORE")
     assert sha256(store) == before
+
+
+def test_a_seekdb_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    store = tmp_path / "sqlite.db"
+    make_store(store)
+    before = sha256(store)
+    assert_refused(run_server(f"seekdb://{store}"), "is a file, not a seekdb directory")
+    assert sha256(store) == before
+
+
+def test_a_seekdb_directory_that_cannot_be_created_is_refused() -> None:
+    assert_refused(run_server("seekdb:///proc/powercontext-nope"), "cannot create the seekdb directory")
+
+
+def test_the_store_variable_is_named_when_it_named_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "random.db"
+    store.write_bytes(os.urandom(8192))
+    args = ["server", "run", "--port", str(free_port())]
+    result = forked.run(
+        [*forked.POWERCONTEXT, *args], timeout=120, env={**server_env(), "POWERCONTEXT_STORE": f"sqlite://{store}"}
+    )
+    assert_refused(result, "is not a PowerContext store", label="POWERCONTEXT_STORE")
+
+
+def test_native_fulltext_on_a_seekdb_store_with_data_names_the_option(tmp_path: Path) -> None:
+    from tests.faults.support import store_url
+
+    store = store_url("seekdb", tmp_path)
+    from powercontext.settings import Settings
+    from powercontext.store.oceanbase.store import OceanBaseStore
+
+    opened = OceanBaseStore(Settings.from_env(store=store).store_location())
+    with opened._writer.raw.cursor() as cur:  # one indexed document: the database holds data
+        cur.execute("INSERT INTO fts_docs (fts_table, doc_id, scope_tag, ntokens) VALUES ('t', 1, 's', 1)")
+    opened._writer.raw.commit()
+    opened.close()
+    result = run_server(f"{store}?fulltext=native")
+    assert result.returncode == 2, result.stderr  # NativeModeConflict is told as a setting the engine refuses
+    assert result.stderr.startswith("error: --store: ") and len(result.stderr.strip().splitlines()) == 1
+    assert "already holds data, and ?fulltext=native applies only" in result.stderr

@@ -118,6 +118,21 @@ def test_git_listing_skips_deleted_and_vendored_files(tmp_path: Path) -> None:
     assert not [f for f in files if f.startswith((".venv/", "node_modules/"))]
 
 
+@pytest.mark.parametrize("kind", ["git", "dir"])
+def test_lock_files_are_not_candidates(tmp_path: Path, kind: str) -> None:
+    # Generated, and the largest text of many repositories: twelve of a query's sixteen code candidates were
+    # package-lock.json chunks before.
+    repo = make_git_repo(tmp_path / "repo") if kind == "git" else tmp_path / "plain"
+    for name in ("package-lock.json", "web/yarn.lock", "Cargo.lock", "tools/poetry.lock", "go.sum"):
+        write(repo, name, "{}\n")
+    write(repo, "web/lockfile.py", "x = 1\n")  # a name that merely resembles one stays
+    tree = open_work_tree(repo)
+    assert tree.kind == kind
+    files = list_files(tree)
+    assert "web/lockfile.py" in files
+    assert not {"package-lock.json", "web/yarn.lock", "Cargo.lock", "tools/poetry.lock", "go.sum"} & set(files)
+
+
 def test_a_subdirectory_of_a_repository_lists_relative_paths(tmp_path: Path) -> None:
     repo = make_git_repo(tmp_path / "repo")
     tree = open_work_tree(repo / "web")

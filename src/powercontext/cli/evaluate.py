@@ -128,10 +128,12 @@ def eval_run(
     if mode not in ("auto", "fts", "hybrid"):
         raise fail("--mode must be auto, fts or hybrid", 2)
     old_report = _read_baseline(baseline) if baseline is not None else None
+    if out.exists() and not out.is_dir():
+        raise fail(f"--out: {out} is a file; name a directory for report.json and report.html", 2)
     try:
         suite = load_suite(suite_dir)
     except (SuiteError, OSError) as exc:
-        raise fail(f"invalid-suite: {exc}") from None
+        raise fail(f"invalid-suite: {exc}", 2) from None
     sections = tuple((str(s["family"]), int(str(s["limit"]))) for s in map(parse_section, section or []))
     prefix = "" if url is None else f"eval-{secrets.token_hex(4)}:"
     settings = RunSettings(cast("Mode", mode), max_bytes, sections, k, scope_prefix=prefix)
@@ -264,7 +266,9 @@ def eval_compare(
 
     try:
         a, b = read_report(before), read_report(after)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise fail(f"invalid-report: {exc.filename or before}: {exc.strerror or exc}") from None
+    except ValueError as exc:
         raise fail(f"invalid-report: {exc}") from None
     comparison = compare_reports(a, b)
     if as_json:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 topic_app = typer.Typer(no_args_is_help=True, help="Write, search and read Topic Memory.")
 experience_app = typer.Typer(no_args_is_help=True, help="Propose, review, search and read Experience.")
-candidate_app = typer.Typer(no_args_is_help=True, help="Experience Candidates: propose one, show it, review it.")
+candidate_app = typer.Typer(no_args_is_help=True, help="Experience Candidates: add one, show it, review it.")
 profile_app = typer.Typer(no_args_is_help=True, help="Commit and read the Scope's Profile.")
 experience_app.add_typer(candidate_app, name="candidate")
 

@@ -38,5 +38,7 @@ def with_commands(code: str, message: str, scope: str | None, nearest_scope: str
     if code == "code-root-forbidden" and message.startswith(NEVER_INDEXED):
         hint = None  # neither a root nor --db indexes /proc, /sys or /dev (code.confine)
     if hint is not None:
-        message = f"{message}; {hint.format(scope=scope)}"
+        hint = hint.format(scope=scope)
+        # After a question ("is it running?") the hint is a sentence of its own, not a clause after "; ".
+        message = f"{message} {hint[0].upper()}{hint[1:]}" if message.endswith("?") else f"{message}; {hint}"
     return message

@@ -184,10 +184,18 @@ def memory_import(
         if as_json:
             _print_json({"scope_id": scope, "imported": 0, "existed": 0})
         return
+    unanswered: list[bool] = []  # set when a batch got no answer: the client cannot know whether it was stored
     try:
-        written, existed = _run(url, _uploader(scope, items))
+        written, existed = _run(url, _uploader(scope, items, unanswered))
     except typer.Exit:
-        say("the failed batch wrote nothing; earlier batches were kept; re-run to resume safely", err=True)
+        if unanswered:
+            say(
+                "no answer came for the failed batch: it may or may not have been stored; earlier batches were"
+                " kept; re-running the same import is safe (lines already stored are not written again)",
+                err=True,
+            )
+        else:
+            say("the failed batch wrote nothing; earlier batches were kept; re-run to resume safely", err=True)
         raise
     if as_json:
         _print_json({"scope_id": scope, "imported": written, "existed": existed})
@@ -231,12 +239,14 @@ def _read_import_file(file: Path) -> list[AtomicMemoryCreate]:
 
 
 def _uploader(
-    scope: str, items: list[AtomicMemoryCreate]
+    scope: str, items: list[AtomicMemoryCreate], unanswered: list[bool]
 ) -> Callable[[PowerContextClient], Awaitable[tuple[int, int]]]:
-    """The client call that sends ``items`` in batches of ``IMPORT_BATCH``: (written, already existed)."""
+    """The client call that sends ``items`` in batches of ``IMPORT_BATCH``: (written, already existed). A batch
+    that got no answer (``server-unreachable``) is noted in ``unanswered``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from powercontext.cli.rich_terminal import TerminalConsole
+    from powercontext.client import PowerContextError
 
     async def upload(client: PowerContextClient) -> tuple[int, int]:
         written = existed = 0
@@ -248,7 +258,12 @@ def _uploader(
             task = bar.add_task("import", total=len(items))
             for start in range(0, len(items), IMPORT_BATCH):
                 batch = items[start : start + IMPORT_BATCH]
-                answered = await client.add_memories(scope, batch)
+                try:
+                    answered = await client.add_memories(scope, batch)
+                except PowerContextError as exc:
+                    if exc.code == "server-unreachable":
+                        unanswered.append(True)
+                    raise
                 replayed = sum(1 for item in answered if item.replayed)
                 existed += replayed
                 written += len(answered) - replayed

@@ -43,6 +43,7 @@ def server_run(
     settings = settings_from_options(db, host, port, store)
     refuse_taken_port(settings.host, settings.port)
     where = settings.store_location().display()
+    label = store_setting(db, store)
 
     def announce() -> None:  # once the store is open: a refused store prints its error alone
         say(f"PowerContext on http://{settings.host}:{settings.port}  (store: {where})", err=True)
@@ -50,14 +51,27 @@ def server_run(
     try:
         serve(settings, announce)
     except StoreOpenRefused as exc:
-        say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        say(f"error: {label}: {exc}", err=True)
         raise typer.Exit(STORE_REFUSED_EXIT) from None
     except AccessFileError as exc:
         say(f"error: POWERCONTEXT_ACCESS_FILE: {exc}", err=True)
         raise typer.Exit(2) from None
     except EngineUnavailable as exc:
-        say(f"error: POWERCONTEXT_STORE: {exc}", err=True)
+        say(f"error: {label}: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def store_setting(db: Path | None, store: str | None) -> str:
+    """The option or variable that named the store, as ``Settings.from_env`` picks it: an error names it."""
+    import os
+
+    if store:
+        return "--store"
+    if db:
+        return "--db"
+    if not os.environ.get("POWERCONTEXT_STORE") and os.environ.get("POWERCONTEXT_DB"):
+        return "POWERCONTEXT_DB"
+    return "POWERCONTEXT_STORE"
 
 
 def settings_from_options(

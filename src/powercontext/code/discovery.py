@@ -11,8 +11,8 @@
   directories are not entered, and the walk never crosses into another file system (``/proc`` and
   friends cannot be reached from ``/``).
 
-Both skip ``SKIPPED_DIRS`` at any depth (a ``.venv`` nobody ignored is still not source) and fail with
-``CodeTreeTooLarge`` past ``max_files`` candidates.
+Both skip ``SKIPPED_DIRS`` at any depth (a ``.venv`` nobody ignored is still not source) and package managers'
+``LOCK_FILES``, and fail with ``CodeTreeTooLarge`` past ``max_files`` candidates.
 """
 
 from __future__ import annotations
@@ -36,7 +36,21 @@ SKIPPED_DIRS: Final = frozenset(
      ".ruff_cache", ".tox", ".nox", ".hypothesis"}
 )  # fmt: skip
 
+# Package managers' lock files: generated, often the largest text in a repository, and never what a question
+# about the code means (a query for "chunk_lines" drew twelve package-lock.json chunks among sixteen candidates).
+LOCK_FILES: Final = frozenset(
+    {"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "Cargo.lock",
+     "poetry.lock", "Pipfile.lock", "uv.lock", "pdm.lock", "Gemfile.lock", "composer.lock", "go.sum",
+     "packages.lock.json", "pubspec.lock", "mix.lock", "flake.lock"}
+)  # fmt: skip
+
 TreeKind = Literal["git", "dir"]
+
+
+def _candidate(path: str) -> bool:
+    """Not under a skipped directory and not a lock file (``path`` is ``/``-separated)."""
+    parts = path.split("/")
+    return parts[-1] not in LOCK_FILES and not SKIPPED_DIRS.intersection(parts[:-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +90,7 @@ def list_files(tree: WorkTree, max_files: int = MAX_FILES) -> list[str]:
         listed = _git(tree.root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
         if listed is not None:
             names = {os.fsdecode(n) for n in listed.split(b"\0") if n and not n.endswith(b"/")}
-            paths = sorted(p for p in names if not SKIPPED_DIRS.intersection(p.split("/")[:-1]))
+            paths = sorted(p for p in names if _candidate(p))
             if len(paths) > max_files:
                 raise CodeTreeTooLarge(max_files)
             return paths
@@ -104,7 +118,7 @@ def _walk(root: Path, max_files: int) -> list[str]:
             kept.append(name)
         dirnames[:] = kept
         for name in filenames:
-            if not rules.ignored(prefix + name, False):
+            if name not in LOCK_FILES and not rules.ignored(prefix + name, False):
                 found.append(prefix + name)
                 if len(found) > max_files:
                     raise CodeTreeTooLarge(max_files)

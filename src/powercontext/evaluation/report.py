@@ -143,7 +143,13 @@ def write_json(report: Mapping[str, Any], path: Path) -> None:
 
 
 def read_report(path: Path) -> dict[str, Any]:
-    value = json.loads(path.read_text(encoding="utf-8"))
+    """A report.json; ``OSError`` or ``ValueError`` (naming ``path``) when it cannot be read or is not one."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON ({exc.msg}, line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text") from None
     if not isinstance(value, dict) or value.get("schema") != REPORT_SCHEMA:
         raise ValueError(f"{path} is not a {REPORT_SCHEMA} report")
     return value

@@ -27,7 +27,7 @@ from powercontext.evaluation.metrics import (
     recall_at,
     reciprocal_rank,
 )
-from powercontext.evaluation.suite import ABSTAIN, Suite, SuiteMemory, SuiteQuery
+from powercontext.evaluation.suite import ABSTAIN, Suite, SuiteQuery, create_body
 
 BATCH = 500
 DEFAULT_K = 8
@@ -244,7 +244,7 @@ async def _ingest(
             chunk = memories[offset : offset + BATCH]
             # The suite's ``created`` is when each memory was true: ingested as ``observed_at``, so the store's
             # dates (and the ranking's newer-first rule) follow the suite's history, not the ingestion clock.
-            items = [AtomicMemoryCreate.model_validate(_create_body(m)) for m in chunk]
+            items = [AtomicMemoryCreate.model_validate(create_body(m)) for m in chunk]
             created = await client.add_memories(target, items)
             for memory, record in zip(chunk, created, strict=True):
                 # Artifact ids are random 128-bit values, unique across Scopes.
@@ -302,10 +302,3 @@ def gather_modes(results: Sequence[QueryResult]) -> dict[str, int]:
     for r in results:
         counts[r.search_mode] = counts.get(r.search_mode, 0) + 1
     return counts
-
-
-def _create_body(memory: SuiteMemory) -> dict[str, Any]:
-    body: dict[str, Any] = {"text": memory.text, "kind": memory.kind}
-    if memory.created:
-        body["observed_at"] = memory.created
-    return body

@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
+from pydantic import BaseModel, ValidationError
+
 from powercontext.contract.common import MemoryKind
-from powercontext.contract.memory import MAX_BODY_BYTES
-from powercontext.contract.prepare import MAX_QUERY_CHARS
+from powercontext.contract.memory import MAX_BODY_BYTES, AtomicMemoryCreate
+from powercontext.contract.messages import describe_error, readable_errors
+from powercontext.contract.prepare import MAX_QUERY_CHARS, PrepareContextRequest
+from powercontext.contract.scopes import ScopeCreate
 
 MEMORY_KINDS = frozenset(get_args(MemoryKind))
 ABSTAIN = "abstain"
@@ -94,8 +98,37 @@ def _ids(where: str, value: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(field)
 
 
+def create_body(memory: SuiteMemory) -> dict[str, Any]:
+    """The body of the Atomic Memory create a suite memory becomes (its ``created`` is ``observed_at``)."""
+    body: dict[str, Any] = {"text": memory.text, "kind": memory.kind}
+    if memory.created:
+        body["observed_at"] = memory.created
+    return body
+
+
+# The contract fields a suite field becomes, by their suite names (``observed_at`` is the suite's ``created``).
+_SUITE_NAMES = {"observed_at": "created"}
+
+
+def _contract(where: str, model: type[BaseModel], body: dict[str, Any]) -> None:
+    """Check ``body`` with the contract model the Server validates it with, so the suite's rules cannot drift
+    from the Server's; the first failure is told as ``file:line: field: what is wrong``."""
+    try:
+        model.model_validate(body)
+    except ValidationError as exc:
+        err = readable_errors(exc.errors())[0]
+        loc = tuple(_SUITE_NAMES.get(p, p) if isinstance(p, str) else p for p in err.get("loc", ()))
+        raise SuiteError(f"{where}: {describe_error({**err, 'loc': loc})}") from None
+
+
 def load_suite(directory: Path) -> Suite:
     """Read and check a suite directory; raises ``SuiteError`` with the first problem found."""
+    if not directory.exists():
+        raise SuiteError(f"{directory} does not exist: name a suite directory holding memories.jsonl and queries.jsonl")
+    if not directory.is_dir():
+        raise SuiteError(
+            f"{directory} is not a directory: a suite is a directory holding memories.jsonl and queries.jsonl"
+        )
     memories_path, queries_path = directory / "memories.jsonl", directory / "queries.jsonl"
     for path in (memories_path, queries_path):
         if not path.is_file():
@@ -109,6 +142,8 @@ def load_suite(directory: Path) -> Suite:
             raise SuiteError(f"{where}: kind must be one of {', '.join(sorted(MEMORY_KINDS))}")
         if len(memory.text.encode("utf-8")) > MAX_BODY_BYTES:
             raise SuiteError(f"{where}: text is longer than {MAX_BODY_BYTES} UTF-8 bytes")
+        _contract(where, ScopeCreate, {"scope_id": memory.scope_id, "title": "evaluation"})
+        _contract(where, AtomicMemoryCreate, create_body(memory))
         if memory.id in scope_of:
             raise SuiteError(f"{where}: duplicate memory id {memory.id!r}")
         scope_of[memory.id] = memory.scope_id
@@ -124,6 +159,9 @@ def load_suite(directory: Path) -> Suite:
             raise SuiteError(f"{where}: duplicate query id {query.id!r}")
         if len(query.query) > MAX_QUERY_CHARS:
             raise SuiteError(f"{where}: query is longer than {MAX_QUERY_CHARS} characters")
+        _contract(where, PrepareContextRequest, {"scope_id": query.scope_id, "query": query.query})
+        if query.category == ABSTAIN and query.expected:
+            raise SuiteError(f"{where}: 'expected' must be empty for an {ABSTAIN} query (nothing answers it)")
         seen.add(query.id)
         for memory_id in (*query.expected, *query.outdated):
             if scope_of.get(memory_id) != query.scope_id:

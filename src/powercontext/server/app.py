@@ -171,14 +171,16 @@ def _include_routes(app: FastAPI, inspector: bool) -> None:
     app.include_router(metrics.router)  # its own token rule: the ``metrics`` grant
     for router in routers[1:]:
         app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403, 413))
+    served = [root.router, metrics.router, *routers]  # every route, for the Allow header of a 405
     if inspector:
-        app.include_router(inspector_router())
+        served.append(inspector_router())
+        app.include_router(served[-1])
     # The routes behind ``authorize``: their body errors answer 401/403 first (``refusal_before_validation``).
     app.state.authorized_routes = frozenset(id(route) for router in routers[1:] for route in router.routes)
     # For the Allow header of a 405: which methods each path template serves.
     app.state.route_methods = [
         (route.path_regex, route.methods)
-        for router in (*routers, metrics.router)
+        for router in served
         for route in router.routes
         if isinstance(route, APIRoute)
     ]

@@ -185,7 +185,7 @@ def configure_tracing(env: Mapping[str, str] | None = None) -> bool:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
     except ImportError:
-        log.warning("event=telemetry.sdk_missing hint=install the otel extra")
+        log.warning("event=telemetry.sdk_missing hint='install the otel extra'")
         return False
     provider = TracerProvider(resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME", "powercontext")}))
     for name in exporters:

@@ -30,6 +30,18 @@
 
   const $ = (id) => document.getElementById(id);
 
+  // What the Server's renderer escapes in the injected text (text/visible.py): controls but newline, tab and CR, line
+  // separators, bidi controls, tag characters and other invisible characters. Shown here as the same \uXXXX
+  // escapes (a surrogate pair above U+FFFF), so the page is exactly as inert as what the agent gets.
+  const INVISIBLE =
+    /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\u{e0000}-\u{e007f}\u{e0100}-\u{e01ef}]/gu;
+  const escape16 = (unit) => "\\u" + unit.toString(16).padStart(4, "0");
+  const escapeChar = (c) => (c.length === 1 ? escape16(c.charCodeAt(0)) : escape16(c.charCodeAt(0)) + escape16(c.charCodeAt(1)));
+  function inert(text) {
+    INVISIBLE.lastIndex = 0;
+    return INVISIBLE.test(text) ? text.replace(INVISIBLE, escapeChar) : text;
+  }
+
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs || {})) {
@@ -38,7 +50,7 @@
     }
     for (const child of children) {
       if (child === null || child === undefined) continue;
-      node.append(typeof child === "string" || typeof child === "number" ? String(child) : child);
+      node.append(typeof child === "string" || typeof child === "number" ? inert(String(child)) : child);
     }
     return node;
   }
@@ -115,20 +127,75 @@
     hideError("token-error");
     const select = $("scope");
     const wanted = select.value || prefill.scope;
+    const ids = list.items.map((s) => s.scope_id);
     select.replaceChildren(...list.items.map((s) => el("option", { value: s.scope_id }, `${s.scope_id} — ${s.title}`)));
-    if (wanted && list.items.some((s) => s.scope_id === wanted)) select.value = wanted;
+    // A Scope the address (or the last choice) names but this list lacks is never swapped for another one.
+    const missing = wanted && !ids.includes(wanted) ? wanted : null;
+    if (missing) select.selectedIndex = -1;
+    else if (wanted) select.value = wanted;
     select.dataset.loaded = String(list.items.length);
     loadReview();
-    if (pendingRun && select.value) {
+    if (missing) {
+      const run = pendingRun;
+      pendingRun = false;
+      await missingScope(missing, ids, run);
+    } else if (pendingRun && select.value) {
       pendingRun = false;
       runA();
     }
     return true;
   }
 
+  // The Server's own answer for the asked Scope (scope-not-found, or scope-forbidden) when the address asked to run,
+  // and the nearest listed Scope as the likely typo; nothing runs against another Scope.
+  async function missingScope(scope, ids, run) {
+    const near = nearestScope(scope, ids);
+    let said = `Scope ${scope} is not among the Scopes you can read here`;
+    if (run) {
+      let request;
+      try {
+        request = { ...settings("a"), scope_id: scope };
+      } catch (error) {
+        return showError("request-error", error.message);
+      }
+      try {
+        const explained = await explain(request);
+        $("scope").append(el("option", { value: scope }, scope)); // created since the list was read
+        $("scope").value = scope;
+        return showRun(explained, request);
+      } catch (error) {
+        said = `Scope ${scope}: ${error.describe()}`;
+      }
+    }
+    showError("request-error", `${said}${near ? `; did you mean ${near}?` : ""} Choose a Scope above to run.`);
+  }
+
+  // The listed id closest to a likely typo (edit distance at most a third of its length, and at least 1 allowed).
+  function nearestScope(scope, ids) {
+    let best = null;
+    let bestDistance = Math.max(1, Math.floor(scope.length / 3)) + 1;
+    for (const id of ids) {
+      const d = distance(scope, id);
+      if (d < bestDistance) (best = id), (bestDistance = d);
+    }
+    return best;
+  }
+
+  function distance(a, b) {
+    let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i += 1) {
+      const row = [i];
+      for (let j = 1; j <= b.length; j += 1) {
+        row[j] = Math.min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      }
+      previous = row;
+    }
+    return previous[b.length];
+  }
+
   function showError(id, text) {
     const node = $(id);
-    node.textContent = text;
+    node.textContent = inert(text);
     node.hidden = false;
   }
 
@@ -149,6 +216,18 @@
     });
   }
 
+  // The input drops what is not a number ("abc" from an address reads as ""): say what it must be, not a bound.
+  function maxBytes(which) {
+    const input = $(`max-bytes-${which}`);
+    const low = Number(input.min);
+    const high = Number(input.max);
+    const value = input.value.trim();
+    if (!/^\d+$/.test(value) || Number(value) < low || Number(value) > high) {
+      throw new Error(`max_bytes must be a whole number from ${low} to ${high}`);
+    }
+    return Number(value);
+  }
+
   const expectedIds = () => $("expected").value.split(/[\s,]+/).filter(Boolean);
 
   function settings(which) {
@@ -157,7 +236,7 @@
     const request = {
       scope_id: $("scope").value,
       query,
-      max_bytes: Number($(`max-bytes-${which}`).value),
+      max_bytes: maxBytes(which),
       include_code: $(`code-${which}`).checked,
       include_receipt: true,
       expected: expectedIds(),
@@ -267,7 +346,7 @@
   async function fillPreview(cell, item, request, terms) {
     try {
       const view = await readExact(exactReadPath(item, request));
-      let text = bodyText(view);
+      let text = inert(bodyText(view));
       if (text.length > PREVIEW_CHARS) text = text.slice(0, PREVIEW_CHARS) + "…";
       const state = view.state && view.state !== "active" ? el("span", { class: "tag" }, view.state) : null;
       cell.replaceChildren(highlight(text, terms), state ? " " : "", state || "");
@@ -323,7 +402,7 @@
     stages.forEach((stage, i) => {
       const y = i * row;
       const label = svg("text", { x: 0, y: y + 14, class: "chart-label" });
-      label.textContent = stage.count > 1 ? `${stage.stage} ×${stage.count}` : stage.stage;
+      label.textContent = inert(stage.count > 1 ? `${stage.stage} ×${stage.count}` : stage.stage);
       const w = Math.max(1, Math.round((stage.duration_ms / longest) * barWidth));
       const value = svg("text", { x: labelWidth + w + 6, y: y + 14, class: "chart-label" });
       value.textContent = `${stage.duration_ms.toFixed(2)} ms`;

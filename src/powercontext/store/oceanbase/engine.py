@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Any
 
-from powercontext.store.errors import StoreNotFound
+from powercontext.store.errors import StoreNotFound, StoreOpenRefused
 from powercontext.store.location import StoreLocation
 
 _instances: dict[str, Any] = {}
@@ -38,13 +38,29 @@ def _embedded_options(location: StoreLocation) -> dict[str, Any]:
                 raise EngineUnavailable(
                     "the embedded seekdb engine is not installed; pip install 'powercontext[oceanbase]'"
                 ) from exc
-            location.path.mkdir(parents=True, exist_ok=True)
+            _make_directory(location)
             try:
                 instance = pylibseekdb.open(directory)
             except Exception as exc:  # the binding raises RuntimeError/SeekdbError with the engine's reason
                 raise EngineUnavailable(f"seekdb could not open {directory}: {exc}") from exc
             _instances[directory] = instance
         return dict(instance.connection_options())
+
+
+def _make_directory(location: StoreLocation) -> None:
+    """Create the seekdb directory; a path that is a file, or that cannot be created, is refused in one line."""
+    assert location.path is not None
+    if location.path.exists() and not location.path.is_dir():
+        raise StoreOpenRefused(
+            f"{location.path} is a file, not a seekdb directory; a seekdb:/// URL names a directory"
+            " (use sqlite:///path/file.db for a SQLite file)"
+        )
+    try:
+        location.path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreOpenRefused(
+            f"cannot create the seekdb directory {location.path}: {exc.strerror or exc}; name a directory you can write"
+        ) from None
 
 
 def native_reader(location: StoreLocation) -> Any | None:
