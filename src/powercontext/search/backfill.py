@@ -200,7 +200,7 @@ class VectorBackfill:
             if not tasks:
                 break
             try:
-                vectors = self._embedder.embed([t.text for t in tasks])
+                vectors = self._embedder.embed_in_background([t.text for t in tasks])
             except InferenceError as exc:
                 self._paused(exc)
                 continue

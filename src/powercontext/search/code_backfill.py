@@ -141,7 +141,7 @@ class CodeVectorFill:
             if not tasks:
                 return True
             try:
-                vectors = self._embedder.embed([t.text for t in tasks])
+                vectors = self._embedder.embed_in_background([t.text for t in tasks])
             except InferenceError as exc:
                 self._paused(exc)
                 continue

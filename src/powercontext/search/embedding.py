@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,16 @@ log = logging.getLogger("powercontext.inference")
 
 FallbackReason = Literal["none", "inference_unavailable", "inference_timeout", "reused_fts_fallback"]
 InferenceReason = Literal["inference_unavailable", "inference_timeout"]
+
+# A background job (the vector backfills) embeds with a model computed in this process in slices of this many
+# texts, each after the foreground calls (a prepare's query, a write) in flight: a query then waits for one slice
+# (~0.1 s with the local model) instead of the job's whole batch, which made prepares 0.3-2 s slower while the
+# code-vector fill ran after ``code index``.
+BACKGROUND_SLICE: Final = 4
+# How long after a foreground call a slice still waits (the rest of that prepare runs on the same cores), and the
+# longest it waits at all, so a steady stream of prepares slows a job but cannot stop it.
+FOREGROUND_GRACE_S: Final = 0.05
+MAX_YIELD_S: Final = 1.0
 
 
 class GuardedEmbedder:
@@ -51,6 +61,9 @@ class GuardedEmbedder:
         self._overdue_at: dict[int, float] = {}  # outstanding call -> when it has outlived its deadline
         self._calls = itertools.count()
         self._timeouts = 0  # calls that have failed with inference_timeout so far
+        self._foreground = 0  # foreground calls in flight
+        self._foreground_done = threading.Condition(self._lock)
+        self._last_foreground = -float("inf")  # when the last foreground call ended (time.monotonic)
 
     @property
     def configured(self) -> bool:
@@ -78,7 +91,44 @@ class GuardedEmbedder:
             return None
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed now, whatever the breaker says (explicit requests); a failure opens the breaker."""
+        """Embed now, whatever the breaker says (explicit requests); a failure opens the breaker. A foreground
+        call: background jobs (``embed_in_background``) let it go first."""
+        with self._lock:
+            self._foreground += 1
+        try:
+            return self._embed(texts)
+        finally:
+            with self._lock:
+                self._foreground -= 1
+                self._last_foreground = time.monotonic()  # real time: the breaker's clock may be a test's
+                self._foreground_done.notify_all()
+
+    def embed_in_background(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``embed`` for a background job. With a model computed in this process (no provider deadline), in
+        slices of ``BACKGROUND_SLICE`` texts, each started once no foreground call is in flight or has just
+        ended (waiting at most ``MAX_YIELD_S``); a remote provider gets the whole batch in one call."""
+        if self.provider.call_budget_s(len(texts)) is not None or len(texts) <= BACKGROUND_SLICE:
+            self._yield_to_foreground()
+            return self._embed(texts)
+        parts = []
+        for start in range(0, len(texts), BACKGROUND_SLICE):
+            self._yield_to_foreground()
+            parts.append(self._embed(texts[start : start + BACKGROUND_SLICE]))
+        return np.concatenate(parts)
+
+    def _yield_to_foreground(self) -> None:
+        give_up = time.monotonic() + MAX_YIELD_S
+        with self._lock:
+            while True:
+                quiet_for = time.monotonic() - self._last_foreground
+                if self._foreground == 0 and quiet_for >= FOREGROUND_GRACE_S:
+                    return
+                left = give_up - time.monotonic()
+                if left <= 0:
+                    return
+                self._foreground_done.wait(min(left, max(FOREGROUND_GRACE_S - quiet_for, 0.005)))
+
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         budget = self.provider.call_budget_s(len(texts))
         # A caller's deadline (a prepare's) that ends before the provider's own: a timeout then says nothing
         # about the provider, so it does not open the breaker.
