@@ -17,7 +17,7 @@ candidates_app = typer.Typer(
 )
 
 
-def _line(candidate: MemoryCandidate) -> str:
+def candidate_line(candidate: MemoryCandidate) -> str:
     op = candidate.operation
     shown = [op.target] if op.target else list(op.merged or [])
     target = "".join(f" {a.artifact.artifact_id}@{a.artifact.revision}" for a in shown)
@@ -29,7 +29,7 @@ def _print(candidate: MemoryCandidate, as_json: bool) -> None:
     if as_json:
         print_json(candidate.model_dump(mode="json"))
         return
-    say(_line(candidate))
+    say(candidate_line(candidate))
     if candidate.result is not None:
         ref = candidate.result.artifact
         say(f"  wrote {ref.artifact_id} revision {ref.revision}")
@@ -53,7 +53,7 @@ def candidates_list(
     if not page.items:
         say(f"no {status} candidates in {scope}")
     for candidate in page.items:
-        say(_line(candidate))
+        say(candidate_line(candidate))
 
 
 @candidates_app.command("show")

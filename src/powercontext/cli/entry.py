@@ -68,7 +68,7 @@ def main() -> None:
 
 # Command groups that only talk HTTP to a Server (or read local files): nothing in them is a pydantic plugin's
 # business. ``server``, ``eval`` and ``store`` keep the plugins a user installed.
-_CLIENT_GROUPS = frozenset({"scope", "memory", "context", "topic", "experience", "profile", "code", "prompt"})
+_CLIENT_GROUPS = frozenset({"scope", "memory", "source", "context", "topic", "experience", "profile", "code", "prompt"})
 
 
 def _skip_unused_imports(args: list[str]) -> None:

@@ -30,6 +30,7 @@ _GROUPS = {
     "server": ("powercontext.cli.server", "server_app"),
     "scope": ("powercontext.cli.scope", "scope_app"),
     "memory": ("powercontext.cli.memory", "memory_app"),
+    "source": ("powercontext.cli.sources", "source_app"),
     "context": ("powercontext.cli.context", "context_app"),
     "store": ("powercontext.cli.store", "store_app"),
     "topic": ("powercontext.cli.families", "topic_app"),
