@@ -41,6 +41,9 @@ EXPECTED_TOOLS = {
     "code_query",
     "memory_candidates_list",
     "memory_candidate_decide",
+    "source_list",
+    "source_get",
+    "source_purge",
 }
 WRITER, READER = "mcp-writer-token-1", "mcp-reader-token-2"
 

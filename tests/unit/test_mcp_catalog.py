@@ -22,8 +22,9 @@ def test_enums_and_bounds_match_the_contract() -> None:
 
 def test_every_tool_maps_to_a_path_under_v1_with_encoded_segments() -> None:
     args = {"scope_id": "a/b c", "artifact_id": "am_1", "revision": 2, "query": "q", "text": "t", "kind": "fact"}
-    args |= {"candidate_id": "mc_1", "decision": "reject"}
+    args |= {"candidate_id": "mc_1", "decision": "reject", "source_id": "src/1", "cursor": "12&limit=1"}
     for tool in catalog.TOOLS:
         method, path, _ = tool.call({k: v for k, v in args.items() if k in tool.properties})
         assert method in ("GET", "POST") and path.startswith("/v1/")
-        assert "a/b c" not in path
+        assert "a/b c" not in path and "src/1" not in path
+        assert "&limit=1" not in path, "a query value is encoded"
