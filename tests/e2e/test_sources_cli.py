@@ -191,8 +191,8 @@ def test_unknown_id_and_wrong_scope_are_told_clearly(server: LiveServer, api: Ap
     assert api.get(f"/v1/scopes/{scope}/sources/{source_id}").status_code == 200  # not purged from its own Scope
 
     no_scope = unique("src-none")
-    for args in (("list", "-s", no_scope), ("show", source_id, "-s", no_scope)):
-        absent = run_cli("source", *args, url=url)
+    for absent_args in (("list", "-s", no_scope), ("show", source_id, "-s", no_scope)):
+        absent = run_cli("source", *absent_args, url=url)
         assert absent.returncode == 3 and absent.stderr.startswith("error: scope-not-found: "), absent.stderr
     bad_cursor = run_cli("source", "list", "-s", scope, "--cursor", "abc", url=url)
     assert bad_cursor.returncode == 2 and "invalid-request" in bad_cursor.stderr
