@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -487,25 +488,41 @@ def test_26_item_receipt_renders_within_100_ms(seeded: Seeded, page: Watched) ->
     assert statistics.median(renders) <= 100
 
 
-def test_cli_inspect_prints_a_prefilled_address() -> None:
-    done = forked.run(
-        [sys.executable, "-m", "powercontext", "inspect", "-s", WEB, "-q", "why deploy?", "--no-browser"],
+def _inspect(*args: str, url: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": url}
+    if token:
+        env["POWERCONTEXT_TOKEN"] = token
+    return forked.run(
+        [sys.executable, "-m", "powercontext", "inspect", *args, "--no-browser"],
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": "http://127.0.0.1:9"},
+        env=env,
     )
+
+
+def test_cli_inspect_prints_a_prefilled_address(seeded: Seeded) -> None:
+    url = seeded.live.base_url
+    done = _inspect("-s", WEB, "-q", "why deploy?", url=url, token=ADMIN)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "http://127.0.0.1:9/inspector#scope=proj%3Aweb&q=why%20deploy%3F&max_bytes=8000&run=1"
-    as_json = forked.run(
-        [sys.executable, "-m", "powercontext", "inspect", "-s", WEB, "-q", "why deploy?", "--no-browser", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": "http://127.0.0.1:9"},
-    )
+    assert done.stdout.strip() == f"{url}/inspector#scope=proj%3Aweb&q=why%20deploy%3F&max_bytes=8000&run=1"
+    as_json = _inspect("-s", WEB, "-q", "why deploy?", "--json", url=url, token=ADMIN)
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout) == {"url": done.stdout.strip()}
+    # Without a token the page asks for one: the address is printed unchecked.
+    unsigned = _inspect("-s", WEB, "-q", "why deploy?", url=url)
+    assert unsigned.returncode == 0, unsigned.stderr
+    assert unsigned.stdout.strip() == done.stdout.strip()
+
+
+def test_cli_inspect_refuses_a_scope_the_server_lacks_and_a_server_that_is_down(seeded: Seeded) -> None:
+    misspelt = _inspect("-s", "proj:wbe", "-q", "why deploy?", url=seeded.live.base_url, token=ADMIN)
+    assert misspelt.returncode == 3, misspelt.stderr
+    assert misspelt.stdout == ""
+    assert "scope-not-found" in misspelt.stderr and "proj:web" in misspelt.stderr
+    down = _inspect("-s", WEB, "-q", "why deploy?", url="http://127.0.0.1:9")
+    assert down.returncode == 5 and down.stdout == ""
+    assert "server-unreachable" in down.stderr
 
 
 # -- QA findings: a permalink for a Scope that is not there, bidi and tag characters, 405s, max_bytes ----------

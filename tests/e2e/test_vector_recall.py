@@ -434,6 +434,7 @@ def test_code_waits_for_its_vectors_on_full_text_and_gets_them_once_the_provider
     chunks = report.json()["chunks"]
     assert wait_until(lambda: _code_vectors(vapi)["provider_failures"] > before["provider_failures"], timeout=30)
     assert _code_vectors(vapi)["embedded"] == before["embedded"]
+    assert _code_vectors(vapi)["left"] >= chunks  # what the fill has yet to embed, its total to come
     code_only = {"include_code": True, "assembly": {"sections": []}}
     group = {"round": 0, "family": "code", "mode": "code", "outcome": "completed", "count": 1}
     # Found by full text alone, without asking the stalled provider for the query's vector (that would time out).
@@ -443,6 +444,7 @@ def test_code_waits_for_its_vectors_on_full_text_and_gets_them_once_the_provider
 
     assert wait_until(lambda: code_vectors_filled(vapi), timeout=30), _code_vectors(vapi)
     assert _code_vectors(vapi)["embedded"] - before["embedded"] == chunks
+    assert _code_vectors(vapi)["left"] == 0
     # Now the query's vector is asked for: a stall costs the vector channel, and full text answers alone.
     embeddings.control(mode="stall", stall_s=3 * TIMEOUT_S)
     body = prepare_receipt(vapi, sid, "retry policy delay", **code_only)

@@ -145,6 +145,18 @@ def test_chunks_without_a_vector_are_a_backlog_until_written(code: CodeStore) ->
     assert [h.chunk.text for h in code.search_code_vector(sid, "m1", _vector(1, 0, 0), 10)] == ["beta\n"]
 
 
+def test_the_backlog_size_counts_the_chunks_without_a_vector_by_that_model(code: CodeStore) -> None:
+    before = code.code_embedding_backlog_size("size-model")
+    sid = scope(code)
+    code.register_code_tree(sid, "git:abc", "git", "/srv", 1000)
+    code.put_code_files(sid, "git:abc", [file("a.py", chunk(1, 1, "alpha\n", "alpha"), chunk(2, 2, "beta\n", "beta"))])
+    assert code.code_embedding_backlog_size("size-model") == before + 2
+    first, _ = [t for t in code.code_embedding_backlog("size-model", 0, 10_000) if t.scope_id == sid]
+    assert code.write_code_embeddings("size-model", [(first, _vector(1, 0, 0))]) == 1
+    assert code.code_embedding_backlog_size("size-model") == before + 1
+    assert code.code_embedding_backlog_size("another-model") >= 2
+
+
 def test_a_vector_for_a_chunk_replaced_since_it_was_read_is_not_written(code: CodeStore) -> None:
     sid = scope(code)
     code.register_code_tree(sid, "git:abc", "git", "/srv", 1000)

@@ -68,6 +68,7 @@ def inspect(
     import webbrowser
     from urllib.parse import quote, urlencode
 
+    _check_scope(url, scope)
     fragment = urlencode({"scope": scope, "q": query, "max_bytes": str(max_bytes), "run": "1"}, quote_via=quote)
     address = f"{url.rstrip('/')}/inspector#{fragment}"
     if as_json:
@@ -76,6 +77,23 @@ def inspect(
         say(address)
     if not no_browser and not webbrowser.open(address):
         say("no browser found here: open the address above in one", err=True)
+
+
+def _check_scope(url: str, scope: str) -> None:
+    """Refuse a Scope the Server does not have (or a Server that does not answer) before printing an address
+    whose page would only say so. Without a token the Server accepts, the page asks for one: not checked here."""
+    import contextlib
+
+    from powercontext.cli.common import run
+    from powercontext.client import PowerContextClient
+    from powercontext.errors import Forbidden
+
+    async def found(client: PowerContextClient) -> bool:
+        with contextlib.suppress(Forbidden):
+            await client.get_scope(scope)
+        return True
+
+    run(url, found)
 
 
 def _show_version(value: bool) -> None:

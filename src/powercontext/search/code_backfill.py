@@ -47,6 +47,7 @@ class CodeVectorFill:
         self._thread: threading.Thread | None = None
         self._state: State = "idle"
         self._embedded = 0
+        self._left = 0  # chunks without a vector when the pass began, less those embedded since
         self._failures = 0
         self._last_failure: str | None = None
         self._pending: set[str] = set()  # Scopes indexed by this process whose chunks are not all embedded yet
@@ -77,6 +78,7 @@ class CodeVectorFill:
                 "state": self._state if self._thread is not None else "off",
                 "model": self._embedder.model_id,
                 "embedded": self._embedded,
+                "left": self._left,
                 "scopes_waiting": len(self._pending),
                 "provider_failures": self._failures,
                 "last_failure": self._last_failure,
@@ -119,14 +121,16 @@ class CodeVectorFill:
 
     def _pass(self) -> None:
         """Embed the backlog; the Scopes waiting when it began are done once it is empty."""
-        self._set("embedding")
+        left = self._store.code_embedding_backlog_size(self._embedder.model_id)
         with self._lock:
+            self._state, self._left = "embedding", left
             waiting = set(self._pending)  # a Scope indexed during this pass waits for the next one
             embedded = self._embedded
         started = time.monotonic()
         if self._fill():
             with self._lock:
                 self._pending -= waiting
+                self._left = 0
                 embedded = self._embedded - embedded
             if embedded:
                 log.info("event=code.vectors.done embedded=%d seconds=%.1f", embedded, time.monotonic() - started)
@@ -149,6 +153,7 @@ class CodeVectorFill:
             after = tasks[-1].chunk_id
             with self._lock:
                 self._embedded += written
+                self._left = max(0, self._left - len(tasks))
         return False
 
     def _paused(self, exc: InferenceError) -> None:

@@ -137,6 +137,10 @@ class CodeStore(Protocol):
         """Up to ``limit`` chunks (of every Scope) with no vector by ``model_id`` and an id above ``after``, by id."""
         ...
 
+    def code_embedding_backlog_size(self, model_id: str) -> int:
+        """How many chunks (of every Scope) have no vector by ``model_id``."""
+        ...
+
     def write_code_embeddings(
         self, model_id: str, items: Sequence[tuple[CodeEmbeddingTask, npt.NDArray[np.float32]]]
     ) -> int:

@@ -146,6 +146,14 @@ class CodeIndex(StoreConnections):
         )
         return [CodeEmbeddingTask(int(chunk_id), str(scope_id), str(text)) for chunk_id, scope_id, text in rows]
 
+    def code_embedding_backlog_size(self, model_id: str) -> int:
+        row = self._reader().execute(
+            "SELECT count(*) FROM code_chunks c WHERE NOT EXISTS"
+            " (SELECT 1 FROM code_chunk_embeddings e WHERE e.chunk = c.id AND e.model_id = ?)",
+            (model_id,),
+        ).fetchone()
+        return int(row[0])
+
     def write_code_embeddings(self, model_id: str, items: Sequence[tuple[CodeEmbeddingTask, Vector]]) -> int:
         written = 0
         with self._write() as conn:
