@@ -30,6 +30,8 @@ def server_run(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
         ("seekdb://relative/dir", "needs an absolute path"),
         ("oceanbase://u:secret@127.0.0.1:2881/db", "POWERCONTEXT_STORE_PASSWORD"),
         ("oceanbase://127.0.0.1:2881/db", "needs a user and a host"),
+        # Unescaped, '#' would cut the path: another, empty store would open at "/srv/team ".
+        ("sqlite:///srv/team #1/store.db", "cannot hold '#'"),
     ],
 )
 def test_a_bad_store_url_stops_the_server_with_one_line_naming_the_variable(url: str, says: str) -> None:

@@ -62,6 +62,33 @@ def test_a_damaged_store_too_large_to_check_at_start_is_reported_by_readiness(tm
     assert "event=store.integrity.failed" in (tmp_path / "server.log").read_text()
 
 
+def test_a_healthy_large_store_at_a_path_that_is_no_uri_is_checked_and_ready(tmp_path: Path) -> None:
+    import sqlite3
+
+    from powercontext.store.sqlite import SqliteStore
+
+    home = tmp_path / "team #1 ?50% store"  # characters a URI reads as fragment, query and escape
+    home.mkdir()
+    db = home / "large.db"
+    SqliteStore(db).close()
+    conn = sqlite3.connect(str(db))
+    conn.execute("CREATE TABLE padding (b BLOB)")  # past the size checked before the Server answers
+    conn.executemany("INSERT INTO padding VALUES (?)", ((os.urandom(64 * 1024),) for _ in range(560)))
+    conn.commit()
+    conn.close()
+    assert db.stat().st_size > CHECK_AT_START_MAX_BYTES
+    log = tmp_path / "server.log"
+    from urllib.parse import quote
+
+    server = start(f"sqlite:///{quote(str(db))}", log)  # escaped as a URL; four slashes, a form some write
+    try:
+        assert wait_until(lambda: "event=store.integrity." in log.read_text(), timeout=60, interval=0.2)
+        assert "event=store.integrity.ok" in log.read_text(), log.read_text()[-2000:]
+        assert httpx.get(server.url + "/health/ready", verify=TLS).status_code == 200
+    finally:
+        server.stop()
+
+
 # Run in a process of its own, then SIGKILLed: a writer of an earlier PowerContext, which locked the
 # ``store_locks 'writer'`` row, on an engine that still logged a transaction's redo before its commit. The engine
 # runs in a child process; killed first, at once, it cannot end the transaction on its way out (left to notice

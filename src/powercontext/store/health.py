@@ -171,10 +171,13 @@ class IntegrityCheck:
         self._thread.start()
 
     def _run(self) -> None:
+        started = time.monotonic()
         try:
             verdict = self._check()
         except Exception as exc:  # a page so damaged that the check itself fails
             verdict = type(exc).__name__
         if verdict != "ok":
             self._health.note_damaged(verdict)
+        else:
+            _log.info("event=store.integrity.ok seconds=%.1f", time.monotonic() - started)
         self.done.set()

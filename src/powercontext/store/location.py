@@ -81,6 +81,12 @@ def parse_store_url(url: str) -> StoreLocation:
     scheme = parts.scheme.lower()
     if scheme not in ("sqlite", "seekdb", "oceanbase"):
         raise BadStoreUrl(f"unknown store URL scheme {scheme!r}; use {_EXAMPLES}")
+    if "#" in url:
+        # Read as a URL, the rest would be a fragment: dropped, and another store (the path cut there) opened.
+        raise BadStoreUrl(
+            "a store URL cannot hold '#'; in a path write '#' as %23 ('?' as %3F, '%' as %25), or give the"
+            " SQLite file with --db PATH"
+        )
     options = _options(scheme, parts.query)
     fulltext: Native = "native" if options.get("fulltext") == "native" else "exact"
     vectors: Native = "native" if options.get("vectors") == "native" else "exact"

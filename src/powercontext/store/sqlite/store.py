@@ -8,11 +8,13 @@ OceanBase store are ``core.store.SqlStore``'s; the full-text index is ``packed.P
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from powercontext.store.base import Scored, ScoredMemory
 from powercontext.store.core.driver import sqlite
@@ -132,7 +134,9 @@ class SqliteStore(SqlStore):
 
     def _quick_check(self) -> str:
         """SQLite's ``quick_check`` verdict, on a read-only connection of its own (one line)."""
-        conn = sqlite.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        # A path is not a URI: '#', '?' and '%' in a directory's name, or a leading '//', must be escaped.
+        uri = "file:" + quote(os.path.realpath(self.path)) + "?mode=ro"
+        conn = sqlite.connect(uri, uri=True, check_same_thread=False)
         try:
             return " ".join(str(conn.execute("PRAGMA quick_check(1)").fetchone()[0]).split())
         finally:
