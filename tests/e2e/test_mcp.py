@@ -43,7 +43,6 @@ EXPECTED_TOOLS = {
     "memory_candidate_decide",
     "source_list",
     "source_get",
-    "source_purge",
 }
 WRITER, READER = "mcp-writer-token-1", "mcp-reader-token-2"
 

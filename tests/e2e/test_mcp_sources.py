@@ -1,5 +1,6 @@
-"""The Source tools (``source_list``, ``source_get``, ``source_purge``) through the real ``powercontext mcp`` over
-stdio, and ``/mcp`` on the Server, driven by the MCP SDK's client against the session's real Server."""
+"""The Source tools (``source_list``, ``source_get``) through the real ``powercontext mcp`` over stdio, and ``/mcp``
+on the Server, driven by the MCP SDK's client against the session's real Server. No tool erases for good: purge
+stays with people (CLI, HTTP, SDK)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def capture(api: Api, scope: str, content: str, kind: str = "prompt") -> str:
     return str(r.json()["source_id"])
 
 
-def test_list_get_and_purge_over_stdio(server: LiveServer, api: Api) -> None:
+def test_list_and_get_over_stdio(server: LiveServer, api: Api) -> None:
     scope = api.new_scope(prefix="mcp-src")
     older = capture(api, scope, HOSTILE)
     newer = capture(api, scope, "the agent's answer", kind="reply")
@@ -32,9 +33,8 @@ def test_list_get_and_purge_over_stdio(server: LiveServer, api: Api) -> None:
             cursor = seen["first"]["next_cursor"]
             seen["second"] = await call(client, "source_list", {"scope_id": scope, "limit": 1, "cursor": cursor})
             seen["got"] = await call(client, "source_get", {"scope_id": scope, "source_id": older})
-            seen["purged"] = await call(client, "source_purge", {"scope_id": scope, "source_id": older})
+            assert api.post(f"/v1/scopes/{scope}/sources/{older}/purge", {}).status_code == 200
             seen["after"] = await tool_error(client, "source_get", {"scope_id": scope, "source_id": older})
-            seen["again"] = await call(client, "source_purge", {"scope_id": scope, "source_id": older})
             return seen
 
     seen = anyio.run(go)
@@ -44,13 +44,9 @@ def test_list_get_and_purge_over_stdio(server: LiveServer, api: Api) -> None:
     assert [s["source_id"] for s in seen["second"]["items"]] == [older]
     assert seen["second"]["next_cursor"] is None
     assert seen["got"]["content"] == HOSTILE and seen["got"]["kind"] == "prompt"  # exact: data for the model
-    assert seen["purged"]["source_id"] == older and seen["purged"]["extraction"]["reason"] == "purged"
     assert (seen["after"]["code"], seen["after"]["status"]) == ("purged", 410)
     assert "purged" in seen["after"]["message"] and "/v1/" not in seen["after"]["message"]
-    assert seen["again"]["extraction"]["reason"] == "purged"  # a second purge is harmless (idempotent)
-    gone = api.get(f"/v1/scopes/{scope}/sources/{older}")
-    assert gone.status_code == 410
-    assert api.get(f"/v1/scopes/{scope}/sources/{newer}").status_code == 200  # only the one named
+    assert api.get(f"/v1/scopes/{scope}/sources/{newer}").status_code == 200
 
 
 def test_unknown_source_wrong_scope_and_bad_cursor_are_tool_errors(server: LiveServer, api: Api) -> None:
@@ -63,40 +59,33 @@ def test_unknown_source_wrong_scope_and_bad_cursor_are_tool_errors(server: LiveS
             return [
                 await tool_error(client, "source_get", {"scope_id": scope, "source_id": "src_nothing"}),
                 await tool_error(client, "source_get", {"scope_id": elsewhere, "source_id": source_id}),
-                await tool_error(client, "source_purge", {"scope_id": elsewhere, "source_id": source_id}),
                 await tool_error(client, "source_list", {"scope_id": unique("none")}),
                 await tool_error(client, "source_list", {"scope_id": scope, "cursor": "abc"}),
-                await tool_error(client, "source_purge", {"scope_id": scope}),
+                await tool_error(client, "source_get", {"scope_id": scope}),
             ]
 
-    unknown, wrong_get, wrong_purge, no_scope, bad_cursor, no_id = anyio.run(go)
-    for error in (unknown, wrong_get, wrong_purge):
+    unknown, wrong_get, no_scope, bad_cursor, no_id = anyio.run(go)
+    for error in (unknown, wrong_get):
         assert (error["code"], error["status"]) == ("source-not-found", 404), error
     assert no_scope["code"] == "scope-not-found" and "scope_list" in no_scope["message"]
     assert (bad_cursor["code"], bad_cursor["status"]) == ("invalid-request", 422)
     assert no_id == {"code": "invalid-request", "message": "argument 'source_id' is required", "status": 422}
-    assert api.get(f"/v1/scopes/{scope}/sources/{source_id}").status_code == 200  # not purged by the wrong Scope
 
 
-def test_purge_is_marked_destructive_and_works_over_http(server: LiveServer, api: Api) -> None:
+def test_the_tools_only_read_and_none_erases_for_good_over_http(server: LiveServer, api: Api) -> None:
     scope = api.new_scope(prefix="mcp-src-http")
-    source_id = capture(api, scope, "erase me over http")
+    source_id = capture(api, scope, "listed over http")
 
-    async def go() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    async def go() -> tuple[dict[str, Any], dict[str, Any]]:
         async with http_client(server.base_url, None) as client:
-            tools = await listed_tools(client)
-            listed = await call(client, "source_list", {"scope_id": scope})
-            purged = await call(client, "source_purge", {"scope_id": scope, "source_id": source_id})
-            return tools, listed, purged
+            return await listed_tools(client), await call(client, "source_list", {"scope_id": scope})
 
-    tools, listed, purged = anyio.run(go)
-    hints = {name: tools[name]["annotations"] for name in ("source_list", "source_get", "source_purge")}
-    assert hints["source_purge"]["destructiveHint"] is True and hints["source_purge"]["readOnlyHint"] is False
-    assert hints["source_purge"]["idempotentHint"] is True
+    tools, listed = anyio.run(go)
     for name in ("source_list", "source_get"):
-        assert hints[name]["readOnlyHint"] is True and hints[name]["destructiveHint"] is False
+        hints = tools[name]["annotations"]
+        assert hints["readOnlyHint"] is True and hints["destructiveHint"] is False
+    # A prompt injected through captured or recalled text must not be able to erase anything for good.
+    assert not [name for name in tools if "purge" in name]
     limit = tools["source_list"]["inputSchema"]["properties"]["limit"]
     assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 200, 20)
     assert [s["source_id"] for s in listed["items"]] == [source_id]
-    assert purged["extraction"]["reason"] == "purged"
-    assert api.get(f"/v1/scopes/{scope}/sources/{source_id}").status_code == 410

@@ -298,15 +298,6 @@ TOOLS: tuple[Tool, ...] = (
         ("scope_id", "source_id"), True, False, True,
         lambda a: ("GET", _scope(a, "sources", a["source_id"]), None),
     ),
-    Tool(
-        "source_purge", "Erase a captured Source for good",
-        "Irreversible: erase a Source's captured content; it is never extracted afterwards and the text of the "
-        "review-inbox candidates extracted from it becomes [purged]. The memories it wrote stay. Only when the "
-        "user asked for this Source to be erased.",
-        {"scope_id": SCOPE_ID, "source_id": SOURCE_ID},
-        ("scope_id", "source_id"), False, True, True,
-        lambda a: ("POST", _scope(a, "sources", a["source_id"], "purge"), {}),
-    ),
     _search(
         "code_query", "Search code", "Search the Scope's indexed code; hits carry exact, re-readable line ranges.",
         CODE_QUERY_LIMIT, "code", "query",
