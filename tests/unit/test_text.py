@@ -144,6 +144,14 @@ def test_query_terms_leave_out_english_and_chinese_function_words() -> None:
     assert query_terms("what is this and why is it there?") == []
 
 
+def test_a_word_is_a_function_word_as_written_not_by_its_stem() -> None:
+    # "owns" and "owned" stem to the listed "own", but ask who is responsible.
+    assert query_terms("Who owns search?") == [*terms("owns"), *terms("search")]
+    assert query_terms("Who owned billing?") == [*terms("owned"), *terms("billing")]
+    assert query_terms("What are they doing? Don't ask.") == [*terms("ask")]
+    assert query_terms("我们 的 数据") == ["数据"]
+
+
 def test_terminal_text_shows_controls_and_invisible_characters_as_escapes() -> None:
     from powercontext.text.visible import terminal_text
 

@@ -7,10 +7,10 @@ its Chinese list 125 single-character particles, pronouns and prepositions. Larg
 ``stopwordsiso``: 1,300 English entries) also drop words that are topics in a project's memory, such as
 ``computer``, ``system``, ``test``, ``index``, ``value`` and ``web``, so they were not chosen.
 
-This module holds the words only; ``text.tokenize.stop_terms`` passes each through the index tokenizer, so the
-set it filters with holds what a query actually yields: stemmed terms (``having`` → ``have``, ``does`` →
-``doe``) and the pieces of contractions (``don't`` → ``don``, ``t``). Indexing keeps every word (phrases and
-code need them); only query terms are filtered.
+This module holds the words only; ``text.tokenize.stop_words`` splits them as the tokenizer splits words
+(contractions into their pieces: ``don't`` → ``don``, ``t``), and a query word is judged as written, before
+stemming: ``owns`` stems to the listed ``own`` but asks about ownership. Indexing keeps every word (phrases
+and code need them); only query terms are filtered.
 """
 
 from __future__ import annotations

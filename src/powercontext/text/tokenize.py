@@ -83,34 +83,46 @@ def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
 @lru_cache(maxsize=64)
 def _query_terms(query: str, limit: int) -> tuple[str, ...]:
     seen: dict[str, None] = {}
-    for term in terms(query):
-        if is_stop_term(term):
-            continue
+    for term in _topic_terms(query):
         seen.setdefault(term, None)
         if len(seen) >= limit:
             break
     return tuple(seen)
 
 
-def is_stop_term(term: str) -> bool:
-    """Whether a query term is a function word: listed, or a CJK bigram of two listed characters (``我们``)."""
-    stop = stop_terms()
-    if term in stop:
+def _topic_terms(text: str) -> list[str]:
+    """``terms(text)`` without function words. A Latin word is judged as written, before stemming: ``owns`` and
+    ``owned`` stem to the listed ``own``, but ask about ownership."""
+    stop = stop_words()
+    out: list[str] = []
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if word.casefold() in stop:
+            continue
+        found: list[str] = []
+        _word_terms(word, found)
+        out.extend(term for term in found if not _is_stop_bigram(term, stop))
+    return out
+
+
+def _is_stop_bigram(term: str, stop: frozenset[str]) -> bool:
+    """A function word itself (a single CJK character), or a CJK bigram of two (``我们``)."""
+    if term in stop and _CJK.fullmatch(term) is not None:
         return True
     return len(term) == 2 and term[0] in stop and term[1] in stop and _CJK.fullmatch(term) is not None
 
 
 @lru_cache(maxsize=1)
-def stop_terms() -> frozenset[str]:
-    """Index terms of the English and Chinese function words (Latin words stemmed, CJK characters as they are)."""
-    return frozenset(term for word in function_words() for term in terms(word))
+def stop_words() -> frozenset[str]:
+    """The English and Chinese function words as written, case-folded, contractions in their pieces (``don't``:
+    ``don``, ``t``)."""
+    return frozenset(piece for word in function_words() for piece in _WORD.findall(word.casefold()))
 
 
 @lru_cache(maxsize=64)
 def only_function_words(query: str) -> bool:
     """Whether ``query`` has words and every one of them is a function word (such a query retrieves nothing)."""
-    found = terms(query)
-    return bool(found) and all(is_stop_term(term) for term in found)
+    return bool(terms(query)) and not _topic_terms(query)
 
 
 _TERM_OF_WORD: dict[str, str] = {}  # folded word -> its term; a plain dict lookup is ~10x cheaper than _plain
