@@ -39,3 +39,10 @@ def test_a_dropped_hit_that_replaces_nothing_kept_stays_out() -> None:
 def test_nothing_kept_means_nothing_enters_from_below_the_floor() -> None:
     # A query nothing answers stays empty: a successor needs a kept hit to succeed.
     assert order([], 16, [SUCCESSOR, UNRELATED_CHANGE]) == []
+
+
+def test_a_chinese_statement_of_change_moves_above_what_it_replaces() -> None:
+    older = Hit("分析数据库用 ClickHouse，按天分区。", "2024-03-01")
+    newer = Hit("分析数据库已迁移到 Apache Doris，按天分区。", "2025-02-01")
+    found = newer_first([older, newer], 16, lambda h: h.observed, lambda h: h.text)
+    assert [h.text for h in found] == [newer.text, older.text]

@@ -57,7 +57,10 @@ CHANGE_MARKERS: Final = re.compile(
     r"\b(now(?! also| too)|no longer|instead|replac(?:ed|es|ing)|mov(?:ed|es)|switched|migrat(?:ed|ing)|upgraded|"
     r"bumped|raised|lowered|reduced|increased|extended|shortened|changed|went from|from \S+(?: \S+)? to|reverted|"
     r"rolled back|deprecated|removed|retired|dropped|supersed(?:ed|es)|renamed|handed|t(?:ook|akes) over|no more|"
-    r"any ?more|as of|since)\b",
+    r"any ?more|as of|since|cancel(?:l)?ed|renewed|started using|going forward)\b"
+    # Chinese has no word boundaries: now, changed/switched to, migrated, moved to, no longer, replaced,
+    # upgraded, deprecated, took over.
+    r"|现在|如今|改为|改成|改用|换成|换为|换到|迁移|迁到|搬到|搬去|转到|转去|不再|取代|替代|替换|升级|弃用|废弃|接手|接管",
     re.IGNORECASE,
 )
 # Words that ask how things were wherever they stand, and "why" (the reason lives in the statement that decided).
