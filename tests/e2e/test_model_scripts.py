@@ -72,7 +72,10 @@ def test_english_questions_stay_hybrid_and_an_explicit_mode_is_kept(chinese_scop
         ("Wie melden sich Benutzer an? Größe, Übersicht", True),  # Latin script with accents
         ("今天天气怎么样", False),
         ("Как пользователи входят?", False),
-        ("PostgreSQL 账本数据库", True),  # half the letters Latin: the model reads the identifier
+        ("PostgreSQL 账本数据库", False),  # one English name in a Chinese question
+        ("我们用什么 GraphQL 网关？", False),  # as many letters as characters, but one word against seven
+        ("用Redis做什么", False),
+        ("What did 王芳 say about the deploy?", True),  # a Chinese name in an English question
         ("Postgres 作为我们的账本数据库", False),
         ("12345 ?!", True),  # no letters: nothing to decide against
     ],

@@ -10,19 +10,30 @@ search that asks for ``vector`` or ``hybrid`` still gets it.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 # Models trained on English only (a provider's model is not listed: its languages are not known here).
 ENGLISH_ONLY: Final = frozenset({"local:all-MiniLM-L6-v2:int8-v1"})
-# Basic Latin through Latin Extended-B: English and the accented letters of other Latin-script languages.
-_LATIN_END: Final = "\u0250"
+# A word of Latin script (Basic Latin through Latin Extended-B: English and the accented letters of other
+# Latin-script languages), a character of a CJK script (a word on its own, or nearly), a word of another script.
+_UNITS: Final = re.compile(
+    r"(?P<latin>[A-Za-z\u00c0-\u024f]+)"
+    r"|(?P<cjk>[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f])"
+    r"|(?P<other>[^\W\d_A-Za-z\u00c0-\u024f]+)"
+)
 
 
 def model_reads(model_id: str, text: str) -> bool:
-    """False when ``model_id`` was trained on English only and most of the letters of ``text`` are in another
-    script (Chinese, Japanese, Korean, Cyrillic, ...)."""
+    """False when ``model_id`` was trained on English only and most of the words of ``text`` are in another
+    script (Chinese, Japanese, Korean, Cyrillic, ...). Words, not letters: "我们用什么 GraphQL 网关" is a Chinese
+    question about one English name (7 letters against 7 characters, but one word against seven)."""
     if model_id not in ENGLISH_ONLY:
         return True
-    letters = [c for c in text if c.isalpha()]
-    latin = sum(1 for c in letters if c < _LATIN_END)
-    return 2 * latin >= len(letters)
+    latin = foreign = 0
+    for unit in _UNITS.finditer(text):
+        if unit.lastgroup == "latin":
+            latin += 1
+        else:
+            foreign += 1
+    return latin >= foreign
