@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from powercontext.hosts import HOSTS
-from powercontext.hosts.capture import capture_reply, start_prompt_capture
+from powercontext.hosts.capture import capture_off_line, capture_reply, start_prompt_capture
 from powercontext.hosts.recall import HookSettings, RecallOutcome, recall_for_prompt
 
 MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
@@ -181,6 +181,8 @@ def run_hook(
         outcome, request = recall_for_prompt(prompt, cwd, settings)
         if capture is not None:
             capture.wait()
+        elif (off := capture_off_line(host)) is not None:  # say why a misspelt opt-out captured nothing
+            stderr.write(off + "\n")
     if outcome.injected and outcome.content is not None:
         stdout.write(host_output(host, outcome.content))
         stdout.flush()
@@ -220,6 +222,8 @@ def main(argv: list[str] | None = None, portable: bool = False) -> int:
         if hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(encoding="utf-8")
         if args[1:2] == ["stop"]:
+            if (off := capture_off_line(host)) is not None:
+                _write_quietly(sys.stderr, off + "\n")
             run_stop_hook(host, sys.stdin.buffer, HookSettings.from_env(), portable)
             return 0
         run_hook(host, sys.stdin.buffer, sys.stdout, sys.stderr, HookSettings.from_env(), portable)
