@@ -27,6 +27,7 @@ from powercontext.cli.common import (
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
 from powercontext.cli.import_file import read_import_file, where_undecodable
+from powercontext.cli.memory_export import memory_export
 from powercontext.cli.server import open_store_or_exit, settings_from_options
 from powercontext.cli.terminal import confirm_irreversible, say
 from powercontext.cli.wire_views import print_created, print_memory, print_search
@@ -314,6 +315,7 @@ for _action in ("forget", "retire", "restore"):
     memory_app.command(_action)(_lifecycle(_action))
 
 memory_app.add_typer(candidates_app, name="candidates")
+memory_app.command("export")(memory_export)
 
 
 @memory_app.command("purge")
