@@ -14,6 +14,28 @@ _HEADER_BYTES = REQUEST_ID_HEADER.lower().encode("ascii")
 access_log = logging.getLogger("powercontext.access")
 server_log = logging.getLogger("powercontext.server")
 
+# What the access log and the metrics record for a request the app never answered because the client's side of
+# the exchange ended first: uvicorn refused its framing (``Transfer-Encoding: gzip`` without ``chunked``, broken
+# chunking) with its own plain-text 400 once the app had started, or the client went away mid-body. Either way
+# nothing of ours reached the client and nothing failed here: not a 5xx.
+UNANSWERED_STATUS = 400
+
+
+class WatchedReceive:
+    """An ASGI ``receive`` that notes whether it has reported the client gone (``http.disconnect``)."""
+
+    __slots__ = ("gone", "receive")
+
+    def __init__(self, receive: Any) -> None:
+        self.receive = receive
+        self.gone = False
+
+    async def __call__(self) -> dict[str, Any]:
+        message: dict[str, Any] = await self.receive()
+        if message["type"] == "http.disconnect":
+            self.gone = True
+        return message
+
 
 async def _send_internal_error(send: Any, request_id: str) -> None:
     body = json.dumps(
@@ -62,14 +84,17 @@ class RequestIdMiddleware:
             started = started or message["type"] == "http.response.start"
             await send_with_id(message)
 
+        watched = WatchedReceive(receive)
         try:
-            await self.app(scope, receive, send_tracked)
+            await self.app(scope, watched, send_tracked)
         except Exception as exc:
             # Only the type is logged: exception messages can carry request content.
             server_log.error("event=request.failed error_type=%s request_id=%s", type(exc).__name__, request_id)
-            if not started:
+            if not started and not watched.gone:
                 await _send_internal_error(send_with_id, request_id)
         finally:
+            if not started and watched.gone:
+                status = UNANSWERED_STATUS
             if access_log.isEnabledFor(logging.INFO):
                 route = scope.get("route")
                 template = getattr(route, "path", "unmatched")

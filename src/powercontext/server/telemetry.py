@@ -21,6 +21,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from powercontext import observe
+from powercontext.server.middleware import UNANSWERED_STATUS, WatchedReceive
 
 log = logging.getLogger("powercontext.server")
 PREPARE_ROUTE = "/v1/context/prepare"
@@ -124,7 +125,7 @@ class TelemetryMiddleware:
         # A recording request collects its stage spans and exports them after the response went out.
         observation = observe.Observation(deferred_spans=[] if span.is_recording() else None)
         token = observe.current.set(observation)
-        status = 500
+        status = 0  # none yet
         start = time.perf_counter()
 
         async def tracked_send(message: dict[str, Any]) -> None:
@@ -135,7 +136,7 @@ class TelemetryMiddleware:
 
         attached = otel_context.attach(trace.set_span_in_context(span))
         try:
-            await self.app(scope, receive, tracked_send)
+            await self.app(scope, watched := WatchedReceive(receive), tracked_send)
         except BaseException as exc:
             # Only the type: exception messages can carry request content.
             span.set_attribute("error.type", type(exc).__name__)
@@ -143,6 +144,7 @@ class TelemetryMiddleware:
         finally:
             otel_context.detach(attached)
             elapsed = time.perf_counter() - start
+            status = status or (UNANSWERED_STATUS if watched.gone else 500)  # no answer: client gone, or app failed
             observe.current.reset(token)
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             try:
