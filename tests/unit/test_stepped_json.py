@@ -1,4 +1,5 @@
-"""Large bodies are parsed in steps; the result, and every refusal, is what ``json.loads`` gives."""
+"""Large bodies are parsed in steps; the result, and every refusal, is what ``json.loads`` gives (with
+``unique_members``: an object naming a key twice is refused)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import tracemalloc
 
 import pytest
 
-from powercontext.server.stepped_json import loads_in_steps
+from powercontext.server.stepped_json import DuplicateKey, loads_in_steps, unique_members
 
 DOCUMENTS = [
     b'{"items": [{"text": "\\u0007\\ud83d\\ude00", "tags": ["a", "b"]}, {"n": 1.5e3, "x": null}], "k": true}',
@@ -22,7 +23,6 @@ DOCUMENTS = [
     b'"a string"',
     b"-12.5",
     b'[{"x": NaN}, Infinity, -Infinity]',
-    b'{"a": 1, "a": 2}',  # the last duplicate wins, as in json.loads
     # numbers whose every prefix is a number too: split anywhere, they must not be cut short
     b'{"n": [12345, -0.125, 1.5e+30, 2E-7, 0, 10], "m": 123456789012345678901234567890}',
     b"[1.25e-3,7,8.5]",
@@ -144,14 +144,33 @@ def test_a_largest_batch_is_never_decoded_whole() -> None:
 )
 def test_a_container_too_long_to_walk_is_still_what_json_loads_gives(document: bytes) -> None:
     try:
-        expected: object = repr(json.loads(document))
-    except json.JSONDecodeError:
-        expected = json.JSONDecodeError
-    if expected is json.JSONDecodeError:
-        with pytest.raises(json.JSONDecodeError):
+        expected: object = repr(json.loads(document, object_pairs_hook=unique_members))
+    except (json.JSONDecodeError, DuplicateKey) as exc:
+        expected = type(exc)
+    if expected in (json.JSONDecodeError, DuplicateKey):
+        with pytest.raises(expected):  # type: ignore[call-overload]
             loads_in_steps(document, 4096)
     else:
         assert repr(loads_in_steps(document, 4096)) == expected
+
+
+@pytest.mark.parametrize("piece_bytes", PIECES)
+@pytest.mark.parametrize(
+    ("document", "key"),
+    [
+        (b'{"a": 1, "a": 2}', "a"),  # json.loads keeps the last: no client means that
+        (b'{"items": [{"text": "x", "kind": "f", "text": "y"}]}', "text"),  # below the walked levels
+        (b'{"m": {"b": 1, "b": {}}, "n": 1}', "b"),
+        (b'[{"z": [{"q": 1, "q": 1}]}]', "q"),
+        (b'{"m": {' + b"".join(b'"k%d": %d, ' % (i, i) for i in range(12_000)) + b'"k3": 0}}', "k3"),  # past the walk
+    ],
+)
+def test_a_key_given_twice_is_refused_at_any_depth(document: bytes, key: str, piece_bytes: int) -> None:
+    with pytest.raises(DuplicateKey) as refused:
+        loads_in_steps(document, piece_bytes)
+    assert refused.value.key == key
+    with pytest.raises(DuplicateKey):
+        json.loads(document, object_pairs_hook=unique_members)
 
 
 def test_a_body_of_tiny_members_costs_what_json_loads_costs() -> None:

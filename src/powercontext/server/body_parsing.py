@@ -8,6 +8,12 @@ are parsed, so a large request does not hold its body twice while it is validate
 
 Before a large body is read, a caller who may not use the route is refused (401/403), as FastAPI would after
 validation: a read-only token cannot make the Server parse 36 MB.
+
+Every body, small or large, is parsed here (``server.body_json``: a key given twice is refused, a number past
+Python's digit limit is named as out of range), and only a body the route can read is read at all: one sent with
+a ``Content-Encoding`` other than ``identity``, or without a JSON ``Content-Type``, is refused ``415
+unsupported-media-type`` (after 401/403), where FastAPI read a compressed body as broken JSON and validated a
+``text/plain`` one as a string ("Input should be a valid dictionary").
 """
 
 from __future__ import annotations
@@ -18,14 +24,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from fastapi import Request, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 
+from powercontext.domain.errors import RequestRefused
 from powercontext.server.auth import refusal_before_validation
+from powercontext.server.body_json import body_error, loads_body, validation_error
 from powercontext.server.stepped_json import loads_in_steps
 
-__all__ = ["OFF_LOOP_BODY_BYTES", "OffLoopBodyRoute"]
+__all__ = ["OFF_LOOP_BODY_BYTES", "OffLoopBodyRoute", "UnsupportedMediaType"]
 
 OFF_LOOP_BODY_BYTES = 1 << 20
 # One large body is parsed at a time: parsing holds the GIL, so parallel parses gain nothing on throughput,
@@ -34,6 +41,17 @@ _PARSERS = 1
 _RELEASED = b" "  # what FastAPI sees as the body once it is parsed: non-empty, so it asks for the parsed value
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+ENCODED_MESSAGE = (
+    "this Server takes request bodies uncompressed: send the body without Content-Encoding "
+    "(or with Content-Encoding: identity)"
+)
+NOT_JSON_MESSAGE = "this route takes a JSON body: send it with Content-Type: application/json"
+
+
+class UnsupportedMediaType(RequestRefused):
+    code = "unsupported-media-type"
+    status = 415
 
 
 class OffLoopBodyRoute(APIRoute):
@@ -46,23 +64,38 @@ class OffLoopBodyRoute(APIRoute):
             return handler
         adapter: TypeAdapter[Any] = TypeAdapter(annotation)
 
-        async def parse_large_bodies_off_loop(request: Request) -> Response:
-            if _declared_length(request) > OFF_LOOP_BODY_BYTES or "transfer-encoding" in request.headers:
+        async def parse_bodies(request: Request) -> Response:
+            chunked = "transfer-encoding" in request.headers
+            declared = _declared_length(request)
+            if not declared and not chunked:  # no body: the route answers as it does to an empty one
+                return await handler(request)
+            unreadable = _media_refusal(request)
+            if unreadable is not None:
+                raise refusal_before_validation(request) or unreadable
+            if declared > OFF_LOOP_BODY_BYTES or chunked:
                 refusal = refusal_before_validation(request)
                 if refusal is not None:
                     raise refusal
-                body = await _read(request)
-                if len(body) > OFF_LOOP_BODY_BYTES and _is_json(request):
-                    holder = [body]
-                    del body  # the worker drops the last reference once the bytes are parsed
-                    parsers = _shared_parsers()
-                    request._json = await anyio.to_thread.run_sync(_validate, adapter, holder, limiter=parsers)
-                    request._body = _RELEASED
-                else:
-                    request._body = bytes(body)
+                body: bytes | bytearray = await _read(request)
+            else:
+                body = await request.body()
+            if len(body) > OFF_LOOP_BODY_BYTES:
+                holder = [body]
+                del body  # the worker drops the last reference once the bytes are parsed
+                parsers = _shared_parsers()
+                request._json = await anyio.to_thread.run_sync(_validate, adapter, holder, limiter=parsers)
+                request._body = _RELEASED
+            elif body:
+                try:
+                    request._json = loads_body(body)
+                except (ValueError, RecursionError) as exc:
+                    raise body_error(body, exc, adapter) from None
+                request._body = bytes(body)
+            else:
+                request._body = b""
             return await handler(request)
 
-        return parse_large_bodies_off_loop
+        return parse_bodies
 
 
 _LIMITER: list[anyio.CapacityLimiter] = []
@@ -82,9 +115,15 @@ def _declared_length(request: Request) -> int:
         return 0
 
 
-def _is_json(request: Request) -> bool:
+def _media_refusal(request: Request) -> UnsupportedMediaType | None:
+    """415 for a body the route cannot read: encoded (compressed), or not declared JSON (FastAPI's own test)."""
+    codings = ",".join(request.headers.getlist("content-encoding")).lower()
+    if any(coding.strip() not in ("", "identity") for coding in codings.split(",")):
+        return UnsupportedMediaType(ENCODED_MESSAGE)
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+    if kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json")):
+        return None
+    return UnsupportedMediaType(NOT_JSON_MESSAGE)
 
 
 async def _read(request: Request) -> bytearray:
@@ -95,21 +134,17 @@ async def _read(request: Request) -> bytearray:
     return body
 
 
-def _validate(adapter: TypeAdapter[Any], holder: list[bytearray]) -> Any:
+def _validate(adapter: TypeAdapter[Any], holder: list[bytes | bytearray]) -> Any:
     # Parsed to Python values in steps (``stepped_json``), then validated as FastAPI validates a small body
     # (the same rules, the same errors). One ``validate_json`` or ``from_json`` call holds the GIL for the
     # whole document (0.3-0.5 s for 36 MB); validation alone lets it go between items.
+    raw = holder.pop()
     try:
-        value = loads_in_steps(holder.pop())
-    except ValueError:
-        invalid = {"type": "json_invalid", "loc": ("body", 0), "msg": "JSON decode error", "ctx": {}}
-        raise RequestValidationError([invalid]) from None
+        value = loads_in_steps(raw)
+    except (ValueError, RecursionError) as exc:
+        raise body_error(raw, exc, adapter) from None
+    del raw  # parsed: the bytes are not held while the value is validated and served
     try:
         return adapter.validate_python(value)
     except ValidationError as exc:
-        # The same shape FastAPI gives its own body errors: locations under "body", no input echoed.
-        errors = [
-            {"type": e["type"], "loc": ("body", *e["loc"]), "msg": e["msg"], "ctx": e.get("ctx", {})}
-            for e in exc.errors(include_url=False, include_input=False)
-        ]
-        raise RequestValidationError(errors) from None
+        raise validation_error(exc) from None

@@ -14,9 +14,10 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from powercontext.code.errors import CodeError
-from powercontext.contract.messages import describe_error, readable_errors
+from powercontext.contract.messages import describe_error, location_of, readable_errors
 from powercontext.domain.errors import RequestRefused
 from powercontext.server.auth import refusal_before_validation
+from powercontext.server.body_json import DUPLICATE_KEY
 from powercontext.store.core.driver import sqlite
 from powercontext.store.errors import StorageFault, StoreError, StoreUnavailable
 from powercontext.store.faults import storage_fault
@@ -52,9 +53,18 @@ def log_storage_fault(request: Request, fault: StorageFault) -> None:
 def _validation_message(request: Request, exc: RequestValidationError) -> str:
     # Only the location and what is wrong: the offending input, an unknown key included, is never echoed.
     return "; ".join(
-        describe_error(err, _accepted_fields(request, err.get("loc", ())), name_unknown=False)
+        _duplicate_message(request, err.get("loc", ()))
+        if err.get("type") == DUPLICATE_KEY
+        else describe_error(err, _accepted_fields(request, err.get("loc", ())), name_unknown=False)
         for err in readable_errors(exc.errors())[:5]
     )
+
+
+def _duplicate_message(request: Request, loc: Sequence[Any]) -> str:
+    """A key given twice, named only if the object there takes it: any other key may be someone's data."""
+    if loc and loc[-1] in _accepted_fields(request, loc):
+        return f"{location_of(loc)}: given more than once; send each key once"
+    return f"{location_of(loc[:-1]) or 'body'}: a key is given more than once; send each key once"
 
 
 def _accepted_fields(request: Request, loc: Sequence[Any]) -> list[str]:

@@ -7,7 +7,8 @@ nothing is done to the whole document at once: its bytes are decoded a piece (1 
 window of text that holds only what is not parsed yet, the top two levels of the document (the request
 object and its arrays, such as a batch's ``items``) are walked in Python, and each value below them is
 parsed whole by the standard library's decoder, so the lock changes hands between items and pieces. The
-result, and every refusal, is what ``json.loads`` gives.
+result, and every refusal, is what ``json.loads(raw, object_pairs_hook=unique_members)`` gives: ``json.loads``'s,
+and an object that names a key twice is refused (``DuplicateKey``) rather than keeping the last value.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["loads_in_steps"]
+__all__ = ["DuplicateKey", "loads_in_steps", "unique_members"]
 
 PIECE_BYTES = 1 << 20
 _STEPPED_DEPTH = 2
@@ -28,8 +29,30 @@ MAX_STEPPED_MEMBERS = 10_000
 # A number that ends this close to the window's edge may go on in the next piece ("1." then "5", "1e" then
 # "+5"): it is parsed again once more text is there. Strings, literals and containers end unambiguously.
 _NUMBER_TAIL = 3
-_DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
+
+
+class DuplicateKey(ValueError):
+    """An object names ``key`` twice: ``{"text": "first", "text": "second"}`` means nothing a client intends."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__("a key is given more than once")
+        self.key = key
+
+
+def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json``'s ``object_pairs_hook``: the object as a dict, refused if it names a key twice."""
+    members = dict(pairs)
+    if len(members) < len(pairs):  # the rare case: find which key
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return members
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_members)
 
 
 def loads_in_steps(raw: bytes | bytearray, piece_bytes: int = PIECE_BYTES) -> Any:
@@ -163,11 +186,17 @@ def _object(window: _Window, depth: int) -> dict[str, Any]:
             raise json.JSONDecodeError("Expecting ':' delimiter", window.text, window.index)
         window.index += 1
         _skip(window)
+        if key in members:
+            raise DuplicateKey(key)
         members[key] = _value(window, depth + 1)
         if not _after_member(window, "}"):
             return members
         if len(members) >= MAX_STEPPED_MEMBERS:
-            members.update(_rest_at_once(window, "{"))  # a key seen again takes its last value, as in json.loads
+            rest = _rest_at_once(window, "{")
+            again = members.keys() & rest.keys()
+            if again:
+                raise DuplicateKey(min(again))
+            members.update(rest)
             return members
 
 
