@@ -275,7 +275,8 @@ def documented_line(stderr: str, host: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("host", ["claude-code", "codex"])
 def test_hostile_stdin_gets_the_documented_line_and_never_raises(host: str, tmp_path: Path) -> None:
-    for stdin in ("[" * 100_000, '{"prompt": ' * 50_000, "\udcff not utf-8", "[1, 2]", ""):
+    lone_surrogate = '{"prompt": "half a pair \\ud800 here", "cwd": "/", "session_id": "s"}'  # JSON, not text
+    for stdin in ("[" * 100_000, '{"prompt": ' * 50_000, "\udcff not utf-8", "[1, 2]", "", lone_surrogate):
         done = subprocess.run(
             [*HOOK, host],
             input=stdin.encode("utf-8", "surrogateescape"),
@@ -286,6 +287,34 @@ def test_hostile_stdin_gets_the_documented_line_and_never_raises(host: str, tmp_
         assert done.returncode == 0 and done.stdout == b""
         line = documented_line(done.stderr.decode(), host)
         assert (line["outcome"], line["reason"]) == ("skipped", "bad_input"), stdin[:20]
+
+
+@pytest.mark.parametrize("args", [[], ["stop"]])
+def test_a_host_that_keeps_stdin_open_does_not_hold_the_hook_past_its_budget(args: list[str], tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERCONTEXT_")}
+    env.update(POWERCONTEXT_HOOK_TIMEOUT_MS="300", POWERCONTEXT_HOOK_STATE_DIR=str(tmp_path))
+    hook = subprocess.Popen(
+        [*HOOK, "claude-code", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=str(REPO_ROOT),
+    )
+    assert hook.stdin is not None and hook.stdout is not None and hook.stderr is not None
+    try:
+        hook.stdin.write(b'{"prompt": "the host writes this and never closes stdin", ')
+        hook.stdin.flush()
+        status = hook.wait(timeout=8)  # without a bound of its own, the hook waits for EOF (TimeoutExpired)
+        out, err = hook.stdout.read(), hook.stderr.read()
+    finally:
+        hook.kill()
+        hook.wait()
+        hook.stdin.close()
+    assert status == 0 and out == b""
+    if not args:
+        line = documented_line(err.decode(), "claude-code")
+        assert (line["outcome"], line["reason"]) == ("skipped", "input_timeout")
 
 
 @pytest.mark.parametrize(("mode", "reason"), [("surrogate", "not_utf8"), ("deep", "not_json")])

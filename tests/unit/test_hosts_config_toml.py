@@ -3,6 +3,7 @@ accepts, ``tomllib`` must read identically, and whatever ``tomllib`` rejects mus
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_the_fast_path_reads_what_install_writes(text: str, expected: dict[str, 
 
 @pytest.mark.parametrize(
     ("text", "scope_id"),
-    [('scope_id = "a\\u0062"', "ab"), ("[other]\nx = 1\n", None), ("scope_id = 'literal'", "literal")],
+    [('scope_id = "a\\u0062"', "ab"), ("max_bytes = 1_000\n", None), ("scope_id = 'literal'", "literal")],
 )
 def test_other_toml_still_goes_through_tomllib(tmp_path: Path, text: str, scope_id: str | None) -> None:
     path = tmp_path / ".powercontext.toml"
@@ -62,4 +63,20 @@ def test_invalid_toml_is_refused_not_read_leniently(tmp_path: Path, text: str) -
     path = tmp_path / ".powercontext.toml"
     path.write_text(text, encoding="utf-8", newline="")
     with pytest.raises(ScopeConfigError, match="cannot be read as TOML"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("capure = false\n", "unknown key 'capure'; did you mean 'capture'?"),
+        ('scope_id = "p"\nCapture = false\n', "unknown key 'Capture'; did you mean 'capture'?"),
+        ("[other]\nx = 1\n", "unknown key 'other'; it may set only scope_id, max_bytes, capture"),
+    ],
+)
+def test_an_unknown_key_makes_the_file_unusable_and_is_named(tmp_path: Path, text: str, said: str) -> None:
+    # As powercontext.toml: a misspelt ``capture = false`` must not leave capture on unnoticed.
+    path = tmp_path / ".powercontext.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ScopeConfigError, match=f"^.powercontext.toml: {re.escape(said)}$"):
         load_config(path)

@@ -238,7 +238,7 @@ def hosts_doctor(
         width = max(len(c.name) for c in checks)
         for check in checks:
             say(f"{_MARK[check.status]} {check.name.ljust(width)}  {check.detail}")
-            if check.status == "fail" and check.fix:
+            if check.status != "ok" and check.fix:
                 say(f"  {' ' * width} fix: {check.fix}")
     if any(c.status == "fail" for c in checks):
         raise typer.Exit(1)

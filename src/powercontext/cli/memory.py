@@ -26,6 +26,8 @@ from powercontext.cli.common import (
 )
 from powercontext.cli.common import print_json as _print_json
 from powercontext.cli.common import run as _run
+from powercontext.cli.import_file import read_import_file, where_undecodable
+from powercontext.cli.memory_export import memory_export
 from powercontext.cli.server import open_store_or_exit, settings_from_options
 from powercontext.cli.terminal import confirm_irreversible, say
 from powercontext.cli.wire_views import print_created, print_memory, print_search
@@ -107,14 +109,6 @@ def _memory_text(text: str | None, file: Path | None) -> str:
     return decoded.removesuffix("\n").removesuffix("\r")
 
 
-def where_undecodable(raw: bytes, exc: UnicodeDecodeError) -> str:
-    """``line L, byte B of the line (offset O in the file)`` for the first bytes that are not UTF-8 (all 1-based
-    but the file offset, which is 0-based as ``cmp`` and ``xxd`` count)."""
-    line_start = raw.rfind(b"\n", 0, exc.start) + 1
-    line = raw.count(b"\n", 0, exc.start) + 1
-    return f"not UTF-8 at line {line}, byte {exc.start - line_start + 1} of the line (offset {exc.start} in the file)"
-
-
 @memory_app.command("reindex")
 def memory_reindex(
     db: Annotated[
@@ -178,7 +172,7 @@ def memory_import(
     Lines already stored by an earlier (perhaps interrupted) run of the same, unchanged file are not
     written again, and the summary says how many already existed. An edited file gets new keys.
     """
-    items = _read_import_file(file)
+    items = read_import_file(file)
     if not items:
         say("nothing to import", err=True)
         if as_json:
@@ -201,41 +195,6 @@ def memory_import(
         _print_json({"scope_id": scope, "imported": written, "existed": existed})
         return
     say(f"imported {written} memories into {scope}; {existed} already existed")
-
-
-def _read_import_file(file: Path) -> list[AtomicMemoryCreate]:
-    """Every non-blank line of ``file`` as a memory with its idempotency key; exits with code 1 on the first bad
-    line, before anything is sent."""
-    import hashlib
-
-    from pydantic import ValidationError
-
-    from powercontext.contract.memory import AtomicMemoryCreate
-    from powercontext.contract.messages import describe_error
-
-    content = file.read_bytes()
-    file_key = hashlib.sha256(content).hexdigest()
-    items: list[AtomicMemoryCreate] = []
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise fail(f"invalid-import-file: {file}: {where_undecodable(content, exc)}; nothing was imported") from None
-    accepted = [f.alias or name for name, f in AtomicMemoryCreate.model_fields.items()]
-    # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks on.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = AtomicMemoryCreate.model_validate_json(line)
-        except ValidationError as exc:
-            what = describe_error(exc.errors()[0], accepted).removeprefix("body: ")
-            if exc.errors()[0]["type"] == "json_invalid":
-                what = "not a JSON object on one line"
-            raise fail(f"invalid-import-file: {file}:{number}: {what}; nothing was imported") from None
-        if item.idempotency_key is None:
-            item = item.model_copy(update={"idempotency_key": import_key(file_key, number)})
-        items.append(item)
-    return items
 
 
 def _uploader(
@@ -271,11 +230,6 @@ def _uploader(
         return written, existed
 
     return upload
-
-
-def import_key(file_sha256: str, line_number: int) -> str:
-    """The idempotency key of line ``line_number`` of a file whose content has this SHA-256 (hex)."""
-    return f"import:{file_sha256}:{line_number}"
 
 
 @memory_app.command("search")
@@ -361,6 +315,7 @@ for _action in ("forget", "retire", "restore"):
     memory_app.command(_action)(_lifecycle(_action))
 
 memory_app.add_typer(candidates_app, name="candidates")
+memory_app.command("export")(memory_export)
 
 
 @memory_app.command("purge")

@@ -3,7 +3,9 @@
 The prompt is sent beside the recall request (on its own thread, started first), so capture adds no round trip
 to the prompt: the hook waits for it at most ``CAPTURE_WAIT_S`` after recall has answered, then exits either way
 (a Source not stored in time is lost, never retried, never shown to the user). Capture is on by default and
-off with ``POWERCONTEXT_CAPTURE=off`` or ``capture = false`` in the repository's ``.powercontext.toml``. Only
+off with ``POWERCONTEXT_CAPTURE=off`` or ``capture = false`` in the repository's ``.powercontext.toml``. It fails
+safe: a ``POWERCONTEXT_CAPTURE`` value that is neither an "on" nor an "off" word (``disabled``, ``none``) turns
+it off too, and so does a ``.powercontext.toml`` that cannot be used (an unknown key such as ``capure``). Only
 the Server redacts (``sources.redaction``): the hook sends the text as the host gave it, to the user's own Server.
 The records here are ``NamedTuple``-free plain functions: a hook process imports as little as it can.
 """
@@ -32,14 +34,26 @@ MAX_TRANSCRIPT_TAIL = 4 * 1024 * 1024  # how much of a transcript's end is read 
 # The hosts whose integration hands the agent's final answer to ``hook HOST stop`` (docs/hosts.md, "Capture").
 REPLY_HOSTS = frozenset({"claude-code", "codex", "workbuddy", "opencode", "pi", "dsh", "hermes", "bub"})
 _ORIGIN_TEXT = re.compile(r"^[\x21-\x7E]{1,128}$")
+ON_WORDS = ("on", "1", "true", "yes")
+OFF_WORDS = ("off", "0", "false", "no")
+
+
+def env_capture(env: Mapping[str, str] | None = None) -> str:
+    """What ``POWERCONTEXT_CAPTURE`` says: ``unset`` (absent or blank), ``on``, ``off``, or ``unrecognised``
+    (any other value, which turns capture off: a misspelt opt-out must not leave it on)."""
+    env = os.environ if env is None else env
+    value = env.get(CAPTURE_ENV, "").strip().lower()
+    if not value:
+        return "unset"
+    if value in ON_WORDS:
+        return "on"
+    return "off" if value in OFF_WORDS else "unrecognised"
 
 
 def capture_on(config_capture: bool | None, env: Mapping[str, str] | None = None) -> bool:
-    """Whether to capture: the environment's ``POWERCONTEXT_CAPTURE=off`` wins, then the repository's setting."""
-    env = os.environ if env is None else env
-    if env.get(CAPTURE_ENV, "").strip().lower() in ("off", "0", "false", "no"):
-        return False
-    return config_capture is not False
+    """Whether to capture: on unless ``POWERCONTEXT_CAPTURE`` says off (or something unrecognised) or the
+    repository's ``capture = false`` does; either one turns it off."""
+    return env_capture(env) in ("unset", "on") and config_capture is not False
 
 
 def capture_notice(host: str) -> str:
@@ -47,7 +61,7 @@ def capture_notice(host: str) -> str:
     what = "your prompts and its final answers are" if host in REPLY_HOSTS else "your prompts are"
     return (
         f"capture: {what} recorded as Sources in this Scope (secrets redacted by the Server); `remember: ...` lines"
-        " become memories. Off: POWERCONTEXT_CAPTURE=off or `capture = false` in .powercontext.toml (docs/sources.md)"
+        " become memories. Off: POWERCONTEXT_CAPTURE=off or `capture = false` in .powercontext.toml (docs/hosts.md)"
     )
 
 
@@ -168,3 +182,17 @@ def _assistant_text(line: str) -> str | None:
     texts = [part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)]
     joined = "\n".join(t for t in texts if t.strip())
     return joined.strip() or None
+
+
+def capture_off_line(host: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The stderr JSON line of a run whose capture is off because ``POWERCONTEXT_CAPTURE`` holds a value that is
+    neither an on nor an off word (it names the reason, never the value); None otherwise."""
+    if env_capture(env) != "unrecognised":
+        return None
+    line = {
+        "component": f"powercontext.{host.replace('-', '_')}.capture",
+        "event": "capture",
+        "outcome": "off",
+        "reason": "unrecognised_setting",
+    }
+    return json.dumps(line, separators=(",", ":"))

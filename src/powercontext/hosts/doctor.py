@@ -8,6 +8,7 @@ resolvable, the MCP server approved, configured with its environment and answeri
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from urllib.parse import quote
 
@@ -16,7 +17,7 @@ from powercontext.hosts.diagnostics import read_state
 from powercontext.hosts.files import InstallError
 from powercontext.hosts.recall import HookSettings
 from powercontext.hosts.registry import HOSTS, adapter_for
-from powercontext.hosts.scope import ScopeConfigError, find_repo_root, resolve_scope
+from powercontext.hosts.scope import CONFIG_FILE, ScopeConfigError, find_repo_root, resolve_scope
 from powercontext.hosts.transport import TransportFailure
 from powercontext.text.urls import mask_credentials
 
@@ -97,12 +98,19 @@ def run_checks(
         scope_check = Check("scope", "ok", f"{resolution.scope_id} (from {resolution.source})")
         scope_id: str | None = resolution.scope_id
     except ScopeConfigError as exc:
-        scope_check = Check("scope", "fail", str(exc), "powercontext hosts install HOST --scope SCOPE")
+        fix = (
+            f"edit {CONFIG_FILE}"
+            if str(exc).startswith(CONFIG_FILE)
+            else "powercontext hosts install HOST --scope SCOPE"
+        )
+        scope_check = Check("scope", "fail", str(exc), fix)
         scope_id = None
     checks += _server_checks(settings, scope_id)
     checks.append(scope_check)
     if scope_id is not None:
         checks.append(_capture_check(settings, resolution.config.capture if resolution.config else None))
+    else:  # the hook captures nothing where no Scope resolves: say so, and why, rather than nothing
+        checks.append(Check("capture", "warn", "off: no Scope resolves here (see scope)"))
     ctx = HostContext(project=project, home=home, server_url=settings.url)
     if env is not None:
         ctx = HostContext(project=project, home=home, env=env, server_url=settings.url)
@@ -126,8 +134,13 @@ def _masked(check: Check) -> Check:
 
 def _capture_check(settings: HookSettings, config_capture: bool | None) -> Check:
     """Whether prompts are captured here, and how many captured Sources the Server has not extracted yet."""
-    from powercontext.hosts.capture import capture_on
+    from powercontext.hosts.capture import CAPTURE_ENV, capture_on, env_capture
 
+    if env_capture() == "unrecognised":
+        value = os.environ.get(CAPTURE_ENV, "").strip()
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        fix = f"export {CAPTURE_ENV}=off to keep capture off (or on); the words are on/off, 1/0, true/false, yes/no"
+        return Check("capture", "warn", f"off: {CAPTURE_ENV}={shown!r} is not an on or off word", fix)
     if not capture_on(config_capture):
         return Check("capture", "ok", "off (POWERCONTEXT_CAPTURE=off or capture = false in .powercontext.toml)")
     import httpx

@@ -21,12 +21,13 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from powercontext.hosts import HOSTS
-from powercontext.hosts.capture import capture_reply, start_prompt_capture
+from powercontext.hosts.capture import capture_off_line, capture_reply, start_prompt_capture
 from powercontext.hosts.recall import HookSettings, RecallOutcome, recall_for_prompt
 
 MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
@@ -71,15 +72,47 @@ def diagnostic_line(host: str, outcome: RecallOutcome) -> str:
     return json.dumps(line, separators=(",", ":"))
 
 
-def _read_input(stdin: IO[bytes]) -> dict[str, Any] | None:
-    raw = stdin.read(MAX_HOOK_INPUT_BYTES + 1)
-    if len(raw) > MAX_HOOK_INPUT_BYTES:
+def _parse_input(raw: bytes | None) -> dict[str, Any] | None:
+    """The hook input as a JSON object; None when it is not one (or holds a string that is not text, such as a
+    lone surrogate escape), or when there is no input (``raw`` None: stdin was not closed in time)."""
+    if raw is None or len(raw) > MAX_HOOK_INPUT_BYTES:
         return None
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: JSON nested beyond the stack
+        # "\ud800" is valid JSON but no text: refused here, not as an internal error when it is sent.
+        for value in data.values() if isinstance(data, dict) else ():
+            if isinstance(value, str):
+                value.encode("utf-8")
+    except (UnicodeError, ValueError, RecursionError):  # RecursionError: JSON nested beyond the stack
         return None
     return data if isinstance(data, dict) else None
+
+
+def _read_stdin(stdin: IO[bytes], timeout_s: float) -> bytes | None:
+    """At most ``MAX_HOOK_INPUT_BYTES + 1`` bytes of stdin up to its end, or None when the host keeps it open
+    past ``timeout_s``: the read runs on a daemon thread the hook abandons, straight from the file descriptor
+    (a thread blocked inside ``sys.stdin.buffer`` would hold its lock and abort the interpreter at exit)."""
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream
+        return stdin.read(MAX_HOOK_INPUT_BYTES + 1)
+    done: list[bytes] = []
+
+    def read() -> None:
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_HOOK_INPUT_BYTES:
+            chunk = os.read(fd, MAX_HOOK_INPUT_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        done.append(b"".join(chunks))
+
+    reader = threading.Thread(target=read, name="powercontext-stdin", daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    return done[0] if done else None  # an OSError ends the thread without a result: treated as a timeout
 
 
 def settings_for(settings: HookSettings, cwd: Path) -> HookSettings:
@@ -146,7 +179,7 @@ def defers_to_machine_entry(host: str, event: str | None, cwd: Path) -> bool:
 def run_stop_hook(host: str, stdin: IO[bytes], settings: HookSettings, portable: bool = False) -> bool:
     """The ``Stop`` hook (``powercontext hook <host> stop``): capture the agent's final answer as a ``reply``
     Source. Writes nothing on stdout (a Stop hook's output could keep the agent going); whether it was stored."""
-    data = _read_input(stdin)
+    data = _parse_input(_read_stdin(stdin, settings.timeout_s))
     if data is None:
         return False
     cwd = _cwd_of(data.get("cwd"))
@@ -161,11 +194,14 @@ def run_hook(
     """One hook invocation; returns what happened (the caller always exits 0). ``portable``: run by the committed
     ``powercontext hook HOST`` entry, which stands down when this machine's own entry is registered too."""
     started = time.monotonic()
-    data = _read_input(stdin)
+    raw = _read_stdin(stdin, settings.timeout_s)  # bounded: a host that keeps stdin open must not hold the hook
+    data = _parse_input(raw)
     prompt = data.get("prompt") if data else None
     cwd_raw = data.get("cwd") if data else None
     request = None
-    if data is None:
+    if raw is None:
+        outcome = RecallOutcome("skipped", "input_timeout")
+    elif data is None:
         outcome = RecallOutcome("skipped", "bad_input")
     elif not isinstance(prompt, str) or not prompt.strip():
         outcome = RecallOutcome("skipped", "no_prompt")
@@ -181,6 +217,8 @@ def run_hook(
         outcome, request = recall_for_prompt(prompt, cwd, settings)
         if capture is not None:
             capture.wait()
+        elif (off := capture_off_line(host)) is not None:  # say why a misspelt opt-out captured nothing
+            stderr.write(off + "\n")
     if outcome.injected and outcome.content is not None:
         stdout.write(host_output(host, outcome.content))
         stdout.flush()
@@ -220,6 +258,8 @@ def main(argv: list[str] | None = None, portable: bool = False) -> int:
         if hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(encoding="utf-8")
         if args[1:2] == ["stop"]:
+            if (off := capture_off_line(host)) is not None:
+                _write_quietly(sys.stderr, off + "\n")
             run_stop_hook(host, sys.stdin.buffer, HookSettings.from_env(), portable)
             return 0
         run_hook(host, sys.stdin.buffer, sys.stdout, sys.stderr, HookSettings.from_env(), portable)

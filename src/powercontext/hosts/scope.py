@@ -28,6 +28,7 @@ CONFIG_FILE = ".powercontext.toml"
 SCOPE_ENV = "POWERCONTEXT_SCOPE"
 MAX_SCOPE_CHARS = 256
 _MAX_CONFIG_BYTES = 64 * 1024
+CONFIG_KEYS = ("scope_id", "max_bytes", "capture")  # every other key is refused (load_config)
 
 
 class ScopeConfigError(ValueError):
@@ -84,6 +85,9 @@ def load_config(path: Path) -> RepoConfig:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ScopeConfigError(f"{CONFIG_FILE} cannot be read as TOML ({type(exc).__name__})") from None
+    for key in data:
+        if key not in CONFIG_KEYS:
+            raise ScopeConfigError(_unknown_key(key))
     scope_id = data.get("scope_id")
     if scope_id is not None and (not isinstance(scope_id, str) or not _valid_scope(scope_id)):
         raise ScopeConfigError(f"{CONFIG_FILE}: scope_id must be a non-blank string of at most 256 characters")
@@ -94,6 +98,17 @@ def load_config(path: Path) -> RepoConfig:
     if capture is not None and not isinstance(capture, bool):
         raise ScopeConfigError(f"{CONFIG_FILE}: capture must be true or false")
     return RepoConfig(path, scope_id, max_bytes, capture)
+
+
+def _unknown_key(key: str) -> str:
+    """Refusing a key the file may not hold, as ``powercontext.toml`` does: a misspelt ``capure = false`` must not
+    leave capture on unnoticed, so the whole file is unusable (no recall, no capture) until it is fixed."""
+    import difflib
+
+    near = difflib.get_close_matches(key.strip().lower(), CONFIG_KEYS, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]!r}?" if near else f"it may set only {', '.join(CONFIG_KEYS)}"
+    shown = key if len(key) <= 40 else key[:40] + "…"
+    return f"{CONFIG_FILE}: unknown key {shown!r}; {hint}"
 
 
 # One line of the TOML subset ``hosts install`` writes: a bare key = a basic string without escapes, or a
