@@ -121,3 +121,23 @@ def test_a_misspelt_capture_key_turns_capture_off_and_doctor_names_it(
     assert any("capture" in text and "off: no Scope resolves here" in text for text in said)
     (project / ".powercontext.toml").write_text(f'scope_id = "{scope_id}"\n', encoding="utf-8")
     _captured_nothing_then_control(api, project, server.base_url, scope_id)
+
+
+def test_binding_the_project_to_another_scope_keeps_its_capture_opt_out(
+    server: LiveServer, api: Api, tmp_path: Path
+) -> None:
+    first, second = api.new_scope(), api.new_scope()
+    project = _project(tmp_path, f'# our settings\nscope_id = "{first}"\ncapture = false\n')
+    done = subprocess.run(
+        [*CLI, "hosts", "install", "claude-code", "--scope", second, "--project", str(project), "--yes"],
+        env=_env(project, server.base_url, {}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    config = (project / ".powercontext.toml").read_text(encoding="utf-8")
+    assert config == f'# our settings\nscope_id = "{second}"\ncapture = false\n'
+    _hook(project, server.base_url)  # kept off: captures nothing
+    (project / ".powercontext.toml").write_text(f'scope_id = "{second}"\n', encoding="utf-8")
+    _captured_nothing_then_control(api, project, server.base_url, second)
