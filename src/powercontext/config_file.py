@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ __all__ = [
     "ConfigFileError",
     "Setting",
     "apply_config_file",
+    "as_written",
     "config_path",
     "read_config_file",
 ]
@@ -175,7 +177,21 @@ def apply_config_file(explicit: str | None = None, env: MutableMapping[str, str]
             raise ConfigFileError(f"{path}: no such file")
         return None
     for variable, value in read_config_file(path).items():
-        if not env.get(variable, "").strip():
+        if value.strip() and not env.get(variable, "").strip():  # a blank value is unset, as a blank variable is
             env[variable] = value
             applied[variable] = path
     return path
+
+
+_VARIABLE = re.compile(r"\bPOWERCONTEXT_[A-Z0-9_]*[A-Z0-9]\b")
+
+
+def as_written(message: str) -> str:
+    """A settings error in the terms the user wrote it in: where it names a variable the file supplied (the user
+    never set that variable), the file and its key instead (``config-file: FILE: port must be ...``)."""
+    from_file = [v for v in dict.fromkeys(_VARIABLE.findall(message)) if v in applied]
+    if not from_file:
+        return message
+    for variable in from_file:
+        message = re.sub(rf"\b{variable}\b", variable.removeprefix("POWERCONTEXT_").lower(), message)
+    return f"config-file: {applied[from_file[0]]}: {message}"

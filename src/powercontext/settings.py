@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -87,7 +88,7 @@ class Settings:
         return cls(
             db_path=Path(db_value).expanduser() if db_value else default_db_path(),
             store=_store(store_value, "--store" if store else "POWERCONTEXT_STORE"),
-            host=host or env.get("POWERCONTEXT_HOST", DEFAULT_HOST),
+            host=_host(host, env),
             port=port or _port(env),
             log_level=_choice(env, "POWERCONTEXT_LOG_LEVEL", LOG_LEVELS, default="info"),
             embeddings=EmbeddingConfig.from_env(env),
@@ -110,6 +111,15 @@ class Settings:
             extraction_lease_s=_number(env, "POWERCONTEXT_EXTRACTION_LEASE_S", 120.0, minimum=1.0),
             extraction_review=_choice(env, "POWERCONTEXT_EXTRACTION_REVIEW", ("model", "all", "none")),
         )
+
+
+def _host(explicit: str | None, env: Mapping[str, str]) -> str:
+    """``--host``, else ``POWERCONTEXT_HOST``, else ``DEFAULT_HOST``, without surrounding blanks. An empty or blank
+    value is unset, as for every other setting: given to the Server, the empty host binds every interface."""
+    for value in (explicit, env.get("POWERCONTEXT_HOST")):
+        if value and value.strip():
+            return value.strip()
+    return DEFAULT_HOST
 
 
 def _port(env: Mapping[str, str]) -> int:
@@ -210,6 +220,8 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
         value = float(raw)
     except ValueError:
         raise SettingsError(f"{name} must be a number (got something else)") from None
+    if not math.isfinite(value):  # inf would overflow int() (the RRF k); inf or nan weights make scores NaN
+        raise SettingsError(f"{name} must be a finite number")
     if not value >= minimum:
         raise SettingsError(f"{name} must be at least {minimum:g}")
     return value

@@ -77,7 +77,7 @@ def test_a_bad_file_is_a_usage_error_that_says_what_is_wrong(tmp_path: Path) -> 
     config.write_text("port = 0\n", encoding="utf-8")
     out_of_range = _run("server", "run", "--config", str(config))
     assert out_of_range.returncode == 2
-    assert out_of_range.stderr.strip() == "error: POWERCONTEXT_PORT must be a port number from 1 to 65535"
+    assert out_of_range.stderr.strip() == f"error: config-file: {config}: port must be a port number from 1 to 65535"
 
 
 def test_server_run_takes_its_settings_from_the_file(tmp_path: Path) -> None:
@@ -162,15 +162,18 @@ def test_a_data_directory_this_user_cannot_enter_is_a_usage_error_not_a_tracebac
 
 
 def test_an_unknown_log_level_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
-    expected = "error: POWERCONTEXT_LOG_LEVEL must be one of debug, info, warning, error, critical"
+    expected = "POWERCONTEXT_LOG_LEVEL must be one of debug, info, warning, error, critical"
     port, db = str(free_port()), str(tmp_path / "pc.db")
     config = tmp_path / "pc.toml"
     config.write_text('log_level = "loud"\n', encoding="utf-8")
+    refused = _run("server", "run", "--port", port, "--db", db, env={"POWERCONTEXT_LOG_LEVEL": "loud"})
+    assert (refused.returncode, refused.stderr.strip()) == (2, f"error: {expected}"), refused.stderr[-2000:]
+    # From the file, the value is named by the file and its key: the user never set the variable.
+    in_file = f"error: config-file: {config}: " + expected.replace("POWERCONTEXT_LOG_LEVEL", "log_level")
     for refused in (
-        _run("server", "run", "--port", port, "--db", db, env={"POWERCONTEXT_LOG_LEVEL": "loud"}),
         _run("server", "run", "--port", port, "--db", db, "--config", str(config)),
         _run("config", "show", "--config", str(config)),
     ):
-        assert (refused.returncode, refused.stderr.strip()) == (2, expected), refused.stderr[-2000:]
+        assert (refused.returncode, refused.stderr.strip()) == (2, in_file), refused.stderr[-2000:]
     shown = _shown(_run("config", "show", "--json", env={"POWERCONTEXT_LOG_LEVEL": "WARNING"}))
     assert shown["log_level"]["value"] == "WARNING"

@@ -226,6 +226,18 @@ def test_a_seekdb_directory_that_cannot_be_created_is_refused() -> None:
     assert_refused(run_server("seekdb:///proc/powercontext-nope"), "cannot create the seekdb directory")
 
 
+@pytest.mark.parametrize("below", ["x.db", "deeper/x.db"])
+def test_a_store_file_below_a_regular_file_is_refused(tmp_path: Path, below: str) -> None:
+    # The directory the store would go in cannot be made: a file holds its name.
+    blocker = tmp_path / "f"
+    blocker.write_text("not a directory\n", encoding="utf-8")
+    args = ["server", "run", "--port", str(free_port())]
+    env = {**server_env(), "POWERCONTEXT_DB": str(blocker / below)}
+    result = forked.run([*forked.POWERCONTEXT, *args], timeout=120, env=env)
+    assert_refused(result, f"cannot be created: {blocker} is a file, not a directory", label="POWERCONTEXT_DB")
+    assert blocker.read_text(encoding="utf-8") == "not a directory\n"
+
+
 def test_the_store_variable_is_named_when_it_named_the_store(tmp_path: Path) -> None:
     store = tmp_path / "random.db"
     store.write_bytes(os.urandom(8192))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -41,24 +41,35 @@ def server_run(
     from powercontext.store.oceanbase.engine import EngineUnavailable
 
     settings = settings_from_options(db, host, port, store)
-    refuse_taken_port(settings.host, settings.port)
+    refuse_unusable_address(settings.host, settings.port, "--host" if host and host.strip() else "POWERCONTEXT_HOST")
     where = settings.store_location().display()
     label = store_setting(db, store)
 
     def announce() -> None:  # once the store is open: a refused store prints its error alone
-        say(f"PowerContext on http://{settings.host}:{settings.port}  (store: {where})", err=True)
+        say(f"PowerContext on http://{url_host(settings.host)}:{settings.port}  (store: {where})", err=True)
 
     try:
         serve(settings, announce)
     except StoreOpenRefused as exc:
-        say(f"error: {label}: {exc}", err=True)
-        raise typer.Exit(STORE_REFUSED_EXIT) from None
+        fail(STORE_REFUSED_EXIT, f"{label}: {exc}")
     except AccessFileError as exc:
-        say(f"error: POWERCONTEXT_ACCESS_FILE: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(2, f"POWERCONTEXT_ACCESS_FILE: {exc}")
     except EngineUnavailable as exc:
-        say(f"error: {label}: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(2, f"{label}: {exc}")
+
+
+def fail(code: int, message: str) -> NoReturn:
+    """End the command with ``error: message`` on one line, naming a setting the settings file supplied by its
+    file and key (``config_file.as_written``), and exit code ``code``."""
+    from powercontext.config_file import as_written
+
+    say(f"error: {as_written(message)}", err=True)
+    raise typer.Exit(code)
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL writes it: an IPv6 address in brackets (``http://[::1]:8765``)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def store_setting(db: Path | None, store: str | None) -> str:
@@ -83,8 +94,7 @@ def settings_from_options(
     try:
         return Settings.from_env(db=str(db) if db else None, host=host, port=port, store=store)
     except ValueError as exc:
-        say(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(2, str(exc))
 
 
 def open_store_or_exit(settings: Settings, *, create: bool = True) -> Store:
@@ -109,37 +119,46 @@ def open_location_or_exit(location: StoreLocation, label: str, *, create: bool =
         say(f"error: {exc.code}: {exc}", err=True)
         raise typer.Exit(EXIT_NOT_FOUND) from None
     except StoreOpenRefused as exc:
-        say(f"error: {label}: {exc}", err=True)
-        raise typer.Exit(STORE_REFUSED_EXIT) from None
+        fail(STORE_REFUSED_EXIT, f"{label}: {exc}")
     except EngineUnavailable as exc:
-        say(f"error: {label}: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(2, f"{label}: {exc}")
 
 
-def refuse_taken_port(host: str, port: int) -> None:
-    """Exit 4 (``port-in-use``) before anything starts when another process listens on ``host:port``.
+def refuse_unusable_address(host: str, port: int, label: str) -> None:
+    """Before anything starts, bind ``host:port`` as the Server will, and end the command if it cannot: exit 4
+    (``port-in-use``) when another process listens there, exit 2 naming ``label`` (the option or variable that
+    set the host) when the host is no address of this machine or names nothing.
 
-    uvicorn would print its own error after the start-up banner and exit 3, the code of "not found". The bind
-    is tried as uvicorn tries it (``SO_REUSEADDR``), so a port in ``TIME_WAIT`` is not refused; a process that
-    takes the port between this check and the Server's bind still fails in uvicorn.
+    Otherwise uvicorn prints its own error after the start-up banner and exits 3, the code of "not found". Each
+    address the host resolves to is tried as asyncio's server binds it (``SO_REUSEADDR``, IPv6 sockets
+    IPv6-only), so a port in ``TIME_WAIT`` is not refused; a process that takes the port between this check and
+    the Server's bind still fails in uvicorn.
     """
     import errno
     import socket
 
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror:
-        return  # an unknown interface name: uvicorn reports it
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                return
-            say(
-                f"error: port-in-use: {host}:{port} is taken by another process; stop it or pass another --port",
-                err=True,
-            )
-            raise typer.Exit(4) from None
+    except (OSError, UnicodeError, ValueError) as exc:
+        unwrapped = host[1:-1] if host.startswith("[") and host.endswith("]") else ""
+        hint = f"; write an IPv6 address without brackets ({unwrapped})" if unwrapped else ""
+        why = getattr(exc, "strerror", None) or type(exc).__name__
+        fail(2, f"{label}: {host!r} names no address ({why}){hint or _HOST_HINT}")
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                where = f"{url_host(str(address[0]))}:{port}"
+                if exc.errno == errno.EADDRINUSE:
+                    fail(4, f"port-in-use: {where} is taken by another process; stop it or pass another --port")
+                if exc.errno == errno.EADDRNOTAVAIL:
+                    named = host if host == address[0] else f"{host} ({address[0]})"
+                    fail(2, f"{label}: {named} is not an address of this machine{_HOST_HINT}")
+                fail(2, f"cannot listen on {where} ({exc.strerror or type(exc).__name__})")
+
+
+_HOST_HINT = "; give one of this machine's addresses: 127.0.0.1 (the default) for it alone, 0.0.0.0 for every interface"

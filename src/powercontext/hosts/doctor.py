@@ -108,7 +108,8 @@ def run_checks(
     checks += _server_checks(settings, scope_id)
     checks.append(scope_check)
     if scope_id is not None:
-        checks.append(_capture_check(settings, resolution.config.capture if resolution.config else None))
+        config = resolution.config
+        checks.append(_capture_check(settings, config.capture if config else None, config.unknown if config else ()))
     else:  # the hook captures nothing where no Scope resolves: say so, and why, rather than nothing
         checks.append(Check("capture", "warn", "off: no Scope resolves here (see scope)"))
     ctx = HostContext(project=project, home=home, server_url=settings.url)
@@ -132,9 +133,13 @@ def _masked(check: Check) -> Check:
     return Check(check.name, check.status, mask_credentials(check.detail), fix)
 
 
-def _capture_check(settings: HookSettings, config_capture: bool | None) -> Check:
+def _capture_check(settings: HookSettings, config_capture: bool | None, unknown: tuple[str, ...] = ()) -> Check:
     """Whether prompts are captured here, and how many captured Sources the Server has not extracted yet."""
     from powercontext.hosts.capture import CAPTURE_ENV, capture_on, env_capture
+    from powercontext.hosts.scope import unknown_key_message
+
+    if unknown:  # maybe a misspelt capture = false: capture stays off until the file says only what it may
+        return Check("capture", "warn", f"off: {unknown_key_message(unknown[0])}", f"edit {CONFIG_FILE}")
 
     if env_capture() == "unrecognised":
         value = os.environ.get(CAPTURE_ENV, "").strip()

@@ -50,8 +50,20 @@ def _adapter(host: str) -> HostAdapter:
 
 def _scope_change(project: Path, scope_id: str) -> FileChange:
     path = project / CONFIG_FILE
-    text = f"scope_id = {json.dumps(scope_id)}\n"
-    return FileChange(path, project, read_text(path, project), text, f"bind this project to {scope_id}")
+    before = read_text(path, project)
+    return FileChange(path, project, before, with_scope(before, scope_id), f"bind this project to {scope_id}")
+
+
+def with_scope(before: str | None, scope_id: str) -> str:
+    """The project file with its ``scope_id`` line set to ``scope_id``, every other line kept as it was: a
+    ``capture = false`` the user wrote must survive binding the project to another Scope."""
+    line = f"scope_id = {json.dumps(scope_id)}"
+    kept = (before or "").splitlines()
+    for i, old in enumerate(kept):
+        if old.split("=", 1)[0].strip() == "scope_id":
+            kept[i] = line
+            return "\n".join(kept) + "\n"
+    return "\n".join([line, *kept]) + "\n"
 
 
 def _machine_change(

@@ -42,6 +42,9 @@ class RepoConfig(NamedTuple):
     scope_id: str | None
     max_bytes: int | None
     capture: bool | None = None  # ``capture = false`` turns capture off for the repository
+    # Keys the file may not hold (a typo, or a key of a newer PowerContext): each turns capture off, since it may
+    # be a misspelt ``capture = false``; recall still uses the keys known here.
+    unknown: tuple[str, ...] = ()
 
 
 class ScopeResolution(NamedTuple):
@@ -85,9 +88,7 @@ def load_config(path: Path) -> RepoConfig:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ScopeConfigError(f"{CONFIG_FILE} cannot be read as TOML ({type(exc).__name__})") from None
-    for key in data:
-        if key not in CONFIG_KEYS:
-            raise ScopeConfigError(_unknown_key(key))
+    unknown = tuple(key for key in data if key not in CONFIG_KEYS)
     scope_id = data.get("scope_id")
     if scope_id is not None and (not isinstance(scope_id, str) or not _valid_scope(scope_id)):
         raise ScopeConfigError(f"{CONFIG_FILE}: scope_id must be a non-blank string of at most 256 characters")
@@ -97,12 +98,11 @@ def load_config(path: Path) -> RepoConfig:
     capture = data.get("capture")
     if capture is not None and not isinstance(capture, bool):
         raise ScopeConfigError(f"{CONFIG_FILE}: capture must be true or false")
-    return RepoConfig(path, scope_id, max_bytes, capture)
+    return RepoConfig(path, scope_id, max_bytes, False if unknown else capture, unknown)
 
 
-def _unknown_key(key: str) -> str:
-    """Refusing a key the file may not hold, as ``powercontext.toml`` does: a misspelt ``capure = false`` must not
-    leave capture on unnoticed, so the whole file is unusable (no recall, no capture) until it is fixed."""
+def unknown_key_message(key: str) -> str:
+    """What ``hosts doctor`` says of a key the file may not hold, with the nearest known one."""
     import difflib
 
     near = difflib.get_close_matches(key.strip().lower(), CONFIG_KEYS, n=1, cutoff=0.6)

@@ -27,6 +27,10 @@ def check_file(path: Path) -> None:
     """Refuse a file that cannot be the store, reading only. A missing file is fine if it can be created."""
     if not path.exists():
         parent = _existing_ancestor(path.parent)
+        if not parent.is_dir():  # a file where a directory on the way should be: it cannot be made
+            raise StoreOpenRefused(
+                f"{path} cannot be created: {parent} is a file, not a directory; choose another store with --store"
+            )
         if not os.access(parent, os.W_OK):
             raise StoreOpenRefused(f"{path} cannot be created: {_not_writable(parent)}; {_MAKE_WRITABLE}")
         return
