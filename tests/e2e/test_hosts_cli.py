@@ -90,6 +90,7 @@ def test_install_registers_a_portable_hook_that_injects(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ready:" in done.stdout
+    assert f"See them: powercontext source list -s {scope_id}" in done.stdout  # where captured text can be read
     assert (project / ".powercontext.toml").read_text() == f'scope_id = "{scope_id}"\n'
     shared = (
         [".claude/settings.json", ".mcp.json"] if host == "claude-code" else [".codex/hooks.json", ".codex/config.toml"]

@@ -125,7 +125,7 @@ def hosts_install(
     for line in _path_warnings(host):
         say(line, err=True)
     say(f"ready: the next {host} prompt in {ctx.project} gets PowerContext recall (check: powercontext hosts doctor)")
-    say(capture_notice(host))
+    say(capture_notice(host, scope))
 
 
 def _path_warnings(host: str) -> list[str]:

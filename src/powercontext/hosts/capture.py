@@ -56,12 +56,14 @@ def capture_on(config_capture: bool | None, env: Mapping[str, str] | None = None
     return env_capture(env) in ("unset", "on") and config_capture is not False
 
 
-def capture_notice(host: str) -> str:
-    """What ``hosts install`` tells the user about capture (on by default)."""
+def capture_notice(host: str, scope_id: str | None = None) -> str:
+    """What ``hosts install`` tells the user about capture (on by default), and how to see what it recorded."""
     what = "your prompts and its final answers are" if host in REPLY_HOSTS else "your prompts are"
+    scope = scope_id or "SCOPE"
     return (
         f"capture: {what} recorded as Sources in this Scope (secrets redacted by the Server); `remember: ...` lines"
-        " become memories. Off: POWERCONTEXT_CAPTURE=off or `capture = false` in .powercontext.toml (docs/hosts.md)"
+        f" become memories. See them: powercontext source list -s {scope}; erase one: powercontext source purge ID"
+        f" -s {scope}. Off: POWERCONTEXT_CAPTURE=off or `capture = false` in .powercontext.toml (docs/hosts.md)"
     )
 
 
