@@ -57,3 +57,15 @@ def test_prepare_operation_declares_the_prepared_context_response(api: Api) -> N
     assert ok["$ref"].endswith("/PreparedContext")
     request = op["requestBody"]["content"]["application/json"]["schema"]
     assert request["$ref"].endswith("/PrepareContextRequest")
+
+
+def test_every_route_that_takes_a_body_declares_the_415_it_answers(api: Api) -> None:
+    paths = api.http.get("/openapi.json").json()["paths"]
+    with_body = [(p, m, op) for p, ops in paths.items() for m, op in ops.items() if "requestBody" in op]
+    assert with_body
+    for path, method, operation in with_body:
+        declared = operation["responses"].get("415")
+        assert declared is not None, f"{method.upper()} {path}"
+        assert declared["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
+    answer = api.http.post("/v1/context/prepare", content=b"{}", headers={"Content-Type": "text/plain"})
+    assert answer.status_code == 415 and answer.json()["error"]["code"] == "unsupported-media-type"

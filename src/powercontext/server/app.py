@@ -170,7 +170,7 @@ def _include_routes(app: FastAPI, inspector: bool) -> None:
     app.state.inspector_on = inspector
     app.include_router(metrics.router)  # its own token rule: the ``metrics`` grant
     for router in routers[1:]:
-        app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403, 413))
+        app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403, 413, 415))
     served = [root.router, metrics.router, *routers]  # every route, for the Allow header of a 405
     if inspector:
         served.append(inspector_router())
