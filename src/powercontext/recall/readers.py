@@ -16,7 +16,8 @@ from powercontext.domain.identity import ArtifactKey
 from powercontext.recall.probe import ChannelRecorder
 from powercontext.recall.supersession import SEARCH_DEPTH_FACTOR, Vector, asks_for_history, newer_first
 from powercontext.recall.trace import RecallTrace
-from powercontext.search.channels import ChannelSearch, ScoredHit, SearchOutcome
+from powercontext.search.channel_list import ScoredHit
+from powercontext.search.channels import ChannelSearch, SearchOutcome
 from powercontext.search.code import CodeSearch
 from powercontext.search.embedding import VectorChannel
 from powercontext.search.relevance import BelowFloor

@@ -21,8 +21,9 @@ from powercontext.contract.common import SearchModePolicy
 from powercontext.domain.errors import RequestRefused
 from powercontext.domain.identity import ArtifactKey
 from powercontext.inference.errors import InferenceError, InferenceTimeout
+from powercontext.search.channel_list import ChannelList, H, ScoredHit, channel_depth, floored
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
-from powercontext.search.fusion import ScoreRange, fuse, fuse_scores
+from powercontext.search.fusion import fuse, fuse_scores
 from powercontext.search.model_scripts import model_reads
 from powercontext.search.relevance import BelowFloor, RelevanceFloor
 from powercontext.text.normalize import normalize_query
@@ -30,21 +31,6 @@ from powercontext.text.tokenize import only_function_words, query_terms
 
 ActualMode = Literal["fts", "vector", "hybrid"]
 Vector = npt.NDArray[np.float32]
-
-
-class _Keyed(Protocol):
-    @property
-    def key(self) -> ArtifactKey: ...
-
-
-class ScoredHit(Protocol):
-    @property
-    def record(self) -> _Keyed: ...
-    @property
-    def score(self) -> float: ...
-
-
-H = TypeVar("H", bound=ScoredHit)
 
 
 class ChannelProbe(Protocol):
@@ -246,16 +232,16 @@ class ChannelSearch(Generic[H]):
         without queueing behind other requests. The full-text list is the hybrid depth; if the vector channel
         drops out, the fts answer is searched again at ``depth`` so it is exactly what a plain fts search returns.
         """
-        channel_depth = _channel_depth(limit)
+        reach = channel_depth(limit)
 
         def vector_side() -> tuple[Vector | FallbackReason, ChannelList[H]]:
             planned = channel.query_vector(round, normalized, scope_id)
             if isinstance(planned, str):
                 return planned, ChannelList([], None)
-            return planned, self._vector_list(scope_id, planned, channel_depth, probe)
+            return planned, self._vector_list(scope_id, planned, reach, probe)
 
         pending = _submit(vector_side)
-        fts = self._fts_list(scope_id, normalized, channel_depth, probe)
+        fts = self._fts_list(scope_id, normalized, reach, probe)
         planned, vec = pending.result()
         if isinstance(planned, str):
             return self._fts_only(scope_id, normalized, limit, depth, probe, planned)
@@ -274,7 +260,7 @@ class ChannelSearch(Generic[H]):
         coverage together (each mapped onto 0..1 over the list read, then summed), like hybrid fusion with
         coverage in the place of the cosine. The list read is as deep as a hybrid channel's for ``limit``, so
         the first ``limit`` hits do not depend on ``depth``."""
-        found = self._fts_list(scope_id, normalized, max(depth, _channel_depth(limit)), probe)
+        found = self._fts_list(scope_id, normalized, max(depth, channel_depth(limit)), probe)
         if found.fusion_hits is None:
             return SearchOutcome(found.hits[:depth], "fts", reason, found.dropped)
         ordered = fuse_scores(
@@ -290,7 +276,7 @@ class ChannelSearch(Generic[H]):
         kept, dropped, shares = self._floor.fts_shares(scope_id, terms, hits)
         if probe is not None and dropped:
             probe.below_floor(dropped)
-        found = _floored(hits, kept)
+        found = floored(hits, kept)
         if not shares:
             return found
         # Fusion weighs a full-text hit by how much of the query it covers (its IDF share), not by BM25.
@@ -306,14 +292,14 @@ class ChannelSearch(Generic[H]):
         kept, dropped = self._floor.vector(self._embedder.model_id, hits)
         if probe is not None and dropped:
             probe.below_floor(dropped)
-        return _floored(hits, kept)
+        return floored(hits, kept)
 
     def _hybrid(
         self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int, probe: ChannelProbe | None
     ) -> SearchOutcome[H]:
-        channel_depth = _channel_depth(limit)
-        fts = self._fts_list(scope_id, normalized, channel_depth, probe)
-        vec = self._vector_list(scope_id, vector, channel_depth, probe)
+        reach = channel_depth(limit)
+        fts = self._fts_list(scope_id, normalized, reach, probe)
+        vec = self._vector_list(scope_id, vector, reach, probe)
         return self._fuse(fts, vec, depth, probe)
 
     def _fuse(
@@ -339,47 +325,8 @@ class ChannelSearch(Generic[H]):
         return SearchOutcome(fused, "hybrid", "none", list(below.values()))
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelList(Generic[H]):
-    """One channel's hits after its relevance floor, the score range of the list it read before it, and the
-    hits the floor dropped (in rank order)."""
-
-    hits: list[H]
-    read_range: ScoreRange | None
-    dropped: list[H] = dataclasses.field(default_factory=list)
-    # What score fusion weighs instead of ``hits`` and their range, when the channel has a better measure for it.
-    fusion_hits: list[H] | None = None
-    fusion_range: ScoreRange | None = None
-
-    @property
-    def fused_hits(self) -> list[H]:
-        return self.hits if self.fusion_hits is None else self.fusion_hits
-
-    @property
-    def fused_range(self) -> ScoreRange | None:
-        return self.read_range if self.fusion_hits is None else self.fusion_range
-
-
-def _floored(read: list[H], kept: list[H]) -> ChannelList[H]:
-    kept_keys = {hit.record.key for hit in kept}
-    return ChannelList(kept, _score_range(read), [hit for hit in read if hit.record.key not in kept_keys])
-
-
 def _single(found: ChannelList[H], mode: ActualMode, reason: FallbackReason) -> SearchOutcome[H]:
     return SearchOutcome(found.hits, mode, reason, found.dropped)
-
-
-def _score_range(hits: Sequence[ScoredHit]) -> ScoreRange | None:
-    if not hits:
-        return None
-    scores = [float(hit.score) for hit in hits]
-    return min(scores), max(scores)
-
-
-def _channel_depth(limit: int) -> int:
-    """Each channel of a hybrid search contributes a deeper list than asked for, so fusion can promote an item
-    that only one channel ranks highly."""
-    return max(2 * limit, 32)
 
 
 _pool_lock = threading.Lock()
