@@ -111,6 +111,7 @@ class Runtime:
             hybrid_weights,
             floor=RelevanceFloor(store.term_statistics),
             vectors_complete=self.vector_backfill.complete,
+            hit_vectors=store.memory_vectors,
         )
         self.readers: dict[Family, FamilyReader] = {
             ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)

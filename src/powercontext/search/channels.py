@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -22,6 +22,7 @@ from powercontext.domain.errors import RequestRefused
 from powercontext.domain.identity import ArtifactKey
 from powercontext.inference.errors import InferenceError, InferenceTimeout
 from powercontext.search.channel_list import ChannelList, H, ScoredHit, channel_depth, floored
+from powercontext.search.crowding import crowding, decrowded
 from powercontext.search.embedding import FallbackReason, GuardedEmbedder, VectorChannel
 from powercontext.search.fusion import fuse, fuse_scores
 from powercontext.search.model_scripts import model_reads
@@ -102,6 +103,7 @@ T = TypeVar("T")
 
 TextReader = Callable[[str, Sequence[str], int], list[H]]  # (scope_id, terms, limit)
 VectorReader = Callable[[str, str, Vector, int], list[H]]  # (scope_id, model_id, vector, limit)
+HitVectors = Callable[[str, str, Sequence[ArtifactKey]], Mapping[ArtifactKey, Vector]]  # stored, by key
 
 
 class ChannelSearch(Generic[H]):
@@ -115,16 +117,20 @@ class ChannelSearch(Generic[H]):
         weights: HybridWeights | None = None,
         floor: RelevanceFloor | None = None,
         vectors_complete: Callable[[str], bool] | None = None,
+        hit_vectors: HitVectors | None = None,
     ) -> None:
         """``floor`` (search/relevance.py) drops each channel's hits that are too weakly related to the query.
         ``vectors_complete(scope_id)`` says whether a Scope's stored vectors are complete; ``auto`` searches
-        full text while they are not (a start-up backfill is still embedding them: ``search/backfill.py``)."""
+        full text while they are not (a start-up backfill is still embedding them: ``search/backfill.py``).
+        ``hit_vectors(scope_id, model_id, keys)`` reads the stored embeddings of vector hits, so fusion can weigh
+        each by its cosine less its crowding (``search/crowding.py``)."""
         self._text = text
         self._vector = vector
         self._embedder = embedder
         self.weights = weights or HybridWeights()
         self._floor = floor
         self._vectors_complete = vectors_complete
+        self._hit_vectors = hit_vectors
 
     @property
     def model_id(self) -> str:
@@ -292,7 +298,13 @@ class ChannelSearch(Generic[H]):
         kept, dropped = self._floor.vector(self._embedder.model_id, hits)
         if probe is not None and dropped:
             probe.below_floor(dropped)
-        return floored(hits, kept)
+        found = floored(hits, kept)
+        if self._hit_vectors is None or len(kept) < 3:
+            return found
+        stored = self._hit_vectors(scope_id, self._embedder.model_id, [hit.record.key for hit in kept])
+        weighed = decrowded([hit.score for hit in kept], crowding([stored.get(hit.record.key) for hit in kept]))
+        scored = [dataclasses.replace(hit, score=w) for hit, w in zip(kept, weighed, strict=True)]  # type: ignore[type-var]
+        return dataclasses.replace(found, fusion_hits=scored, fusion_range=(min(weighed), max(weighed)))
 
     def _hybrid(
         self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int, probe: ChannelProbe | None
