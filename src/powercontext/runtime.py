@@ -113,9 +113,8 @@ class Runtime:
             vectors_complete=self.vector_backfill.complete,
             hit_vectors=store.memory_vectors,
         )
-        self.readers: dict[Family, FamilyReader] = {
-            ATOMIC_MEMORY: AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)
-        }
+        atomic_reader = AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)
+        self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: atomic_reader}
         self.topic_search = self._add_family_readers(hybrid_weights)
         self.writes = self._write_service()
         self.code_search, self.code_reader = self._code_reading(hybrid_weights)
