@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Final
 
 from powercontext.code.confine import is_never_indexable
+from powercontext.fd_read import read_at_most
 
 MAX_PATH_CHARS: Final = 1024
 
@@ -85,18 +86,11 @@ def read_tree_file(root: Path, relative: str, max_bytes: int, *, allow_hardlinks
             return FileRead(ReadOutcome.HARD_LINKED)
         if info.st_size > max_bytes:
             return FileRead(ReadOutcome.TOO_LARGE)
-        blocks: list[bytes] = []
-        size = 0
-        while size <= max_bytes:
-            block = os.read(fd, max_bytes + 1 - size)
-            if not block:
-                break
-            blocks.append(block)
-            size += len(block)
+        data = read_at_most(fd, max_bytes)
     except OSError:
         return FileRead(ReadOutcome.UNREADABLE)
     finally:
         os.close(fd)
-    if size > max_bytes:  # it grew after fstat
+    if len(data) > max_bytes:  # it grew after fstat
         return FileRead(ReadOutcome.TOO_LARGE)
-    return FileRead(ReadOutcome.OK, b"".join(blocks))
+    return FileRead(ReadOutcome.OK, data)

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from powercontext.fd_read import read_at_most
 from powercontext.hosts import HOSTS
 from powercontext.hosts.capture import capture_off_line, capture_reply, start_prompt_capture
 from powercontext.hosts.recall import HookSettings, RecallOutcome, recall_for_prompt
@@ -97,19 +98,9 @@ def _read_stdin(stdin: IO[bytes], timeout_s: float) -> bytes | None:
     except (AttributeError, OSError, ValueError):  # an in-memory stream
         return stdin.read(MAX_HOOK_INPUT_BYTES + 1)
     done: list[bytes] = []
-
-    def read() -> None:
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_HOOK_INPUT_BYTES:
-            chunk = os.read(fd, MAX_HOOK_INPUT_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        done.append(b"".join(chunks))
-
-    reader = threading.Thread(target=read, name="powercontext-stdin", daemon=True)
+    reader = threading.Thread(
+        target=lambda: done.append(read_at_most(fd, MAX_HOOK_INPUT_BYTES)), name="powercontext-stdin", daemon=True
+    )
     reader.start()
     reader.join(timeout_s)
     return done[0] if done else None  # an OSError ends the thread without a result: treated as a timeout
