@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from powercontext.text.tokenize import CJK_CHARACTER
+
 # Models trained on English only (a provider's model is not listed: its languages are not known here).
 ENGLISH_ONLY: Final = frozenset({"local:all-MiniLM-L6-v2:int8-v1"})
 # A word of Latin script (Basic Latin through Latin Extended-B: English and the accented letters of other
 # Latin-script languages), a character of a CJK script (a word on its own, or nearly), a word of another script.
 _UNITS: Final = re.compile(
     r"(?P<latin>[A-Za-z\u00c0-\u024f]+)"
-    r"|(?P<cjk>[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f])"
+    rf"|(?P<cjk>{CJK_CHARACTER})"
     r"|(?P<other>[^\W\d_A-Za-z\u00c0-\u024f]+)"
 )
 

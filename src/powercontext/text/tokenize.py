@@ -15,7 +15,9 @@ from functools import lru_cache
 from powercontext.text.stopwords import function_words
 
 _WORD = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f]+")
+# Kana, CJK ideographs (with extensions and compatibility forms) and Hangul: scripts written without spaces.
+CJK_CHARACTER = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f]"
+_CJK = re.compile(CJK_CHARACTER + "+")
 _LATIN = re.compile(r"^[0-9a-z\u00df-\u024f]+$")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")  # ``_WORD`` on ASCII text already lower-cased, without Unicode tables
 MAX_QUERY_TERMS = 32
