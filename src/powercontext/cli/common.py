@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from powercontext.cli.choices import LIST_STATES, one_of
 from powercontext.cli.failures import EXIT_CONFLICT as EXIT_CONFLICT
 from powercontext.cli.failures import EXIT_NOT_FOUND as EXIT_NOT_FOUND
 from powercontext.cli.failures import EXIT_REFUSED as EXIT_REFUSED
@@ -56,6 +57,13 @@ ScopeOption = Annotated[
     str, typer.Option("--scope", "-s", callback=_remember_scope, help="Scope id, e.g. project:payments.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+PurgeYesOption = Annotated[
+    bool, typer.Option("--yes", "-y", help="Purge without asking (needed when not interactive).")
+]
+MemoryStateOption = Annotated[
+    str,
+    typer.Option(metavar="STATE", parser=one_of(LIST_STATES), help="active, forgotten, retired, merged or all."),
+]
 ConfigOption = Annotated[
     str | None,
     typer.Option(

@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from powercontext.cli.candidates import candidates_app
-from powercontext.cli.choices import LIST_STATES, MEMORY_KINDS, SEARCH_MODES, one_of
+from powercontext.cli.choices import MEMORY_KINDS, SEARCH_MODES, one_of
 from powercontext.cli.common import (
     DEFAULT_URL,
     EXIT_REFUSED,
     EXIT_USAGE,
     JsonOption,
+    MemoryStateOption,
+    PurgeYesOption,
     ScopeOption,
     StoreOption,
     UrlOption,
@@ -257,10 +259,7 @@ def memory_list(
     scope: ScopeOption,
     limit: Annotated[int, typer.Option(min=1, max=200, help="Memories per page.")] = 20,
     cursor: Annotated[str | None, typer.Option(help="The next_cursor a previous page printed.")] = None,
-    state: Annotated[
-        str,
-        typer.Option(metavar="STATE", parser=one_of(LIST_STATES), help="active, forgotten, retired, merged or all."),
-    ] = "active",
+    state: MemoryStateOption = "active",
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:
@@ -322,9 +321,7 @@ memory_app.command("export")(memory_export)
 def memory_purge(
     artifact_id: Annotated[str, typer.Argument()],
     scope: ScopeOption,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Purge without asking (needed when not interactive).")
-    ] = False,
+    yes: PurgeYesOption = False,
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:

@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING, Annotated, TextIO, cast
 
 import typer
 
-from powercontext.cli.choices import LIST_STATES, one_of
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, fail, print_json, run
+from powercontext.cli.common import (
+    DEFAULT_URL,
+    JsonOption,
+    MemoryStateOption,
+    ScopeOption,
+    UrlOption,
+    fail,
+    print_json,
+    run,
+)
 from powercontext.cli.failures import EXIT_USAGE
 from powercontext.cli.terminal import say
 
@@ -49,12 +57,7 @@ def memory_export(
         typer.Option("--out", "-o", dir_okay=False, help="Write to this file instead of standard output."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
-    state: Annotated[
-        str,
-        typer.Option(
-            metavar="STATE", parser=one_of(LIST_STATES), help="active (default), forgotten, retired, merged or all."
-        ),
-    ] = "active",
+    state: MemoryStateOption = "active",
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:

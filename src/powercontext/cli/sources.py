@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from powercontext.cli.common import DEFAULT_URL, JsonOption, ScopeOption, UrlOption, printed_as_json, run
+from powercontext.cli.common import (
+    DEFAULT_URL,
+    JsonOption,
+    PurgeYesOption,
+    ScopeOption,
+    UrlOption,
+    printed_as_json,
+    run,
+)
 from powercontext.cli.terminal import confirm_irreversible, say
 
 if TYPE_CHECKING:
@@ -145,9 +153,7 @@ def _print_candidates(found: list[MemoryCandidate], complete: bool, scope: str) 
 def source_purge(
     source_id: Annotated[str, typer.Argument(help="The Source's id (src_...).")],
     scope: ScopeOption,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Purge without asking (needed when not interactive).")
-    ] = False,
+    yes: PurgeYesOption = False,
     url: UrlOption = DEFAULT_URL,
     as_json: JsonOption = False,
 ) -> None:
