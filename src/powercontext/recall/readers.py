@@ -131,7 +131,9 @@ class AtomicMemoryReader:
 
         def vectors() -> list[Vector | None]:
             hits = [*outcome.hits, *extra]  # the order newer_first reads them in
-            stored = read(scope_id, model_id, [h.record.key for h in hits])
+            known = outcome.stored_vectors  # those the search read already
+            missing = [h.record.key for h in hits if h.record.key not in known]
+            stored = {**known, **read(scope_id, model_id, missing)} if missing else known
             return [stored.get(h.record.key) for h in hits]
 
         return vectors

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from powercontext.domain.identity import ArtifactKey
 from powercontext.search.fusion import ScoreRange
@@ -37,6 +37,8 @@ class ChannelList(Generic[H]):
     # What score fusion weighs instead of ``hits`` and their range, when the channel has a better measure for it.
     fusion_hits: list[H] | None = None
     fusion_range: ScoreRange | None = None
+    # The stored embeddings of hits the channel read to weigh them, by key (handed on, not read again).
+    stored: Mapping[ArtifactKey, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def fused_hits(self) -> list[H]:

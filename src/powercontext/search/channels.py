@@ -96,6 +96,8 @@ class SearchOutcome(Generic[H]):
     # never results, but a newer statement on the subject of a kept hit may be found among them
     # (recall/supersession.py).
     below_floor: list[H] = dataclasses.field(default_factory=list)
+    # Stored embeddings of hits the search already read (``hit_vectors``), by key, for a caller that needs them.
+    stored_vectors: Mapping[ArtifactKey, Vector] = dataclasses.field(default_factory=dict)
 
 
 T = TypeVar("T")
@@ -304,7 +306,9 @@ class ChannelSearch(Generic[H]):
         stored = self._hit_vectors(scope_id, self._embedder.model_id, [hit.record.key for hit in kept])
         weighed = decrowded([hit.score for hit in kept], crowding([stored.get(hit.record.key) for hit in kept]))
         scored = [dataclasses.replace(hit, score=w) for hit, w in zip(kept, weighed, strict=True)]  # type: ignore[type-var]
-        return dataclasses.replace(found, fusion_hits=scored, fusion_range=(min(weighed), max(weighed)))
+        return dataclasses.replace(
+            found, fusion_hits=scored, fusion_range=(min(weighed), max(weighed)), stored=stored
+        )
 
     def _hybrid(
         self, scope_id: str, normalized: str, vector: Vector, limit: int, depth: int, probe: ChannelProbe | None
@@ -334,11 +338,11 @@ class ChannelSearch(Generic[H]):
         for hit in (*fts.dropped, *vec.dropped):
             if hit.record.key not in fused_keys:
                 below.setdefault(hit.record.key, hit)
-        return SearchOutcome(fused, "hybrid", "none", list(below.values()))
+        return SearchOutcome(fused, "hybrid", "none", list(below.values()), vec.stored)
 
 
 def _single(found: ChannelList[H], mode: ActualMode, reason: FallbackReason) -> SearchOutcome[H]:
-    return SearchOutcome(found.hits, mode, reason, found.dropped)
+    return SearchOutcome(found.hits, mode, reason, found.dropped, found.stored)
 
 
 _pool_lock = threading.Lock()
