@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 
 from powercontext import __version__
 from powercontext.runtime import Runtime
-from powercontext.server.auth import AccessTable, authorize
+from powercontext.server.auth import AccessTable, authorized
 from powercontext.server.body_limits import BodyLimits
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.gate import RequestGate
@@ -170,7 +170,7 @@ def _include_routes(app: FastAPI, inspector: bool) -> None:
     app.state.inspector_on = inspector
     app.include_router(metrics.router)  # its own token rule: the ``metrics`` grant
     for router in routers[1:]:
-        app.include_router(router, dependencies=[Depends(authorize)], responses=errors(401, 403, 413, 415))
+        app.include_router(router, dependencies=[Depends(authorized)], responses=errors(401, 403, 413, 415))
     served = [root.router, metrics.router, *routers]  # every route, for the Allow header of a 405
     if inspector:
         served.append(inspector_router())

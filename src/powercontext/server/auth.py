@@ -173,6 +173,12 @@ def authorize(request: Request) -> Principal:
     return principal
 
 
+async def authorized(request: Request) -> Principal:
+    """``authorize`` as a route dependency. ``async`` so FastAPI runs it on the event loop: it never blocks, and a
+    plain ``def`` dependency would cost every request a worker-thread hand-off."""
+    return authorize(request)
+
+
 def refusal_before_validation(request: Request) -> RequestRefused | None:
     """The 401/403 a request would get from ``authorize``, for a request whose body failed to parse.
 
