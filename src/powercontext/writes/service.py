@@ -30,12 +30,19 @@ from powercontext.store.base import (
     ScoredMemory,
     Store,
 )
+from powercontext.store.core.terms import SearchShare, search_share
 from powercontext.store.removal import DeletedScope, PurgedArtifact
 from powercontext.writes.capture import SourceCapture
 from powercontext.writes.families import FamilyWrites
 
 # How many full-text hits for a new memory's text are checked for what it may supersede.
 SUPERSESSION_POOL = 16
+# What that search may rank: the text's 12 rarest terms in the Scope, holding at most 100,000 postings. A memory's
+# text is a long query; ranked whole, it cost a create ~300 ms p50 at a million memories (15-18 ms at 10,000), and
+# so capped 10 ms (7 ms; bench/supersession_hint.py). The subject rule weighs rare shared terms, so the rarest are
+# the ones that find an older statement: on the evaluation suites the hint finds as many replaced memories or more
+# (docs/evaluation.md).
+SUPERSESSION_SHARE = SearchShare(postings=100_000, terms=12)
 
 
 def _observed_of(record: MemoryRecord) -> str:
@@ -84,7 +91,8 @@ class WriteService(SourceCapture, FamilyWrites):
         ranking's supersession rule over a full-text search for its text). A hint: nothing is changed."""
         if not says_something_changed(record.text):
             return []  # the rule supersedes nothing for such a text: the search would be thrown away (~6 ms)
-        hits = self._atomic_search.search(record.key.scope_id, record.text, "fts", SUPERSESSION_POOL).hits
+        with search_share(SUPERSESSION_SHARE):
+            hits = self._atomic_search.search(record.key.scope_id, record.text, "fts", SUPERSESSION_POOL).hits
         others = [h.record for h in hits if h.record.key.artifact_id != record.key.artifact_id]
         return superseded(record.text, record.observed, others, _observed_of, _text_of)
 
