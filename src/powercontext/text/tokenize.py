@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Collection
 from functools import lru_cache
 
 from powercontext.text.stopwords import function_words
@@ -64,7 +65,9 @@ def _plain_term(part: str, out: list[str]) -> None:
 
 def terms(text: str) -> list[str]:
     """Index terms of ``text`` in order, repeats kept (term frequency matters to BM25)."""
-    if _CJK.search(text) is None:  # the common case, twice as fast: no run splitting needed
+    if text.isascii():  # the common case: no CJK, and ``lower`` is ``casefold``
+        return _terms_of_words(_ASCII_WORD.findall(text.lower()))
+    if _CJK.search(text) is None:  # no run splitting needed
         return [_plain(word.casefold()) for word in _WORD.findall(text)]
     out: list[str] = []
     for match in _WORD.finditer(text):
@@ -139,13 +142,22 @@ def term_set(text: str) -> frozenset[str]:
         return frozenset(terms(text))
     else:
         words = set(_WORD.findall(text.casefold()))
+    return frozenset(_terms_of_words(words))
+
+
+def _terms_of_words(words: Collection[str]) -> list[str]:
+    """The term of each folded word, in order."""
     known = _TERM_OF_WORD
     try:
-        return frozenset([known[word] for word in words])
+        return [known[word] for word in words]
     except KeyError:
-        if len(known) > _MAX_WORDS:  # a bound for adversarial vocabularies; the cache refills from use
-            known.clear()
-        for word in words:
-            if word not in known:
-                known[word] = _plain(word)
-        return frozenset([known[word] for word in words])
+        pass
+    if len(known) > _MAX_WORDS:  # a bound for adversarial vocabularies; the cache refills from use
+        known.clear()
+    found: list[str] = []
+    for word in words:
+        term = known.get(word)
+        if term is None:  # another thread may clear the cache meanwhile: never rely on it holding a word
+            term = known[word] = _plain(word)
+        found.append(term)
+    return found

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from powercontext.store.core.fulltext import FullTextIndex
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+# Two base-32 digits per 10 bits, lower digit first: half the divisions of one digit at a time.
+_DIGIT_PAIRS = tuple(_CROCKFORD[n % 32] + _CROCKFORD[n // 32] for n in range(1024))
 
 SELECT_ROW = """
 SELECT a.id, a.scope_id, a.family, a.artifact_id, r.revision, a.head_revision, a.state, r.tags, r.fields,
@@ -45,13 +47,14 @@ def now() -> str:
 
 
 def new_id(prefix: str) -> str:
-    """``prefix`` + 26 Crockford base32 characters of 128 random bits (the ``am_`` id scheme)."""
+    """``prefix`` + 26 Crockford base32 characters of 128 random bits (the ``am_`` id scheme), least significant
+    digit first."""
     value = int.from_bytes(secrets.token_bytes(16), "big")
-    chars = []
-    for _ in range(26):
-        value, rem = divmod(value, 32)
-        chars.append(_CROCKFORD[rem])
-    return prefix + "".join(chars)
+    pairs = []
+    for _ in range(13):
+        value, rem = divmod(value, 1024)
+        pairs.append(_DIGIT_PAIRS[rem])
+    return prefix + "".join(pairs)
 
 
 def scope_tag(scope_id: str) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core.packed import group_postings
+from powercontext.store.core.packed import group_postings, in_doc_order
 from powercontext.store.oceanbase.postings import (
     SEGMENT_POSTINGS,
     SEGMENTS_PER_WRITE,
@@ -143,7 +143,7 @@ def add_documents(
         if key not in compact:
             written.append((key, first, array))
             continue
-        array = np.sort(np.concatenate([*old.get(key, ()), array]), order="doc")
+        array = in_doc_order(np.concatenate([*old.get(key, ()), array]))
         pieces = split(array)
         written.extend((key, first + i, piece) for i, piece in enumerate(pieces))
         after[key] = int(bool(pieces) and len(pieces[-1]) < SEGMENT_POSTINGS)

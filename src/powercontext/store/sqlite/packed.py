@@ -35,6 +35,7 @@ from powercontext.store.core.packed import (
     SegmentKey,
     doc_terms,
     group_postings,
+    in_doc_order,
     indexed_doc,
     joined,
     posting_term,
@@ -225,7 +226,7 @@ def _add_documents(
     written: list[tuple[str, str, str, int, npt.NDArray[Any]]] = []
     for key, fresh in grouped.items():
         parts = [fresh, *(stored[seg_id] for seg_id in merging.get(key, ()))]
-        array = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts), order="doc")
+        array = parts[0] if len(parts) == 1 else in_doc_order(np.concatenate(parts))
         for piece in split(array):
             written.append((*key, int(len(piece) < SEGMENT_POSTINGS), piece))
     conn.executemany("DELETE FROM fts_segments WHERE id = ?", [(seg_id,) for seg_id in stored])
