@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from powercontext.store.core import bm25
-from powercontext.store.core.bm25 import POSTING, Postings
+from powercontext.store.core.bm25 import POSTING, Columns, Postings, TermPostings
 from powercontext.store.core.topk import ranked, top_k
 
 
@@ -28,6 +28,12 @@ def _postings(rng: random.Random, n_docs: int, vocabulary: int, two_columns: boo
     return Postings(n_docs, tokens, {t: len(p) for t, p in per_term.items()}, arrays)
 
 
+def _as_read(array: np.ndarray, rng: random.Random) -> TermPostings:
+    if rng.random() < 0.5:
+        array = np.roll(array, rng.randint(1, max(1, len(array))))
+    return array if rng.random() < 0.5 else Columns.of(array)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_top_k_equals_the_exhaustive_ranking(seed: int) -> None:
     rng = random.Random(seed)
@@ -38,14 +44,15 @@ def test_top_k_equals_the_exhaustive_ranking(seed: int) -> None:
     for _ in range(25):
         query = rng.sample(vocabulary, rng.randint(1, 6)) + (["absent"] if rng.random() < 0.2 else [])
         limit = rng.choice([1, 5, 30, 100, 10_000])
-        # What a store reads for a query: the postings of its terms only.
-        read = Postings(
-            postings.n_rows,
-            postings.n_tokens,
-            postings.counts,
-            {t: a for t, a in postings.arrays.items() if t in query},
+        # What a store reads for a query: the postings of its terms only, as records or columns; some in two
+        # runs, as segments merged across batches read (the later run's ids below the earlier's).
+        records = {t: a for t, a in postings.arrays.items() if t in query}
+        expected = bm25.rank(
+            Postings(postings.n_rows, postings.n_tokens, postings.counts, records), query, limit, weights
         )
-        expected = bm25.rank(read, query, limit, weights)
+        read = Postings(
+            postings.n_rows, postings.n_tokens, postings.counts, {t: _as_read(a, rng) for t, a in records.items()}
+        )
         found, scored = top_k(read, query, limit, weights)
         assert found == expected, (query, limit)
         assert ranked(read, query, limit, weights) == expected  # whichever way it ranks (few postings: exhaustive)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,38 @@ B: Final = 0.75
 
 # One posting: doc id, term frequency in the first and second text column, document tokens.
 POSTING: Final = np.dtype([("doc", "<i8"), ("tf1", "<i4"), ("tf2", "<i4"), ("len", "<i4")])
+FIELDS: Final = ("doc", "tf1", "tf2", "len")
+
+
+
+class Columns:
+    """One term's postings as a column per ``POSTING`` field (what a search reads, ``packed.joined``): read as
+    ``columns["doc"]``, like the records, and selected by a mask or positions as they are."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, doc: npt.NDArray[Any], tf1: npt.NDArray[Any], tf2: npt.NDArray[Any], tokens: npt.NDArray[Any]):
+        self._fields = {"doc": doc, "tf1": tf1, "tf2": tf2, "len": tokens}
+
+    @classmethod
+    def of(cls, records: npt.NDArray[Any]) -> Columns:
+        return cls(*(np.ascontiguousarray(records[name]) for name in FIELDS))
+
+    def __len__(self) -> int:
+        return len(self._fields["doc"])
+
+    @overload
+    def __getitem__(self, key: str) -> npt.NDArray[Any]: ...
+    @overload
+    def __getitem__(self, key: npt.NDArray[Any]) -> Columns: ...
+    def __getitem__(self, key: str | npt.NDArray[Any]) -> npt.NDArray[Any] | Columns:
+        if isinstance(key, str):
+            return self._fields[key]
+        return Columns(*(column[key] for column in self._fields.values()))
+
+
+# A term's postings: ``POSTING`` records, or the same as columns.
+TermPostings = npt.NDArray[Any] | Columns
 
 # ``rank`` ranks every matching document; ``first`` only the ``window_size`` lowest doc ids (the cut code search
 # takes when ranking every match is unaffordable).
@@ -46,7 +78,7 @@ class Postings:
     n_rows: int  # N: documents ever added to the Scope's index
     n_tokens: int  # their tokens, scope tags included
     counts: Mapping[str, int]  # n(t): documents holding the term in a searched column
-    arrays: Mapping[str, npt.NDArray[Any]]  # the term's postings (``POSTING`` records)
+    arrays: Mapping[str, TermPostings]
 
 
 def idf(n_rows: int, n_hits: int) -> float:
@@ -78,11 +110,23 @@ def rank(
 
 
 def weight(
-    found: npt.NDArray[Any], term_idf: float, avgdl: float, weights: tuple[float, float]
+    found: TermPostings, term_idf: float, avgdl: float, weights: tuple[float, float]
 ) -> npt.NDArray[np.float64]:
     """The term's BM25 weight in each of ``found`` (its postings), the formula's summand."""
-    freq = found["tf1"].astype(np.float64) * weights[0] + found["tf2"].astype(np.float64) * weights[1]
-    size = found["len"].astype(np.float64)
+    return column_weight(found["tf1"], found["tf2"], found["len"], term_idf, avgdl, weights)
+
+
+def column_weight(
+    tf1: npt.NDArray[Any],
+    tf2: npt.NDArray[Any],
+    tokens: npt.NDArray[Any],
+    term_idf: float,
+    avgdl: float,
+    weights: tuple[float, float],
+) -> npt.NDArray[np.float64]:
+    """``weight`` over the postings' columns: each frequency, the other, the document's tokens."""
+    freq = tf1.astype(np.float64) * weights[0] + tf2.astype(np.float64) * weights[1]
+    size = tokens.astype(np.float64)
     norm = K1 * ((1 - B) + (B * size) / avgdl)
     result: npt.NDArray[np.float64] = term_idf * ((freq * (K1 + 1.0)) / (freq + norm))
     return result

@@ -3,7 +3,7 @@
 
 A segment holds at most ``SEGMENT_POSTINGS`` postings of one (index, Scope, term): a full one is sealed (never
 rewritten by a merge), the rest are open. Reading a term is a handful of rows whatever its size, and decoding is
-``numpy.frombuffer``.
+a few ``numpy.frombuffer`` columns (``segment_codec``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core.bm25 import POSTING
+from powercontext.store.core import segment_codec
+from powercontext.store.core.bm25 import POSTING, Columns
 
 MAX_TERM_CHARS: Final = 200
 # Full segments hold this many postings (80 KB): no statement carries a posting list of a whole index.
@@ -67,19 +68,14 @@ def in_doc_order(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
 
 
 def unpack(blob: bytes) -> npt.NDArray[Any]:
-    return np.frombuffer(blob, dtype=POSTING)
+    """A stored segment's postings (either encoding, ``segment_codec``)."""
+    return segment_codec.decode(blob)
 
 
-def joined(segments: list[tuple[int, bytes]]) -> npt.NDArray[Any]:
-    """One term's postings from its (lowest doc, segment bytes), lowest first: in doc order unless a revised
-    document's newer segment overlaps an older one (the top-k sorts those).
-
-    The index keeps segments in (open, size) order, so a term merged since a batch reads out of doc order, and
-    sorting a million postings cost the top-k ~15 ms. One copy of the bytes: concatenating structured arrays
-    costs ~10x more (field promotion)."""
-    if len(segments) == 1:
-        return unpack(segments[0][1])
-    return unpack(b"".join(blob for _, blob in sorted(segments, key=lambda part: part[0])))
+def joined(segments: list[tuple[int, bytes]]) -> Columns:
+    """One term's postings from its (lowest doc, segment bytes), lowest first: in doc order unless segments
+    overlap (a revised document's newer posting, open segments merged across batches: the top-k sorts those)."""
+    return segment_codec.columns([blob for _, blob in sorted(segments, key=lambda part: part[0])])
 
 
 def split(array: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:

@@ -307,6 +307,9 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
     # SQLite's artifact_embeddings gets rowids and two indexes (see the SQLite migration 15): there a vector
     # overflowed its cell. Here rows are not stored that way.
     (15, []),
+    # SQLite rewrites its stored postings segments in columns (see the SQLite migration 16). Here segments
+    # written from now on are in columns, and stored ones as merges and removals rewrite them: both read alike.
+    (16, []),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

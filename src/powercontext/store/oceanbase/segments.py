@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.store.core.packed import group_postings, in_doc_order
+from powercontext.store.core.segment_codec import encode
 from powercontext.store.oceanbase.postings import (
     SEGMENT_POSTINGS,
     SEGMENTS_PER_WRITE,
@@ -47,7 +48,7 @@ def _write_segments(conn: Connection, rows: Sequence[tuple[SegmentKey, int, npt.
             raise ValueError("unexpected index name or scope tag")
     values = [
         f"('{table}','{tag}',{escape(term)},{int(seg)},{len(a)},{int(a['doc'][0])},{int(a['doc'][-1])},"
-        f"X'{a.tobytes().hex()}')"
+        f"X'{encode(a).hex()}')"
         for (table, tag, term), seg, a in rows
         if len(a)
     ]

@@ -49,6 +49,32 @@ def vectors_with_rowids(conn: Any) -> None:
         conn.execute(f"PRAGMA secure_delete = {int(secure)}")
 
 
+def segments_in_columns(conn: Any) -> None:
+    """Migration 16: every postings segment stored as records rewritten in columns (core/segment_codec.py)."""
+    from powercontext.store.core.packed import unpack
+    from powercontext.store.core.segment_codec import encode, is_records
+
+    (secure,) = conn.execute("PRAGMA secure_delete").fetchone()
+    conn.execute("PRAGMA secure_delete = OFF")  # postings hold ids and counts, never text: nothing to erase
+    try:
+        last = 0
+        while rows := conn.execute(
+            "SELECT id, postings FROM fts_segments WHERE id > ? ORDER BY id LIMIT 2000", (last,)
+        ).fetchall():
+            last = int(rows[-1][0])
+            conn.executemany(
+                "UPDATE fts_segments SET postings = ? WHERE id = ?",
+                [(encode(unpack(blob)), seg_id) for seg_id, blob in rows if is_records(blob)],
+            )
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+
+
 # Data steps that run after a migration's SQL, in the same transaction. (Migration 9's, which filled per-Scope
 # FTS5 tables, is gone: migration 11 replaces those tables and indexes everything again.)
-DATA_STEPS: dict[int, Callable[[Any], None]] = {2: backfill_term_docs, 11: index_packed, 15: vectors_with_rowids}
+DATA_STEPS: dict[int, Callable[[Any], None]] = {
+    2: backfill_term_docs,
+    11: index_packed,
+    15: vectors_with_rowids,
+    16: segments_in_columns,
+}

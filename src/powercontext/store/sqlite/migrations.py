@@ -341,6 +341,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- The rows move and the indexes are made by data_steps.vectors_with_rowids.
         """,
     ),
+    (
+        16,
+        """
+        -- Postings segments in columns, 8 bytes a posting instead of 20 (store/core/segment_codec.py): a search
+        -- reads every segment of its terms, and reading was most of its time at a million memories. The
+        -- segments are rewritten by data_steps.segments_in_columns.
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -42,6 +42,7 @@ from powercontext.store.core.packed import (
     split,
     unpack,
 )
+from powercontext.store.core.segment_codec import encode
 from powercontext.store.sqlite.tails import read as read_tails
 from powercontext.store.sqlite.tails import remove as remove_from_tails
 from powercontext.store.sqlite.tails import write as write_tails
@@ -234,7 +235,7 @@ def _add_documents(
         "INSERT INTO fts_segments (fts_table, scope_tag, term, open, n, lo, hi, postings)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (index, tag, term, is_open, len(a), int(a["doc"][0]), int(a["doc"][-1]), a.tobytes())
+            (index, tag, term, is_open, len(a), int(a["doc"][0]), int(a["doc"][-1]), encode(a))
             for index, tag, term, is_open, a in written
         ],
     )
@@ -308,7 +309,7 @@ def _remove_documents(conn: Any, removed: Sequence[tuple[str, int]], use_tails: 
                         continue
                     conn.execute(
                         "UPDATE fts_segments SET open = 1, n = ?, lo = ?, hi = ?, postings = ? WHERE id = ?",
-                        (len(kept), int(kept["doc"][0]), int(kept["doc"][-1]), kept.tobytes(), seg_id),
+                        (len(kept), int(kept["doc"][0]), int(kept["doc"][-1]), encode(kept), seg_id),
                     )
             conn.execute(f"DELETE FROM fts_docs WHERE fts_table = ? AND doc_id IN ({marks})", (index, *chunk))
 
