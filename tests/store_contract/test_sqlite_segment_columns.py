@@ -71,4 +71,4 @@ def test_segments_written_as_records_read_alike_and_are_rewritten_in_columns(tmp
     new = _segments(path)
     assert not any(is_records(blob) for blob in new)
     postings = sum(len(unpack(blob)) for blob in new)
-    assert sum(map(len, new)) <= 8 * postings + 16 * len(new) < sum(map(len, old)) / 2
+    assert sum(map(len, new)) <= 8 * postings + 24 * len(new) < sum(map(len, old)) / 2

@@ -30,8 +30,10 @@ def _segment(rng: random.Random, n: int, *, first: int = 1, two: bool = False, b
 def test_a_memory_segment_is_written_in_columns_and_reads_back_exactly(two: bool) -> None:
     array = _segment(random.Random(1), 4096, first=2**40, two=two)
     blob = segment_codec.encode(array)
-    assert len(blob) == 16 + len(array) * (10 if two else 8)  # not 20 bytes a posting
-    assert segment_codec.postings(blob) == len(array)
+    assert len(blob) == 24 + len(array) * (10 if two else 8)  # not 20 bytes a posting
+    part = segment_codec.view(blob)
+    assert len(part) == len(array)
+    assert part.maxima == (array["tf1"].max(), array["tf2"].max(), array["len"].min())  # a term's bound
     assert unpack(blob).tobytes() == array.tobytes()
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from powercontext.store.core import bm25
 from powercontext.store.core.bm25 import POSTING, Columns, Postings, TermPostings
+from powercontext.store.core.segment_codec import encode, view
+from powercontext.store.core.term_segments import TermSegments
 from powercontext.store.core.topk import ranked, top_k
 
 
@@ -29,9 +31,16 @@ def _postings(rng: random.Random, n_docs: int, vocabulary: int, two_columns: boo
 
 
 def _as_read(array: np.ndarray, rng: random.Random) -> TermPostings:
-    if rng.random() < 0.5:
-        array = np.roll(array, rng.randint(1, max(1, len(array))))
-    return array if rng.random() < 0.5 else Columns.of(array)
+    """Records (some in two runs), columns, or segments as a store reads them: each in doc order, their ranges
+    overlapping (postings dealt to them at random), some written before columns existed (records)."""
+    shape = rng.randrange(3)
+    if shape == 0:
+        return array if rng.random() < 0.5 else np.roll(array, rng.randint(1, max(1, len(array))))
+    if shape == 1:
+        return Columns.of(array)
+    dealt = np.array([rng.randrange(4) for _ in range(len(array))])
+    parts = [array[dealt == k] for k in range(4) if np.any(dealt == k)]
+    return TermSegments([view(encode(part) if rng.random() < 0.8 else part.tobytes()) for part in parts])
 
 
 @pytest.mark.parametrize("seed", range(12))

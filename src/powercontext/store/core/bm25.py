@@ -23,10 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Union, overload
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from powercontext.store.core.term_segments import TermSegments
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -63,8 +66,8 @@ class Columns:
         return Columns(*(column[key] for column in self._fields.values()))
 
 
-# A term's postings: ``POSTING`` records, or the same as columns.
-TermPostings = npt.NDArray[Any] | Columns
+# A term's postings: ``POSTING`` records, the same as columns, or its segments as read (core/term_segments.py).
+TermPostings = Union[npt.NDArray[Any], Columns, "TermSegments"]  # Union: "|" takes no forward reference
 
 # ``rank`` ranks every matching document; ``first`` only the ``window_size`` lowest doc ids (the cut code search
 # takes when ranking every match is unaffordable).

@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.store.core import segment_codec
-from powercontext.store.core.bm25 import POSTING, Columns
+from powercontext.store.core.bm25 import POSTING
+from powercontext.store.core.term_segments import TermSegments
 
 MAX_TERM_CHARS: Final = 200
 # Full segments hold this many postings (80 KB): no statement carries a posting list of a whole index.
@@ -72,10 +73,9 @@ def unpack(blob: bytes) -> npt.NDArray[Any]:
     return segment_codec.decode(blob)
 
 
-def joined(segments: list[tuple[int, bytes]]) -> Columns:
-    """One term's postings from its (lowest doc, segment bytes), lowest first: in doc order unless segments
-    overlap (a revised document's newer posting, open segments merged across batches: the top-k sorts those)."""
-    return segment_codec.columns([blob for _, blob in sorted(segments, key=lambda part: part[0])])
+def joined(segments: list[tuple[int, bytes]]) -> TermSegments:
+    """One term's postings from its (lowest doc, segment bytes), read in place, lowest first."""
+    return TermSegments([segment_codec.view(blob) for _, blob in segments])
 
 
 def split(array: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.store.core.bm25 import POSTING, Postings, TermPostings, Window, column_weight, idf, rank, weight
+from powercontext.store.core.term_segments import TermSegments
 
 # Bounds are summed in another order than scores: a relative slack keeps float rounding from pruning a tie.
 _SLACK: Final = 1e-9
@@ -61,54 +62,74 @@ def _weights(array: TermPostings, term_idf: float, avgdl: float, weights: tuple[
 
 
 class _Term:
-    """One query term: its postings' doc ids in ascending order (what lookups search), and the largest BM25
-    weight any of them can have (the term's upper bound). Weights are computed where they are needed: every
-    posting's when the term is taken, only the looked-up ones' while it is not (most postings of a query
-    belong to terms that are only looked up: ~90% at a million memories)."""
+    """One query term: its upper bound (the largest BM25 weight any of its postings can have) and, once it is
+    taken, its postings' doc ids in ascending order with their weights. Until then it is only looked up, where
+    its postings lie (``TermSegments``): most postings of a query belong to terms that are only looked up
+    (~90% at a million memories), and they are never joined, sorted or weighed."""
 
-    __slots__ = ("_all", "_array", "_order", "_pair", "avgdl", "bound", "docs", "idf")
+    __slots__ = ("_all", "_array", "_docs", "_order", "_pair", "avgdl", "bound", "idf")
 
     def __init__(self, array: TermPostings, term_idf: float, avgdl: float, pair: tuple[float, float]) -> None:
-        # A plain id column, copied once: permuting or slicing 20-byte records costs ~10x a column.
-        docs = np.ascontiguousarray(array["doc"], dtype=np.int64)
-        self._order: npt.NDArray[np.intp] | None = None  # record of each sorted position, when not the same
-        if len(docs) > 1 and not bool(np.all(docs[1:] > docs[:-1])):
-            # Segments overlap (a revised document's new posting, segments merged across batches): sort the ids.
-            self._order = np.argsort(docs, kind="stable")
-            docs = docs[self._order]
-        self.docs, self._array = docs, array
+        self._array = array
         self.idf, self.avgdl, self._pair = term_idf, avgdl, pair
+        self._docs: npt.NDArray[np.int64] | None = None
+        self._order: npt.NDArray[np.intp] | None = None  # record of each sorted position, when not the same
         self._all: npt.NDArray[np.float64] | None = None
         self.bound = _bound(array, term_idf, avgdl, pair)
+
+    @property
+    def docs(self) -> npt.NDArray[np.int64]:
+        """Every posting's doc id, ascending."""
+        return self._sorted()[0]
 
     @property
     def weights(self) -> npt.NDArray[np.float64]:
         """Every posting's weight, in ``docs`` order."""
         if self._all is None:
+            order = self._sorted()[1]
             found = _weights(self._array, self.idf, self.avgdl, self._pair)
-            self._all = found if self._order is None else found[self._order]
+            self._all = found if order is None else found[order]
         return self._all
 
-    def weights_at(self, at: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
-        """The weights of the postings at positions ``at`` of ``docs``: the same bits as ``weights[at]`` (one
-        formula, element by element)."""
+    def _sorted(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp] | None]:
+        """The ids ascending, and each one's position in the postings when that is not the same."""
+        if self._docs is None:
+            # A plain id column: permuting or slicing 20-byte records costs ~10x a column.
+            docs = np.ascontiguousarray(self._array["doc"], dtype=np.int64)
+            if len(docs) > 1 and not bool(np.all(docs[1:] > docs[:-1])):
+                # Segments overlap (a revised document's new posting, segments merged across batches).
+                self._order = np.argsort(docs, kind="stable")
+                docs = docs[self._order]
+            self._docs = docs
+        return self._docs, self._order
+
+    def lookup(self, docs: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The term's weight in each of ``docs`` (ascending), 0 where it does not occur: the same bits as its
+        ``weights`` (one formula, element by element)."""
+        array = self._array
+        if self._docs is None and isinstance(array, TermSegments):
+            return array.lookup(docs, self.idf, self.avgdl, self._pair)
+        hit, at = _member(docs, self.docs)
+        found = np.zeros(len(docs), dtype=np.float64)
         if self._all is not None:
-            found: npt.NDArray[np.float64] = self._all[at]
+            found[hit] = self._all[at[hit]]
             return found
-        records = at if self._order is None else self._order[at]
-        array = self._array  # gathered field by field: gathering 20-byte records costs ~10x
+        records = at[hit] if self._order is None else self._order[at[hit]]
         tf1, tf2, size = array["tf1"][records], array["tf2"][records], array["len"][records]
-        return column_weight(tf1, tf2, size, self.idf, self.avgdl, self._pair)
+        found[hit] = column_weight(tf1, tf2, size, self.idf, self.avgdl, self._pair)
+        return found
 
 
 def _bound(array: TermPostings, term_idf: float, avgdl: float, pair: tuple[float, float]) -> float:
     """An upper bound of the term's weights: the weight of its highest frequencies at its shortest length (a
-    weight grows with a frequency and shrinks with the length). At a million memories it is within 1.5% of the
-    largest weight at the median (19% at worst), for two or three reductions instead of every weight."""
+    weight grows with a frequency and shrinks with the length; segments keep the three in their headers). At a
+    million memories it is within 1.5% of the largest weight at the median (19% at worst)."""
+    if isinstance(array, TermSegments):
+        high_tf1, high_tf2, shortest = array.maxima()
+    else:
+        high_tf1, high_tf2, shortest = int(array["tf1"].max()), int(array["tf2"].max()), int(array["len"].min())
     corner = np.zeros(1, dtype=POSTING)
-    corner["tf1"], corner["len"] = array["tf1"].max(), array["len"].min()
-    if pair[1] != 0.0:
-        corner["tf2"] = array["tf2"].max()
+    corner["tf1"], corner["tf2"], corner["len"] = high_tf1, high_tf2 if pair[1] != 0.0 else 0, shortest
     return float(weight(corner, term_idf, avgdl, pair)[0])
 
 
@@ -170,9 +191,7 @@ def _score(
     parts = {term: own}
     known = own
     for j, other in enumerate(later):
-        hit, at = _member(docs, terms[other].docs)
-        part = np.zeros(len(docs), dtype=np.float64)
-        part[hit] = terms[other].weights_at(at[hit])
+        part = terms[other].lookup(docs)
         parts[other] = part
         if best.full and j + 1 < len(later):
             # Known parts plus the bounds of the terms not looked up yet: a document that cannot reach ``theta``
