@@ -19,6 +19,7 @@ segments; on OceanBase a stored segment stays as it was written until a merge or
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -30,6 +31,10 @@ from powercontext.store.core.bm25 import POSTING
 _ONE: Final = b"pcseg\x00\x01\xff"  # columns, one text column (no second frequency)
 _TWO: Final = b"pcseg\x00\x02\xff"  # columns, two text columns
 _HEADER: Final = 24
+_HEAD: Final = struct.Struct("<8sqHHHH")  # kind, lowest id, highest frequencies, shortest length, padding
+# The second frequencies of a one-column segment (read only: a view never writes).
+_ZEROS: Final = np.zeros(8192, dtype="<u2")
+_ZEROS.flags.writeable = False
 _SMALL: Final = (1 << 16) - 1
 _SPAN: Final = (1 << 32) - 1
 
@@ -69,11 +74,9 @@ def encode(array: npt.NDArray[Any]) -> bytes:
     small = [array["tf1"], array["len"], *([array["tf2"]] if two else [])]
     if int(docs[-1]) - lo > _SPAN or any(int(c.min()) < 0 or int(c.max()) > _SMALL for c in small):
         return array.tobytes()
-    maxima = (int(array["tf1"].max()), int(array["tf2"].max()), int(array["len"].min()), 0)
+    maxima = (int(array["tf1"].max()), int(array["tf2"].max()), int(array["len"].min()))
     parts = [
-        _TWO if two else _ONE,
-        np.int64(lo).tobytes(),
-        np.array(maxima, dtype="<u2").tobytes(),
+        _HEAD.pack(_TWO if two else _ONE, lo, *maxima, 0),
         (docs - lo).astype("<u4").tobytes(),
         array["tf1"].astype("<u2").tobytes(),
     ]
@@ -90,21 +93,20 @@ def is_records(blob: bytes) -> bool:
 
 def view(blob: bytes) -> SegmentView:
     """A segment's postings in place (records: their fields, with ``lo`` 0)."""
-    head = bytes(blob[:8])
+    head, lo, high_tf1, high_tf2, shortest, _ = _HEAD.unpack_from(blob) if len(blob) >= _HEADER else (b"",) * 6
     if head not in (_ONE, _TWO):
         records = np.frombuffer(blob, dtype=POSTING)
         maxima = (int(records["tf1"].max()), int(records["tf2"].max()), int(records["len"].min()))
         return SegmentView(0, records["doc"], records["tf1"], records["tf2"], records["len"], maxima)
-    n = (len(blob) - _HEADER) // (10 if head == _TWO else 8)
-    lo = int(np.frombuffer(blob, dtype="<i8", count=1, offset=8)[0])
-    high_tf1, high_tf2, shortest, _ = np.frombuffer(blob, dtype="<u2", count=4, offset=16).tolist()
+    two = head == _TWO
+    n = (len(blob) - _HEADER) // (10 if two else 8)
     at = _HEADER + 4 * n
     tf1 = np.frombuffer(blob, dtype="<u2", count=n, offset=at)
-    if head == _TWO:
+    if two:
         at += 2 * n
         tf2 = np.frombuffer(blob, dtype="<u2", count=n, offset=at)
     else:
-        tf2 = np.zeros(n, dtype="<u2")
+        tf2 = _ZEROS[:n] if n <= len(_ZEROS) else np.zeros(n, dtype="<u2")
     tokens = np.frombuffer(blob, dtype="<u2", count=n, offset=at + 2 * n)
     offsets = np.frombuffer(blob, dtype="<u4", count=n, offset=_HEADER)
     return SegmentView(lo, offsets, tf1, tf2, tokens, (high_tf1, high_tf2, shortest))
