@@ -32,10 +32,6 @@ from powercontext.store.sqlite.packed import PackedIndex
 from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES, check_file, check_open, refusal
 
 _BUSY_TIMEOUT_MS = 10_000
-# Readers map the file (address space, not memory: the pages are the OS page cache's): a search reads megabytes
-# of postings blobs at a million memories, and mapped pages skip a read() call and a copy per 4 KiB page
-# (measured: 4.6 → 2.8 ms p50 for a query's blobs). 2 GiB is SQLite's default ceiling; past it reads as before.
-_READER_MMAP_BYTES = 2 * 1024**3
 # The Scope's heads in rowid order, the order their vectors were written in (migration 15): walked by artifact id
 # instead, a million-memory matrix reads its vectors all over the file: 32 s of SQLite reads against 3-5 s.
 _ARTIFACT_VECTORS_IN_ROWID_ORDER = artifact_vectors("artifacts a INDEXED BY artifacts_by_scope_rowid")
@@ -89,7 +85,6 @@ class SqliteStore(SqlStore):
         if conn is None:
             conn = self._connect()
             conn.execute("PRAGMA query_only = ON")
-            conn.execute(f"PRAGMA mmap_size = {_READER_MMAP_BYTES}")
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)
