@@ -2,8 +2,8 @@
 
 Receipts must select the same memories, in the same order, with the same scores, on SQLite and OceanBase,
 so neither store ranks with its database's own relevance function. Each reads the same inputs from its own
-index (SQLite: the FTS5 table's averages record, ``fts5vocab`` instances and ``docsize``; OceanBase: packed
-postings, store/oceanbase/fulltext.py) and hands them to ``rank``:
+tables (the same packed postings: store/sqlite/packed.py, store/oceanbase/bm25.py) and hands them to ``rank``
+or to the early-stopping top-k (core/topk.py):
 
     idf(t)   = ln(1 + (N - n(t) + 0.5) / (n(t) + 0.5))
     score(d) = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 - b + b·|d| / avgdl)),  k1 = 1.2, b = 0.75
@@ -39,14 +39,16 @@ POSTING: Final = np.dtype([("doc", "<i8"), ("tf1", "<i4"), ("tf2", "<i4"), ("len
 FIELDS: Final = ("doc", "tf1", "tf2", "len")
 
 
-
 class Columns:
-    """One term's postings as a column per ``POSTING`` field (what a search reads, ``packed.joined``): read as
-    ``columns["doc"]``, like the records, and selected by a mask or positions as they are."""
+    """One term's postings as a column per ``POSTING`` field (what a search joins from a term's segments, or
+    ``of`` records): read as ``columns["doc"]``, like the records, and selected by a mask or positions as they
+    are."""
 
     __slots__ = ("_fields",)
 
-    def __init__(self, doc: npt.NDArray[Any], tf1: npt.NDArray[Any], tf2: npt.NDArray[Any], tokens: npt.NDArray[Any]):
+    def __init__(
+        self, doc: npt.NDArray[Any], tf1: npt.NDArray[Any], tf2: npt.NDArray[Any], tokens: npt.NDArray[Any]
+    ) -> None:
         self._fields = {"doc": doc, "tf1": tf1, "tf2": tf2, "len": tokens}
 
     @classmethod
@@ -112,9 +114,7 @@ def rank(
     return [(float(score[i]), int(docs[i])) for i in order]
 
 
-def weight(
-    found: TermPostings, term_idf: float, avgdl: float, weights: tuple[float, float]
-) -> npt.NDArray[np.float64]:
+def weight(found: TermPostings, term_idf: float, avgdl: float, weights: tuple[float, float]) -> npt.NDArray[np.float64]:
     """The term's BM25 weight in each of ``found`` (its postings), the formula's summand."""
     return column_weight(found["tf1"], found["tf2"], found["len"], term_idf, avgdl, weights)
 

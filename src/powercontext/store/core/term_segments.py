@@ -19,7 +19,8 @@ from powercontext.store.core.segment_codec import SegmentView
 
 
 class TermSegments:
-    """One term's segments, lowest doc first; read like ``Columns`` (joined once, on first use)."""
+    """One term's segments, lowest doc first. Read like ``Columns`` (``postings["doc"]``, a mask), it joins them
+    once, on first use; ``lookup`` and ``maxima`` do not."""
 
     __slots__ = ("_joined", "_size", "_split", "segments")
 
@@ -31,10 +32,6 @@ class TermSegments:
 
     def __len__(self) -> int:
         return self._size
-
-    @property
-    def joined(self) -> bool:
-        return self._joined is not None
 
     def columns(self) -> Columns:
         """Every posting, a column per field, in segment order (doc order unless segments overlap)."""
