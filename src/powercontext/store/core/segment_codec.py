@@ -13,8 +13,8 @@ A search reads every segment of its terms, at a million memories ~293,000 postin
 at worst: reading and decoding them was most of its time, and both shrink with the bytes. Columns are read in
 place (``SegmentView``): a lookup searches a segment's offsets without decoding it, and a term's upper bound
 comes from the headers. Segments are written in columns whenever their values fit (an id span under 2^32,
-frequencies and lengths under 2^16: every memory does), else in records. Migration 16 rewrote a SQLite store's
-segments; on OceanBase a stored segment stays as it was written until a merge or a removal rewrites it.
+frequencies and lengths under 2^16: every memory does), else in records. Migration 16 rewrites a store's
+segments from records into columns, on both stores.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from powercontext.store.core.schema_versions import pending_migrations
-from powercontext.store.oceanbase.segments import pack_legacy_postings
+from powercontext.store.oceanbase.segments import pack_legacy_postings, segments_in_columns
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -307,9 +307,8 @@ MIGRATIONS: list[tuple[int, list[str | Callable[[Connection], None]]]] = [
     # SQLite's artifact_embeddings gets rowids and two indexes (see the SQLite migration 15): there a vector
     # overflowed its cell. Here rows are not stored that way.
     (15, []),
-    # SQLite rewrites its stored postings segments in columns (see the SQLite migration 16). Here segments
-    # written from now on are in columns, and stored ones as merges and removals rewrite them: both read alike.
-    (16, []),
+    # Postings segments in columns, 8 bytes a posting instead of 20 (see the SQLite migration 16).
+    (16, [segments_in_columns]),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.store.core.packed import group_postings, in_doc_order
-from powercontext.store.core.segment_codec import encode
+from powercontext.store.core.segment_codec import encode, is_records
 from powercontext.store.oceanbase.postings import (
     SEGMENT_POSTINGS,
     SEGMENTS_PER_WRITE,
@@ -198,3 +198,29 @@ def pack_legacy_postings(conn: Connection) -> None:
             "UPDATE fts_docs SET terms = %s WHERE fts_table = %s AND doc_id = %s",
             [(" ".join(ts), table, doc) for (table, doc), ts in terms.items()],
         )
+
+
+def segments_in_columns(conn: Connection) -> None:
+    """Migration 16: every segment stored as records rewritten in columns (core/segment_codec.py), a page of
+    keys at a time in key order. Idempotent: a run cut short converts the rest when it runs again."""
+    for (table,) in conn.query("SELECT DISTINCT fts_table FROM fts_segments").fetchall():
+        after: tuple[Any, ...] = ("", "", -1)
+        while rows := conn.query(
+            "SELECT term, scope_tag, seg, postings FROM fts_segments WHERE fts_table = %s"
+            " AND (term, scope_tag, seg) > (%s, %s, %s) ORDER BY term, scope_tag, seg LIMIT 500",
+            (table, *after),
+        ).fetchall():
+            after = tuple(rows[-1][:3])
+            changed = [
+                (encode(unpack(bytes(blob))), table, term, tag, seg)
+                for term, tag, seg, blob in rows
+                if is_records(bytes(blob))
+            ]
+            if changed:
+                with conn.raw.cursor() as cur:
+                    cur.executemany(
+                        "UPDATE fts_segments SET postings = %s WHERE fts_table = %s AND term = %s AND scope_tag = %s"
+                        " AND seg = %s",
+                        changed,
+                    )
+            conn.raw.commit()
