@@ -51,7 +51,7 @@ def test_segments_written_as_records_read_alike_and_are_rewritten_in_columns(tmp
     before = {q: [(h.record.key, h.score) for h in store.search_text("s", query_terms(q), 40)] for q in queries}
     store.close()
     written = _segments(path)
-    assert written and not any(is_records(blob) for blob in written)
+    assert written and not any(is_records(blob) for blob in written if len(unpack(blob)) >= 32)
 
     # Back to a file from before migration 16: every segment as 20-byte records.
     conn = sqlite.connect(str(path))
@@ -69,6 +69,6 @@ def test_segments_written_as_records_read_alike_and_are_rewritten_in_columns(tmp
     assert after == before
     assert all(before.values())
     new = _segments(path)
-    assert not any(is_records(blob) for blob in new)
+    assert not any(is_records(blob) for blob in new if len(unpack(blob)) >= 32)
     postings = sum(len(unpack(blob)) for blob in new)
     assert sum(map(len, new)) <= 8 * postings + 24 * len(new) < sum(map(len, old)) / 2

@@ -37,6 +37,11 @@ def test_a_memory_segment_is_written_in_columns_and_reads_back_exactly(two: bool
     assert unpack(blob).tobytes() == array.tobytes()
 
 
+def test_a_segment_of_a_few_postings_stays_in_records() -> None:
+    array = _segment(random.Random(4), 31)
+    assert segment_codec.encode(array) == array.tobytes()
+
+
 def test_values_past_the_columns_fall_back_to_records() -> None:
     rng = random.Random(2)
     wide = _segment(rng, 50)
