@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from powercontext.store.core import bm25
-from powercontext.store.core.bm25 import POSTING, Columns, Postings, TermPostings
+from powercontext.store.core.bm25 import FIELDS, POSTING, Columns, Postings, TermPostings
 from powercontext.store.core.segment_codec import encode, view
 from powercontext.store.core.term_segments import TermSegments
 from powercontext.store.core.topk import ranked, top_k
@@ -37,7 +37,7 @@ def _as_read(array: np.ndarray, rng: random.Random) -> TermPostings:
     if shape == 0:
         return array if rng.random() < 0.5 else np.roll(array, rng.randint(1, max(1, len(array))))
     if shape == 1:
-        return Columns.of(array)
+        return Columns(*(np.ascontiguousarray(array[name]) for name in FIELDS))
     dealt = np.array([rng.randrange(4) for _ in range(len(array))])
     parts = [array[dealt == k] for k in range(4) if np.any(dealt == k)]
     return TermSegments([view(encode(part) if rng.random() < 0.8 else part.tobytes()) for part in parts])

@@ -40,9 +40,8 @@ FIELDS: Final = ("doc", "tf1", "tf2", "len")
 
 
 class Columns:
-    """One term's postings as a column per ``POSTING`` field (what a search joins from a term's segments, or
-    ``of`` records): read as ``columns["doc"]``, like the records, and selected by a mask or positions as they
-    are."""
+    """One term's postings as a column per ``POSTING`` field (what a search joins from a term's segments): read
+    as ``columns["doc"]``, like the records, and selected by a mask or positions as they are."""
 
     __slots__ = ("_fields",)
 
@@ -50,10 +49,6 @@ class Columns:
         self, doc: npt.NDArray[Any], tf1: npt.NDArray[Any], tf2: npt.NDArray[Any], tokens: npt.NDArray[Any]
     ) -> None:
         self._fields = {"doc": doc, "tf1": tf1, "tf2": tf2, "len": tokens}
-
-    @classmethod
-    def of(cls, records: npt.NDArray[Any]) -> Columns:
-        return cls(*(np.ascontiguousarray(records[name]) for name in FIELDS))
 
     def __len__(self) -> int:
         return len(self._fields["doc"])

@@ -4,8 +4,9 @@
 200,000 postings at the median and a million at worst, and scoring them all costs tens of milliseconds. This
 returns the same documents, scores and order, scoring far fewer:
 
-- each term's postings become two plain columns once (doc ids ascending, the term's BM25 weight in each), and
-  its upper bound is the largest of those weights;
+- each term is bounded by the weight of its highest frequencies at its shortest length; a term taken becomes two
+  plain columns (doc ids ascending, each posting's BM25 weight), a term only looked up is searched where its
+  postings lie (``TermSegments``) and weighed only where a looked-up document is found;
 - terms are taken best bound first; a document is scored, exactly and once, when the first term it holds is
   taken: then only the terms not yet taken can add to it, so it is looked up in their postings alone, best
   bound first, and dropped as soon as its known weights plus the bounds of the terms not looked up yet stay
