@@ -164,6 +164,13 @@ def engine_socket(pid: int) -> dict[str, str]:
     return {"unix_socket": sockets[0], "user": "root"}
 
 
+def outside_engine_storage(paths: list[str]) -> list[str]:
+    """The paths that are not the engine's own log (``redo/``) or data file (``sstable/``). A deletion on seekdb is
+    a new version of the row: the old bytes stay in the log, and in the data file when the engine dumped its memory
+    there before the deletion, until it reuses that space (docs/operations.md, "Purge"); nothing else may hold them."""
+    return [path for path in paths if not any(part in f"/{path}" for part in ("/redo/", "/sstable/"))]
+
+
 def store_copy(source: str, target: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``powercontext store copy --from source --to target`` as a user runs it (a forked console script)."""
     from tests import forked

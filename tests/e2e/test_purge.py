@@ -16,7 +16,7 @@ import pytest
 
 from tests import forked
 from tests.conftest import live_server
-from tests.seekdb_support import new_engine_dir, require_seekdb
+from tests.seekdb_support import new_engine_dir, outside_engine_storage, require_seekdb
 from tests.support import Api, error_code
 
 SECRET = "sk-live-Q7W8E9R0T1Y2U3zebracrossing"
@@ -91,17 +91,15 @@ def test_purge_on_sqlite_leaves_the_text_in_no_database_file(tmp_path: Path) -> 
     assert files_holding(tmp_path, SECRET.encode()) == [] and files_holding(tmp_path, SECRET_TERM) == []
 
 
-def test_purge_on_embedded_seekdb_answers_410_and_leaves_the_text_only_in_the_redo_log(tmp_path: Path) -> None:
+def test_purge_on_embedded_seekdb_answers_410_and_leaves_the_text_only_in_the_engines_storage(tmp_path: Path) -> None:
     require_seekdb()
     with live_server(tmp_path, store=f"seekdb://{new_engine_dir(tmp_path)}") as server:
         api = Api(server.base_url)
         scope, aid = purge_flow(api, server.base_url)
         assert_gone(api, scope, aid)
         api.close()
-    # The documented limit (docs/operations.md, "Purge"): no data file holds the text, but the engine's redo log
-    # still holds the write that created it until the engine recycles that log; nothing else may.
     holding = files_holding(tmp_path, SECRET.encode()) + files_holding(tmp_path, SECRET_TERM)
-    assert all("/redo/" in f"/{path}" for path in holding), holding
+    assert outside_engine_storage(holding) == [], holding
 
 
 def test_purge_a_topic_memory_and_an_experience_on_sqlite(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """A purge reaches the review inbox: purging a Source erases the text of every Atomic Memory Candidate extracted
 from it (pending, approved or rejected) and a pending one can no longer be approved (``410 purged``, nothing
 written); purging an Atomic Memory erases the Candidate that wrote it. Afterwards (SQLite) no database file holds
-the text, WAL included; embedded seekdb only its redo log (docs/operations.md, "Purge").
+the text, WAL included; embedded seekdb only its own log and data file (docs/operations.md, "Purge").
 
 Each backend runs in a Server of its own, so the files grepped hold only this test's data.
 """
@@ -19,7 +19,7 @@ import pytest
 from tests import forked
 from tests.conftest import live_server
 from tests.e2e.test_purge import files_holding
-from tests.seekdb_support import new_engine_dir, require_seekdb
+from tests.seekdb_support import new_engine_dir, outside_engine_storage, require_seekdb
 from tests.support import Api, error_code, wait_until
 
 
@@ -44,8 +44,7 @@ def _candidates(api: Api, scope: str, status: str) -> list[dict[str, Any]]:
 
 def _holding(base: Path, needles: list[str], seekdb: bool) -> list[str]:
     found = [path for needle in needles for path in files_holding(base, needle.encode())]
-    # The documented seekdb limit: its redo log keeps the writes that created the text until the engine recycles it.
-    return [path for path in found if not (seekdb and "/redo/" in f"/{path}")]
+    return outside_engine_storage(found) if seekdb else found
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "seekdb"])
