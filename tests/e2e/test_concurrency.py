@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -87,12 +88,24 @@ def test_prepares_during_writes_stay_consistent(api: Api, server: LiveServer) ->
                 if set(body) != FOUR_KEYS | {"receipt"}:
                     failures.append("receipt missing")
                     continue
+                if body["status"] != "ready":  # every memory holds the query's word: a search found none of them
+                    failures.append(f"prepare {body['status']}")
+                    continue
                 cited = [f.address for f in parse_fragments(body["content"])]
                 if cited != [s["artifact_address"] for s in body["receipt"]["selected"]]:
                     failures.append("receipt disagrees with content")
 
-    writers = [threading.Thread(target=write) for _ in range(2)]
-    readers = [threading.Thread(target=read) for _ in range(4)]
+    def recorded(work: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:  # an exception in a thread would not fail the test by itself
+            try:
+                work()
+            except Exception as exc:  # any error is a failure like the others
+                failures.append(repr(exc))
+
+        return run
+
+    writers = [threading.Thread(target=recorded(write)) for _ in range(2)]
+    readers = [threading.Thread(target=recorded(read)) for _ in range(4)]
     for t in writers + readers:
         t.start()
     for t in readers:

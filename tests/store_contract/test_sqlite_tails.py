@@ -5,13 +5,18 @@ batch, straight into the per-term segments."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pysqlite3 import dbapi2 as sqlite
 
 from powercontext.store.base import MemoryEdit, NewMemory
 from powercontext.store.core.memory_rows import scope_tag
+from powercontext.store.core.packed import posting_term
+from powercontext.store.core.terms import MEMORY_INDEX
 from powercontext.store.sqlite import SqliteStore
+from powercontext.store.sqlite.packed import read_postings
 from powercontext.store.sqlite.tails import MAX_TAIL_ROWS
 from powercontext.text.tokenize import query_terms
 
@@ -88,3 +93,48 @@ def test_deleting_a_scope_drops_its_tail_rows(tmp_path: Path) -> None:
     assert _count(tmp_path / "d.db", "SELECT COUNT(*) FROM fts_tail") == 3  # the other Scope's three writes
     gone = scope_tag(SCOPE)
     assert _count(tmp_path / "d.db", f"SELECT COUNT(*) FROM fts_tail WHERE scope_tag = '{gone}'") == 0
+
+
+class _WriteBetweenStatements:
+    """A reader's connection that lets a write commit right after the statement reading ``fts_segments``: what
+    happens when the writer thread runs between two of a search's statements. Everything else is the real
+    connection's."""
+
+    def __init__(self, conn: Any, write: Callable[[], None]) -> None:
+        self._conn, self._write = conn, write
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        cursor = self._conn.execute(sql, params)
+        if "FROM fts_segments" not in sql:
+            return cursor
+        rows = cursor.fetchall()
+        self._write()
+        return iter(rows)
+
+
+def test_a_write_that_moves_the_tail_between_two_reads_hides_no_posting(tmp_path: Path) -> None:
+    """A search reads a term's segments and its tail rows in two statements; the write that fills the tail moves
+    every tail row into segments. Committed between the two, it used to hide every moved posting: a prepare during
+    batch writes found nothing (tests/e2e/test_concurrency.py). Both reads now see one state."""
+    store = SqliteStore(tmp_path / "race.db")
+    try:
+        store.create_scope(SCOPE, "tails", [])
+        for i in range(MAX_TAIL_ROWS):  # every posting of "mixword" in the tail, none in segments yet
+            store.create_memories(SCOPE, [NewMemory(f"mixword note {i}", "note", ())])
+        assert _count(tmp_path / "race.db", "SELECT COUNT(*) FROM fts_segments") == 0
+        term = posting_term(query_terms("mixword")[0])
+
+        def fill_the_tail() -> None:
+            store.create_memories(SCOPE, [NewMemory("mixword one more", "note", ())])
+
+        racing = _WriteBetweenStatements(store._reader(), fill_the_tail)
+        postings = read_postings(racing, MEMORY_INDEX, scope_tag(SCOPE), [term])
+        assert _count(tmp_path / "race.db", "SELECT COUNT(*) FROM fts_tail") <= 1  # the write did move the tail
+        assert postings.counts[term] == MAX_TAIL_ROWS  # the state before that write, all of it
+        assert len(postings.arrays[term]) == MAX_TAIL_ROWS
+        assert len(store.search_text(SCOPE, ["mixword"], 100)) == MAX_TAIL_ROWS + 1  # and the next search sees it
+    finally:
+        store.close()

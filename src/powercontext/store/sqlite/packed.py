@@ -19,7 +19,8 @@ contentless tables and the OceanBase store do, so both stores score alike.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 import numpy as np
@@ -153,16 +154,17 @@ class PackedIndex:
             return {}
         found: dict[str, int] = {}
         keys = sorted(set(stored.values()))
-        for start in range(0, len(keys), _CHUNK):
-            part = keys[start : start + _CHUNK]
-            rows = conn.execute(
-                "SELECT term, SUM(n) FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
-                f" AND term IN ({','.join('?' * len(part))}) GROUP BY term",
-                (index, scope_tag, *part),
-            )
-            found.update({str(term): int(n) for term, n in rows})
-        for term, arrays in read_tails(conn, (index, scope_tag), keys).items():
-            found[term] = found.get(term, 0) + sum(map(len, arrays))
+        with one_snapshot(conn):  # segments and tail rows of one state (``one_snapshot``)
+            for start in range(0, len(keys), _CHUNK):
+                part = keys[start : start + _CHUNK]
+                rows = conn.execute(
+                    "SELECT term, SUM(n) FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
+                    f" AND term IN ({','.join('?' * len(part))}) GROUP BY term",
+                    (index, scope_tag, *part),
+                )
+                found.update({str(term): int(n) for term, n in rows})
+            for term, arrays in read_tails(conn, (index, scope_tag), keys).items():
+                found[term] = found.get(term, 0) + sum(map(len, arrays))
         return {term: found[key] for term, key in stored.items() if key in found}
 
     def forget_scope(self, conn: Any, scope_tag: str) -> None:
@@ -171,10 +173,33 @@ class PackedIndex:
             conn.execute(f"DELETE FROM {table} WHERE scope_tag = ?", (scope_tag,))
 
 
+@contextmanager
+def one_snapshot(conn: Any) -> Iterator[None]:
+    """The statements inside read one state of the database. A reader runs in autocommit, one snapshot per
+    statement, and a term's postings lie in two tables: a write that moves the tail rows into segments between a
+    search's read of the segments and its read of the tail hid every posting moved (a prepare during batch writes
+    then found nothing). Inside a transaction already (a write's), its own snapshot serves."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")  # deferred: a read transaction from the first SELECT on; no lock a writer waits for
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
 def read_postings(
     conn: Any, index: str, scope_tag: str, query: Sequence[str], open_segments: SegmentCounts | None = None
 ) -> Postings:
-    """Every input of BM25 for the query's (stored-form) terms over one Scope's index, in two statements."""
+    """Every input of BM25 for the query's (stored-form) terms over one Scope's index, from one snapshot."""
+    with one_snapshot(conn):
+        return _read_postings(conn, index, scope_tag, query, open_segments)
+
+
+def _read_postings(
+    conn: Any, index: str, scope_tag: str, query: Sequence[str], open_segments: SegmentCounts | None
+) -> Postings:
     totals = conn.execute(
         "SELECT docs, tokens FROM fts_scope_totals WHERE fts_table = ? AND scope_tag = ?", (index, scope_tag)
     ).fetchone()
