@@ -186,7 +186,8 @@ def one_snapshot(conn: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        conn.execute("COMMIT")
+        if conn.in_transaction:  # an I/O error may have ended it already: the error raised stays that one
+            conn.execute("COMMIT")
 
 
 def read_postings(
