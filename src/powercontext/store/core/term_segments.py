@@ -36,7 +36,12 @@ class TermSegments:
     def columns(self) -> Columns:
         """Every posting, a column per field, in segment order (doc order unless segments overlap)."""
         if self._joined is None:
-            self._joined = _join(self.segments)
+            if self._split is not None and not self._split[1]:
+                # Looked up before it was taken, and no segment overlapped: the lookups' chain is every posting,
+                # in doc order, already joined.
+                self._joined = self._split[0]
+            else:
+                self._joined = _join(self.segments)
         return self._joined
 
     @overload
