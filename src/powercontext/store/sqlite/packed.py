@@ -155,14 +155,8 @@ class PackedIndex:
         found: dict[str, int] = {}
         keys = sorted(set(stored.values()))
         with one_snapshot(conn):  # segments and tail rows of one state (``one_snapshot``)
-            for start in range(0, len(keys), _CHUNK):
-                part = keys[start : start + _CHUNK]
-                rows = conn.execute(
-                    "SELECT term, SUM(n) FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
-                    f" AND term IN ({','.join('?' * len(part))}) GROUP BY term",
-                    (index, scope_tag, *part),
-                )
-                found.update({str(term): int(n) for term, n in rows})
+            rows = _segment_rows(conn, "term, SUM(n)", index, scope_tag, keys, " GROUP BY term")
+            found.update({str(term): int(n) for term, n in rows})
             for term, arrays in read_tails(conn, (index, scope_tag), keys).items():
                 found[term] = found.get(term, 0) + sum(map(len, arrays))
         return {term: found[key] for term, key in stored.items() if key in found}
@@ -279,18 +273,25 @@ def _open_segments(conn: Any, keys: Sequence[SegmentKey]) -> dict[SegmentKey, li
         by_group.setdefault((index, tag), []).append(term)
     found: dict[SegmentKey, list[tuple[int, int]]] = {}
     for (index, tag), terms in by_group.items():
-        for start in range(0, len(terms), _CHUNK):
-            part = terms[start : start + _CHUNK]
-            rows = conn.execute(
-                "SELECT term, id, n FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
-                f" AND term IN ({','.join('?' * len(part))}) AND open = 1",
-                (index, tag, *part),
-            )
-            for term, seg_id, n in rows:
-                found.setdefault((index, tag, term), []).append((int(seg_id), int(n)))
+        for term, seg_id, n in _segment_rows(conn, "term, id, n", index, tag, terms, " AND open = 1"):
+            found.setdefault((index, tag, term), []).append((int(seg_id), int(n)))
     for segments in found.values():
         segments.sort()
     return found
+
+
+def _segment_rows(
+    conn: Any, columns: str, index: str, scope_tag: str, terms: Sequence[str], tail: str = ""
+) -> Iterator[Any]:
+    """``SELECT columns FROM fts_segments`` for these terms of one index and Scope, then ``tail`` (a further
+    condition or a grouping by term), ``_CHUNK`` terms a statement."""
+    for start in range(0, len(terms), _CHUNK):
+        part = terms[start : start + _CHUNK]
+        yield from conn.execute(
+            f"SELECT {columns} FROM fts_segments WHERE fts_table = ? AND scope_tag = ?"
+            f" AND term IN ({','.join('?' * len(part))}){tail}",
+            (index, scope_tag, *part),
+        )
 
 
 def _segments(conn: Any, ids: Sequence[int]) -> dict[int, npt.NDArray[Any]]:
