@@ -76,10 +76,8 @@ class TermSegments:
             return found
         chain, others = self._chain()
         if len(chain):
-            at = np.minimum(np.searchsorted(chain["doc"], docs), len(chain) - 1)
-            hit = chain["doc"][at] == docs
-            at = at[hit]
-            found[hit] = column_weight(chain["tf1"][at], chain["tf2"][at], chain["len"][at], term_idf, avgdl, pair)
+            counts = (chain["tf1"], chain["tf2"], chain["len"])
+            _weigh_found(found, docs, chain["doc"], counts, term_idf, avgdl, pair)
         _search(others, docs, found, term_idf, avgdl, pair)
         return found
 
@@ -128,8 +126,22 @@ def _search(
     for part, start, end in zip(segments, starts, ends, strict=True):
         if start == end:
             continue
-        wanted = docs[start:end] - part.lo
-        at = np.minimum(np.searchsorted(part.offsets, wanted), len(part) - 1)
-        hit = part.offsets[at] == wanted
-        at = at[hit]
-        found[start:end][hit] = column_weight(part.tf1[at], part.tf2[at], part.tokens[at], term_idf, avgdl, pair)
+        counts = (part.tf1, part.tf2, part.tokens)
+        _weigh_found(found[start:end], docs[start:end] - part.lo, part.offsets, counts, term_idf, avgdl, pair)
+
+
+def _weigh_found(
+    out: npt.NDArray[np.float64],
+    wanted: npt.NDArray[Any],
+    ids: npt.NDArray[Any],
+    counts: tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]],
+    term_idf: float,
+    avgdl: float,
+    pair: tuple[float, float],
+) -> None:
+    """Set ``out`` to the weight of each of ``wanted`` (ascending) found in ``ids`` (ascending, non-empty), whose
+    first and second frequencies and lengths are ``counts``; the others are left as they are."""
+    at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    hit = ids[at] == wanted
+    at = at[hit]
+    out[hit] = column_weight(counts[0][at], counts[1][at], counts[2][at], term_idf, avgdl, pair)
