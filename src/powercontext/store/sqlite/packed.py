@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any, Final
 
 import numpy as np
@@ -44,6 +43,7 @@ from powercontext.store.core.packed import (
     unpack,
 )
 from powercontext.store.core.segment_codec import encode
+from powercontext.store.sqlite.snapshot import one_snapshot
 from powercontext.store.sqlite.tails import read as read_tails
 from powercontext.store.sqlite.tails import remove as remove_from_tails
 from powercontext.store.sqlite.tails import write as write_tails
@@ -165,23 +165,6 @@ class PackedIndex:
         """Drop every index's postings, documents and totals of one Scope (its deletion)."""
         for table in ("fts_segments", "fts_tail", "fts_docs", "fts_scope_totals"):
             conn.execute(f"DELETE FROM {table} WHERE scope_tag = ?", (scope_tag,))
-
-
-@contextmanager
-def one_snapshot(conn: Any) -> Iterator[None]:
-    """The statements inside read one state of the database. A reader runs in autocommit, one snapshot per
-    statement, and a term's postings lie in two tables: a write that moves the tail rows into segments between a
-    search's read of the segments and its read of the tail hid every posting moved (a prepare during batch writes
-    then found nothing). Inside a transaction already (a write's), its own snapshot serves."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")  # deferred: a read transaction from the first SELECT on; no lock a writer waits for
-    try:
-        yield
-    finally:
-        if conn.in_transaction:  # an I/O error may have ended it already: the error raised stays that one
-            conn.execute("COMMIT")
 
 
 def read_postings(

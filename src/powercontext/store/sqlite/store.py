@@ -30,6 +30,7 @@ from powercontext.store.health import IntegrityCheck, StoreHealth
 from powercontext.store.sqlite.migrations import LATEST_VERSION, apply_migrations
 from powercontext.store.sqlite.packed import PackedIndex
 from powercontext.store.sqlite.preflight import CHECK_AT_START_MAX_BYTES, check_file, check_open, refusal
+from powercontext.store.sqlite.snapshot import one_snapshot
 
 _BUSY_TIMEOUT_MS = 10_000
 # The Scope's heads in rowid order, the order their vectors were written in (migration 15): walked by artifact id
@@ -178,15 +179,12 @@ class SqliteStore(SqlStore):
         matrix_key = (scope_id, family, model_id)
         matrix = self._vectors.get(matrix_key, vector_generation(conn, scope_id, family))
         if matrix is None:
-            conn.execute("BEGIN")  # one snapshot for the generation and the rows it describes
-            try:
+            with one_snapshot(conn):  # the generation and the rows it describes
                 generation = vector_generation(conn, scope_id, family)
                 if family == "code":
                     rows = conn.execute(CODE_VECTORS, (scope_id, model_id))
                 else:
                     rows = conn.execute(_ARTIFACT_VECTORS_IN_ROWID_ORDER, (scope_id, family, model_id))
                 matrix = load_matrix(rows, len(vector), generation)
-            finally:
-                conn.execute("COMMIT")
             self._vectors.install(matrix_key, matrix)
         return matrix.top(vector, limit)
