@@ -49,7 +49,16 @@ class SegmentView:
     tf1: npt.NDArray[Any]
     tf2: npt.NDArray[Any]  # all zero when the index has one text column
     tokens: npt.NDArray[Any]
-    maxima: tuple[int, int, int]  # highest first and second frequency, shortest document
+    # Highest first and second frequency, shortest document: from a column segment's header; None for records,
+    # whose three reductions are computed only if a search asks (most reads of small, open segments never do).
+    header: tuple[int, int, int] | None
+
+    @property
+    def maxima(self) -> tuple[int, int, int]:
+        """The highest first and second frequency and the shortest document."""
+        if self.header is not None:
+            return self.header
+        return int(self.tf1.max()), int(self.tf2.max()), int(self.tokens.min())
 
     @property
     def first(self) -> int:
@@ -99,8 +108,7 @@ def view(blob: bytes) -> SegmentView:
     head, lo, high_tf1, high_tf2, shortest, _ = _HEAD.unpack_from(blob) if len(blob) >= _HEADER else (b"",) * 6
     if head not in (_ONE, _TWO):
         records = np.frombuffer(blob, dtype=POSTING)
-        maxima = (int(records["tf1"].max()), int(records["tf2"].max()), int(records["len"].min()))
-        return SegmentView(0, records["doc"], records["tf1"], records["tf2"], records["len"], maxima)
+        return SegmentView(0, records["doc"], records["tf1"], records["tf2"], records["len"], None)
     two = head == _TWO
     n = (len(blob) - _HEADER) // (10 if two else 8)
     at = _HEADER + 4 * n

@@ -52,12 +52,10 @@ class TermSegments:
         return self.columns()[key]
 
     def maxima(self) -> tuple[int, int, int]:
-        """The highest first and second frequency and the shortest document, from the segments' headers."""
-        return (
-            max(part.maxima[0] for part in self.segments),
-            max(part.maxima[1] for part in self.segments),
-            min(part.maxima[2] for part in self.segments),
-        )
+        """The highest first and second frequency and the shortest document, from the segments' headers (or
+        their records)."""
+        each = [part.maxima for part in self.segments]
+        return max(m[0] for m in each), max(m[1] for m in each), min(m[2] for m in each)
 
     def lookup(
         self, docs: npt.NDArray[np.int64], term_idf: float, avgdl: float, pair: tuple[float, float]
