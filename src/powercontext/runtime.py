@@ -44,6 +44,7 @@ from powercontext.recall.expansion import Expander, ModelExpander, WidenExpander
 from powercontext.recall.family_readers import ExperienceReader, ProfileReader, TopicMemoryReader
 from powercontext.recall.readers import AtomicMemoryReader, CodeEvidenceReader, CodeReader, FamilyReader
 from powercontext.recall.rerank import ListwiseReranker, MemoryReranker, PromptResolver
+from powercontext.recall.successor_probe import SuccessorProbe
 from powercontext.receipt.assembler import ReceiptAssembler, TraceReceiptAssembler
 from powercontext.search.backfill import VectorBackfill
 from powercontext.search.channels import ChannelSearch, HybridWeights
@@ -113,7 +114,11 @@ class Runtime:
             vectors_complete=self.vector_backfill.complete,
             hit_vectors=store.memory_vectors,
         )
-        atomic_reader = AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors)
+        atomic_reader = AtomicMemoryReader(
+            self.atomic_search,
+            stored_vectors=store.memory_vectors,
+            successor_probe=SuccessorProbe(store.memories_holding, store.term_statistics),
+        )
         self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: atomic_reader}
         self.topic_search = self._add_family_readers(hybrid_weights)
         self.writes = self._write_service()

@@ -255,3 +255,67 @@ def test_a_change_from_a_value_of_several_words_is_recognised(api: Api) -> None:
         observed_at="2025-04-09",
     )
     assert new["possibly_supersedes"] == [artifact_id(old)]
+
+
+# -- successors that share no word with the question ------------------------------------------------
+
+BOT_OLD = "Dependency updates come from Dependabot; each repo has its own .github/dependabot.yml."
+# Shares no word with the question below: only its subject ("dependabot") links it to the statement it replaces.
+BOT_NEW = (
+    "Dependabot replaced by Renovate for all repos (Mar 18); shared preset github>acme/renovate-config."
+    " Dependabot config files should be deleted."
+)
+BOT_QUESTION = "Which bot opens our dependency update PRs?"
+BOT_FILLER = [
+    "PRs from forks need a maintainer to approve their CI run.",
+    "The release bot opens the changelog PR every Monday morning.",
+    "Dependency licences are checked by the licence scanner on every PR.",
+    "Update windows for the shared clusters are Tuesdays and Thursdays.",
+    "The merge queue bot is owned by the developer experience team.",
+    "Security updates to base images are applied within seven days.",
+]
+
+
+def _bot_history(api: Api, successor: str = BOT_NEW) -> tuple[str, str, str]:
+    scope = api.new_scope()
+    for text in BOT_FILLER:
+        api.add(scope, text, "fact", observed_at="2024-10-01")
+    old = api.add(scope, BOT_OLD, "fact", observed_at="2024-11-25")
+    new = api.add(scope, successor, "decision", observed_at="2025-03-18")
+    return scope, artifact_id(old), artifact_id(new)
+
+
+def _ids(items: list[dict[str, object]]) -> list[str]:
+    return [i["citation"]["artifact"]["artifact_id"] for i in items]  # type: ignore[index]
+
+
+def test_a_successor_that_shares_no_word_with_the_question_is_injected_above_what_it_replaced(api: Api) -> None:
+    scope, old_id, new_id = _bot_history(api)
+    hits = api.search(scope, BOT_QUESTION).json()["hits"]
+    searched = [h["artifact_address"]["artifact"]["artifact_id"] for h in hits]
+    assert old_id in searched and new_id not in searched, "the question alone does not find the successor"
+    ids = _ids(_prepared_items(api, scope, BOT_QUESTION))
+    assert new_id in ids and old_id in ids
+    assert ids.index(new_id) == ids.index(old_id) - 1
+
+
+def test_a_later_memory_on_the_subject_that_changes_nothing_is_not_pulled(api: Api) -> None:
+    scope, old_id, other_id = _bot_history(api, "Dependabot security alerts are mailed to the platform channel.")
+    ids = _ids(_prepared_items(api, scope, BOT_QUESTION))
+    assert old_id in ids and other_id not in ids
+
+
+def test_a_question_about_history_gets_no_successor_pulled(api: Api) -> None:
+    scope, old_id, new_id = _bot_history(api)
+    ids = _ids(_prepared_items(api, scope, "Which bot originally opened our dependency update PRs?"))
+    assert old_id in ids and new_id not in ids
+
+
+def test_the_successor_is_pulled_on_embedded_seekdb_too(seekdb_server: LiveServer) -> None:
+    seekdb_api = Api(seekdb_server.base_url)
+    try:
+        scope, old_id, new_id = _bot_history(seekdb_api)
+        ids = _ids(_prepared_items(seekdb_api, scope, BOT_QUESTION))
+    finally:
+        seekdb_api.close()
+    assert ids.index(new_id) == ids.index(old_id) - 1

@@ -403,3 +403,22 @@ def test_observed_at_is_kept_per_revision(store: Store) -> None:
     revised = store.revise_memory("obs", created[0].key.artifact_id, 1, MemoryEdit("deploy note revised"))
     assert revised.observed == revised.created_at  # a revision states something as of when it is written
     assert store.read_revision("obs", created[0].key.artifact_id, 1).observed == given
+
+
+def test_memories_holding_rare_terms_rarest_first_then_latest(store: Store) -> None:
+    sid, other = scope(store), scope(store)
+    common = [add(store, sid, f"holdcommon filler number {i}") for i in range(4)]
+    older = add(store, sid, "holdrare holdcommon first statement")
+    newer = add(store, sid, "holdrare second statement")
+    both = add(store, sid, "holdrare holdrarest third statement")
+    retired = add(store, sid, "holdrarest retired statement")
+    add(store, other, "holdrare holdrarest in another scope")
+    store.change_lifecycle(sid, retired.artifact_id, "retire", None)
+    found = [r.key for r in store.memories_holding(sid, query_terms("holdrare holdrarest holdcommon"), 50)]
+    # The rarer terms a memory holds add up first; memories holding the same ones come latest written first.
+    assert found[:3] == [both, older, newer]
+    assert sorted(found[3:], key=str) == sorted(common, key=str)
+    assert retired not in found
+    assert [r.key for r in store.memories_holding(sid, query_terms("holdrare"), 2)] == [both, newer]
+    assert store.memories_holding(sid, query_terms("nowhere"), 5) == []
+    assert store.memories_holding(sid, [], 5) == []

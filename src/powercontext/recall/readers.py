@@ -14,6 +14,7 @@ from powercontext.contract.common import Family
 from powercontext.domain.candidates import CANDIDATE_LIMITS, Candidate, CodeCandidate, round_robin
 from powercontext.domain.identity import ArtifactKey
 from powercontext.recall.probe import ChannelRecorder
+from powercontext.recall.successor_probe import SuccessorProbe
 from powercontext.recall.supersession import SEARCH_DEPTH_FACTOR, Vector, asks_for_history, newer_first
 from powercontext.recall.trace import RecallTrace
 from powercontext.search.channel_list import ScoredHit
@@ -74,12 +75,15 @@ class AtomicMemoryReader:
         search: ChannelSearch[ScoredMemory],
         per_scope_limit: int = ATOMIC_CANDIDATE_LIMIT,
         stored_vectors: StoredVectors | None = None,
+        successor_probe: SuccessorProbe | None = None,
     ) -> None:
         """``stored_vectors`` lets the newer-first rule compare the hits' own embeddings when the search used
-        vectors (recall/supersession.py); without it the rule uses terms alone."""
+        vectors (recall/supersession.py); without it the rule uses terms alone. ``successor_probe`` offers the
+        rule later statements of change that share no word with the query (recall/successor_probe.py)."""
         self._search = search
         self._limit = per_scope_limit
         self._stored_vectors = stored_vectors
+        self._probe = successor_probe
 
     def read(self, ctx: RecallContext) -> list[Candidate]:
         return round_robin([pool for _, pool in self.read_groups(ctx)])
@@ -101,23 +105,30 @@ class AtomicMemoryReader:
                     depth=pool if history else pool * SEARCH_DEPTH_FACTOR,
                     probe=None if recorder is None else _ChannelsOnly(recorder),
                 )
-                hits = (
-                    outcome.hits[:pool]
-                    if history
-                    else newer_first(
-                        outcome.hits,
-                        pool,
-                        _observed,
-                        _text,
-                        self._hit_vectors(scope_id, outcome, _successors_only(outcome)),
-                        _successors_only(outcome),
+                if history:
+                    hits = outcome.hits[:pool]
+                else:
+                    extra = self._successor_candidates(scope_id, outcome)
+                    hits = newer_first(
+                        outcome.hits, pool, _observed, _text, self._hit_vectors(scope_id, outcome, extra), extra
                     )
-                )
             if recorder is not None:  # the pool as the Builder receives it: fused, then newer first
                 recorder.record("fused", hits)
             ctx.trace.record_search(ctx.round, self.family, outcome.mode, "completed", outcome.fallback_reason)
             groups.append((scope_id, [_candidate(h) for h in hits]))
         return groups
+
+    def _successor_candidates(self, scope_id: str, outcome: SearchOutcome[ScoredMemory]) -> list[ScoredMemory]:
+        """Hits that may enter the pool only as a kept hit's successor, under full text only: those below the
+        floor and what the probe finds, each once. Under hybrid the vector channel already reaches paraphrased
+        successors, and the probe's candidates, admitted by the rule's vector test, pushed answers down
+        (docs/evaluation.md, "Successors the query cannot find")."""
+        extra = _successors_only(outcome)
+        if self._probe is None or outcome.mode != "fts" or not outcome.hits:
+            return extra
+        below = {hit.record.key for hit in extra}
+        probed = [hit for hit in self._probe(scope_id, outcome.hits) if hit.record.key not in below]
+        return [*extra, *probed]
 
     def _hit_vectors(
         self, scope_id: str, outcome: SearchOutcome[ScoredMemory], extra: Sequence[ScoredMemory]

@@ -109,6 +109,21 @@ def rank(
     return [(float(score[i]), int(docs[i])) for i in order]
 
 
+def holders(postings: Postings, limit: int) -> list[int]:
+    """Ids of the documents holding the read terms, by the inverse document frequency the terms they hold add
+    up to (rarer terms first), then the highest id (the latest written) first; at most ``limit``. No frequency or
+    length: for reads that want a few rare terms' holders, not a BM25 ranking."""
+    if limit < 1 or not postings.arrays:
+        return []
+    docs_of = [a["doc"] for a in postings.arrays.values()]  # a document holds a term once
+    rarity = [idf(postings.n_rows, postings.counts[term]) for term in postings.arrays]
+    mass = np.repeat(rarity, [len(d) for d in docs_of])
+    docs, at = np.unique(np.concatenate(docs_of), return_inverse=True)
+    held = np.bincount(at, weights=mass, minlength=len(docs))
+    order = np.lexsort((-docs, -held))[:limit]
+    return [int(doc) for doc in docs[order]]
+
+
 def weight(found: TermPostings, term_idf: float, avgdl: float, weights: tuple[float, float]) -> npt.NDArray[np.float64]:
     """The term's BM25 weight in each of ``found`` (its postings), the formula's summand."""
     return column_weight(found["tf1"], found["tf2"], found["len"], term_idf, avgdl, weights)

@@ -77,6 +77,12 @@ class FullTextIndex(Protocol):
         """How many of the Scope's documents hold each query term (terms found nowhere are left out)."""
         ...
 
+    def holders(self, conn: Any, index: str, scope_tag: str, terms: Sequence[str], limit: int) -> list[int]:
+        """Doc ids of the Scope's documents holding ``terms``, by the inverse document frequency of the terms each
+        holds, then the latest written; at most ``limit`` (``core.bm25.holders``). For a few rare terms whose
+        holders are wanted, not a BM25 ranking."""
+        ...
+
     def forget_scope(self, conn: Any, scope_tag: str) -> None:
         """Drop every index's postings, documents and statistics of one Scope, inside ``conn``'s transaction."""
         ...

@@ -40,6 +40,15 @@ class TextSearch(StoreConnections):
         """The Scope's active memories, and how many hold each term (the relevance floor's IDF)."""
         return term_statistics(self._reader(), scope_id, terms)
 
+    def memories_holding(self, scope_id: str, terms: Sequence[str], limit: int) -> list[MemoryRecord]:
+        """Active Atomic Memory heads holding ``terms``, the rarest held first, then the latest written; at most
+        ``limit`` (``FullTextIndex.holders``). Meant for a few rare terms: every posting of each is
+        read, so the caller bounds them."""
+        conn = self._reader()
+        ids = self._fulltext.holders(conn, MEMORY_INDEX, scope_tag(scope_id), terms, limit)
+        by_id = _memories(conn, scope_id, ids)
+        return [by_id[doc_id] for doc_id in ids if doc_id in by_id]
+
     def search_topics(self, scope_id: str, terms: Sequence[str], limit: int) -> list[ScoredTopic]:
         """Active Topic Memory heads of one Scope, best BM25 over title and body first."""
         found = self._search_family(TOPIC_FTS, scope_id, terms, limit)

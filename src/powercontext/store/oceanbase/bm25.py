@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from powercontext.store.core import topk
-from powercontext.store.core.bm25 import Postings, Window
+from powercontext.store.core.bm25 import Postings, Window, holders
 from powercontext.store.core.packed import joined
 from powercontext.store.oceanbase.postings import SEGMENT_POSTINGS, TABLES, SegmentCounts, posting_term
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
 
-__all__ = ["Window", "search", "term_documents"]
+__all__ = ["Window", "holders_of", "search", "term_documents"]
 
 
 def search(
@@ -37,6 +37,16 @@ def search(
         return []
     postings = _read_postings(conn, table, scope_tag, query, segments)
     return topk.ranked(postings, query, limit, TABLES[table].weights, window, window_size)
+
+
+def holders_of(
+    conn: Connection, table: str, scope_tag: str, terms: Sequence[str], limit: int, segments: SegmentCounts | None
+) -> list[int]:
+    """``core.bm25.holders`` over the Scope's packed postings of ``terms``."""
+    query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+    if not query or limit < 1:
+        return []
+    return holders(_read_postings(conn, table, scope_tag, query, segments), limit)
 
 
 def _read_postings(

@@ -121,6 +121,13 @@ class FtsWriter:
             return native_fulltext.search(conn, table, scope_tag, terms, min(limit, 1 << 16))
         return bm25.search(conn, table, scope_tag, terms, limit, window, window_size, self.segments)
 
+    def holders(self, conn: Connection, table: str, scope_tag: str, terms: Sequence[str], limit: int) -> list[int]:
+        """Packed postings as on SQLite; on a native database the engine's own ranking of the same terms (it
+        keeps no postings this store could count)."""
+        if self.native:
+            return [doc for _, doc in native_fulltext.search(conn, table, scope_tag, terms, limit)]
+        return bm25.holders_of(conn, table, scope_tag, terms, limit, self.segments)
+
     def documents(self, conn: Connection, table: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:
         docs = bm25.term_documents(conn, table, scope_tag, terms)
         return {term: docs[posting_term(term)] for term in terms if posting_term(term) in docs}

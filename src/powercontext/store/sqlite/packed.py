@@ -25,7 +25,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core import topk
+from powercontext.store.core import bm25, topk
 from powercontext.store.core.bm25 import Postings, Window
 from powercontext.store.core.fulltext import INDEXES
 from powercontext.store.core.packed import (
@@ -147,6 +147,12 @@ class PackedIndex:
             return []
         postings = read_postings(conn, index, scope_tag, query, self.open_segments)
         return topk.ranked(postings, query, limit, INDEXES[index].weights, window, window_size)
+
+    def holders(self, conn: Any, index: str, scope_tag: str, terms: Sequence[str], limit: int) -> list[int]:
+        query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+        if not query or limit < 1:
+            return []
+        return bm25.holders(read_postings(conn, index, scope_tag, query, self.open_segments), limit)
 
     def documents(self, conn: Any, index: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:
         stored = {t: posting_term(t) for t in dict.fromkeys(terms) if t}
