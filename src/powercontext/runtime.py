@@ -114,12 +114,7 @@ class Runtime:
             vectors_complete=self.vector_backfill.complete,
             hit_vectors=store.memory_vectors,
         )
-        atomic_reader = AtomicMemoryReader(
-            self.atomic_search,
-            stored_vectors=store.memory_vectors,
-            successor_probe=SuccessorProbe(store.memories_holding, store.term_statistics),
-        )
-        self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: atomic_reader}
+        self.readers: dict[Family, FamilyReader] = {ATOMIC_MEMORY: self._atomic_reader()}
         self.topic_search = self._add_family_readers(hybrid_weights)
         self.writes = self._write_service()
         self.code_search, self.code_reader = self._code_reading(hybrid_weights)
@@ -138,6 +133,11 @@ class Runtime:
             deadline_s=prepare_deadline_s,
             model_call_limit=model_call_limit,
         )
+
+    def _atomic_reader(self) -> AtomicMemoryReader:
+        store = self.store
+        probe = SuccessorProbe(store.memories_holding, store.term_statistics)
+        return AtomicMemoryReader(self.atomic_search, stored_vectors=store.memory_vectors, successor_probe=probe)
 
     def _add_family_readers(self, hybrid_weights: HybridWeights | None) -> ChannelSearch[ScoredTopic] | None:
         """Readers of the Topic Memory, Experience and Profile families; the Topic Memory search, if any."""
