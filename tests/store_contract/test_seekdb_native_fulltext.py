@@ -78,6 +78,23 @@ def test_every_write_is_searchable_by_the_next_call_and_changes_stay_exact(nativ
     assert len(native.search_text("p", query_terms("部署"), 100)) == 40
 
 
+def test_memories_holding_terms_are_the_engines_matches_in_one_scope(native: OceanBaseStore) -> None:
+    # A native database keeps no postings to count: the holders are the engine's own matches, best first.
+    native.create_memories(
+        "p",
+        [
+            NewMemory("Dependabot opens the dependency PRs", "fact", ()),
+            NewMemory("Dependabot replaced by Renovate", "decision", ()),
+            NewMemory("The gateway signs payouts", "fact", ()),
+        ],
+    )
+    native.create_memories("other", [NewMemory("Dependabot elsewhere", "fact", ())])
+    found = [r.text for r in native.memories_holding("p", query_terms("dependabot renovate"), 5)]
+    assert found == ["Dependabot replaced by Renovate", "Dependabot opens the dependency PRs"]
+    assert len(native.memories_holding("p", query_terms("dependabot"), 1)) == 1  # the limit holds
+    assert native.memories_holding("p", query_terms("kubernetes"), 5) == []
+
+
 def test_topic_memory_is_searched_by_the_engine_index_too(native: OceanBaseStore) -> None:
     native.create_topic("p", NewTopic("发布流程", "每周四冻结代码, release on Friday", ()))
     native.create_topic("p", NewTopic("On-call", "Pager rotation is weekly", ()))
