@@ -205,6 +205,17 @@ def artifact_id(memory: dict[str, Any]) -> str:
     return str(memory["artifact_address"]["artifact"]["artifact_id"])
 
 
+def scope_with_history(
+    api: Api, filler: list[str], filler_observed: str, writes: list[tuple[str, str, str]]
+) -> tuple[str, list[str]]:
+    """A new Scope holding ``filler`` facts observed at ``filler_observed``, then each ``(text, kind, observed_at)``
+    of ``writes`` in that order; the Scope and the writes' artifact ids."""
+    scope = api.new_scope()
+    for text in filler:
+        api.add(scope, text, "fact", observed_at=filler_observed)
+    return scope, [artifact_id(api.add(scope, text, kind, observed_at=at)) for text, kind, at in writes]
+
+
 def count_artifacts(db_path: Path, scope_id: str) -> int:
     """Rows in the ``artifacts`` table for one Scope, read straight from the SQLite file."""
     from pysqlite3 import dbapi2

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import LiveServer, live_server
 from tests.embedding_fixture import start_embedding_server
 from tests.seekdb_support import new_engine_dir, require_seekdb
-from tests.support import Api, Fragment, artifact_id, parse_fragments
+from tests.support import Api, Fragment, parse_fragments, scope_with_history
 
 DIM = 128
 # Two subject terms in common ("ingest", "queue") among a dozen each: too little overlap for the terms alone. The
@@ -53,12 +53,10 @@ def hybrid_server(tmp_path_factory: pytest.TempPathFactory, embedding_settings: 
 
 
 def _seed(api: Api) -> tuple[str, str, str]:
-    scope = api.new_scope()
-    for text in FILLERS:
-        api.add(scope, text, "fact", observed_at="2025-01-10")
-    old = api.add(scope, OLD, "fact", observed_at="2024-11-02")
-    new = api.add(scope, NEW, "decision", observed_at="2025-03-20")
-    return scope, artifact_id(old), artifact_id(new)
+    scope, (old, new) = scope_with_history(
+        api, FILLERS, "2025-01-10", [(OLD, "fact", "2024-11-02"), (NEW, "decision", "2025-03-20")]
+    )
+    return scope, old, new
 
 
 def _prepared(api: Api, scope: str, query: str) -> tuple[list[Fragment], str]:

@@ -12,7 +12,7 @@ import pytest
 
 from tests import forked
 from tests.conftest import LiveServer, live_server
-from tests.support import Api, artifact_id, error_code, parse_fragments
+from tests.support import Api, artifact_id, error_code, parse_fragments, scope_with_history
 
 OLD = "Deploys to production happen on Fridays after the 15:00 freeze, run by the release captain."
 NEW = (
@@ -34,12 +34,9 @@ def _prepared_items(api: Api, scope: str, query: str) -> list[dict[str, object]]
 def _history(api: Api) -> tuple[str, str, str]:
     """A Scope holding an old statement and the newer one that replaced it (written oldest last, so insertion
     order alone would favour the old one)."""
-    scope = api.new_scope()
-    for text in FILLER:
-        api.add(scope, text, "fact", observed_at="2025-01-10")
-    new = api.add(scope, NEW, "decision", observed_at="2025-03-20T09:30:00Z")
-    old = api.add(scope, OLD, "fact", observed_at="2024-11-02")
-    return scope, artifact_id(old), artifact_id(new)
+    writes = [(NEW, "decision", "2025-03-20T09:30:00Z"), (OLD, "fact", "2024-11-02")]
+    scope, (new, old) = scope_with_history(api, FILLER, "2025-01-10", writes)
+    return scope, old, new
 
 
 def test_observed_at_is_stored_canonical_and_returned_by_reads(api: Api) -> None:
@@ -277,12 +274,9 @@ BOT_FILLER = [
 
 
 def _bot_history(api: Api, successor: str = BOT_NEW) -> tuple[str, str, str]:
-    scope = api.new_scope()
-    for text in BOT_FILLER:
-        api.add(scope, text, "fact", observed_at="2024-10-01")
-    old = api.add(scope, BOT_OLD, "fact", observed_at="2024-11-25")
-    new = api.add(scope, successor, "decision", observed_at="2025-03-18")
-    return scope, artifact_id(old), artifact_id(new)
+    writes = [(BOT_OLD, "fact", "2024-11-25"), (successor, "decision", "2025-03-18")]
+    scope, (old, new) = scope_with_history(api, BOT_FILLER, "2024-10-01", writes)
+    return scope, old, new
 
 
 def _ids(items: list[dict[str, object]]) -> list[str]:
