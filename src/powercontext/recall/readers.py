@@ -83,7 +83,7 @@ class AtomicMemoryReader:
         self._search = search
         self._limit = per_scope_limit
         self._stored_vectors = stored_vectors
-        self._probe = successor_probe
+        self._successor_probe = successor_probe
 
     def read(self, ctx: RecallContext) -> list[Candidate]:
         return round_robin([pool for _, pool in self.read_groups(ctx)])
@@ -121,13 +121,13 @@ class AtomicMemoryReader:
     def _successor_candidates(self, scope_id: str, outcome: SearchOutcome[ScoredMemory]) -> list[ScoredMemory]:
         """Hits that may enter the pool only as a kept hit's successor, under full text only: those below the
         floor and what the probe finds, each once. Under hybrid the vector channel already reaches paraphrased
-        successors, and the probe's candidates, admitted by the rule's vector test, pushed answers down
-        (docs/evaluation.md, "Successors the query cannot find")."""
+        successors, and the probe's candidates pushed answers the vectors had ranked first down (docs/evaluation.md,
+        "Successors the query cannot find")."""
         extra = _successors_only(outcome)
-        if self._probe is None or outcome.mode != "fts" or not outcome.hits:
+        if self._successor_probe is None or outcome.mode != "fts" or not outcome.hits:
             return extra
         below = {hit.record.key for hit in extra}
-        probed = [hit for hit in self._probe(scope_id, outcome.hits) if hit.record.key not in below]
+        probed = [hit for hit in self._successor_probe(scope_id, outcome.hits) if hit.record.key not in below]
         return [*extra, *probed]
 
     def _hit_vectors(
