@@ -180,7 +180,8 @@ def _score(
     terms: dict[str, _Term],
     best: _Best,
 ) -> None:
-    """Score the postings ``chosen`` of ``term`` whose documents no taken term held, and offer them to ``best``."""
+    """Score the postings ``chosen`` (ascending positions, so their doc ids ascend as every lookup needs) of
+    ``term`` whose documents no taken term held, and offer them to ``best``."""
     docs = terms[term].docs[chosen]
     own = terms[term].weights[chosen]
     for other in taken:  # their documents were scored when that term was taken
@@ -234,7 +235,7 @@ def top_k(
         cut = max(4 * limit, _FIRST_SLICE)
         if not best.full and len(own) > cut:
             # The best own weights first: they set a ``theta`` that prunes the rest of the term.
-            first = np.argpartition(-own, cut)[:cut]
+            first = np.sort(np.argpartition(-own, cut)[:cut])
             _score(first, term, taken, later, query, terms, best)
             spared = np.ones(len(own), dtype=bool)
             spared[first] = False
