@@ -14,6 +14,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.store.core import id_marks
 from powercontext.store.core.bm25 import Columns, column_weight
 from powercontext.store.core.segment_codec import SegmentView
 
@@ -139,7 +140,10 @@ def _weigh_found(
 ) -> None:
     """Set ``out`` to the weight of each of ``wanted`` (ascending) found in ``ids`` (ascending, non-empty), whose
     first and second frequencies and lengths are ``counts``; the others are left as they are."""
-    at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-    hit = ids[at] == wanted
-    at = at[hit]
-    out[hit] = column_weight(counts[0][at], counts[1][at], counts[2][at], term_idf, avgdl, pair)
+    pairs = id_marks.matches(wanted, ids)
+    if pairs is None:  # few ids in many postings: a binary search per id
+        at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+        hit = ids[at] == wanted
+        pairs = np.flatnonzero(hit), at[hit]
+    into, at = pairs
+    out[into] = column_weight(counts[0][at], counts[1][at], counts[2][at], term_idf, avgdl, pair)
