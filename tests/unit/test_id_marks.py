@@ -39,6 +39,13 @@ def test_offsets_from_a_segment_work_as_ids() -> None:
     assert found[0].tolist() == [0, 2] and found[1].tolist() == [1, 3]
 
 
+def test_ids_looked_up_outside_the_postings_range_match_nothing() -> None:
+    ids = np.array([0, 3, 4, 6], dtype=np.int64)
+    found = matches(np.array([-6, -1, 4, 7, 1_000], dtype=np.int64), ids)
+    assert found is not None
+    assert found[0].tolist() == [2] and found[1].tolist() == [2]
+
+
 def test_the_binary_search_is_left_to_the_caller_where_it_is_cheaper() -> None:
     many = np.arange(100_000, dtype=np.int64)
     assert matches(np.array([10, 20], dtype=np.int64), many) is None  # 50,000 postings per id looked up

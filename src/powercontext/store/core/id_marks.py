@@ -66,7 +66,7 @@ def matches(
     if highest >= _HIGHEST_ID or int(ids[0]) < 0:
         return None
     table = _TABLES.take(highest + 1)
-    marked = wanted[wanted <= highest]
+    marked = wanted[np.searchsorted(wanted, 0) : np.searchsorted(wanted, highest, side="right")]
     table[marked] = True
     try:
         at = np.flatnonzero(table.take(ids))
