@@ -43,6 +43,11 @@ def posting_term(token: str) -> str:
     return folded[: MAX_TERM_CHARS - 41] + "#" + hashlib.sha1(folded.encode("utf-8")).hexdigest()
 
 
+def stored_terms(terms: Sequence[str]) -> list[str]:
+    """A query's terms in their stored form (``posting_term``), each once, in query order; empty ones dropped."""
+    return list(dict.fromkeys(posting_term(t) for t in terms if t))
+
+
 def indexed_doc(scope_tag: str, columns: Sequence[str]) -> IndexedDoc:
     """The index entry of a document whose columns are space-separated index terms."""
     if len(columns) == 1:  # the common case (memories, experiences): one counter

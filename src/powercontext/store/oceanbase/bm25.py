@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from powercontext.store.core import topk
 from powercontext.store.core.bm25 import Postings, Window, holders
-from powercontext.store.core.packed import joined
-from powercontext.store.oceanbase.postings import SEGMENT_POSTINGS, TABLES, SegmentCounts, posting_term
+from powercontext.store.core.packed import joined, stored_terms
+from powercontext.store.oceanbase.postings import SEGMENT_POSTINGS, TABLES, SegmentCounts
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -32,7 +32,7 @@ def search(
     ``window`` mirrors the SQLite adapter's cut when ranking every match is unaffordable: ``first`` ranks
     only the ``window_size`` lowest doc ids (code search).
     """
-    query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+    query = stored_terms(terms)
     if not query or limit < 1:
         return []
     postings = _read_postings(conn, table, scope_tag, query, segments)
@@ -43,7 +43,7 @@ def holders_of(
     conn: Connection, table: str, scope_tag: str, terms: Sequence[str], limit: int, segments: SegmentCounts | None
 ) -> list[int]:
     """``core.bm25.holders`` over the Scope's packed postings of ``terms``."""
-    query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+    query = stored_terms(terms)
     if not query or limit < 1:
         return []
     return holders(_read_postings(conn, table, scope_tag, query, segments), limit)
@@ -82,7 +82,7 @@ def _read_postings(
 
 def term_documents(conn: Connection, table: str, scope_tag: str, terms: Sequence[str]) -> dict[str, int]:
     """Documents of one Scope per term, like ``fts5vocab``'s ``doc`` on the Scope's own FTS5 table."""
-    query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+    query = stored_terms(terms)
     if not query:
         return {}
     marks = ", ".join(["%s"] * len(query))

@@ -40,6 +40,7 @@ from powercontext.store.core.packed import (
     joined,
     posting_term,
     split,
+    stored_terms,
     unpack,
 )
 from powercontext.store.core.segment_codec import encode
@@ -142,14 +143,14 @@ class PackedIndex:
         window: Window = "rank",
         window_size: int = 0,
     ) -> list[tuple[float, int]]:
-        query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+        query = stored_terms(terms)
         if not query or limit < 1:
             return []
         postings = read_postings(conn, index, scope_tag, query, self.open_segments)
         return topk.ranked(postings, query, limit, INDEXES[index].weights, window, window_size)
 
     def holders(self, conn: Any, index: str, scope_tag: str, terms: Sequence[str], limit: int) -> list[int]:
-        query = list(dict.fromkeys(posting_term(t) for t in terms if t))
+        query = stored_terms(terms)
         if not query or limit < 1:
             return []
         return bm25.holders(read_postings(conn, index, scope_tag, query, self.open_segments), limit)
