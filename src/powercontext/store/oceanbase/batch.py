@@ -30,6 +30,8 @@ class BatchWrites(MemoryWrites):
             self._require_scope(conn, scope_id)
             plan = plan_batch(scope_id, items, now, lambda item: self._replay(conn, scope_id, item))
             if plan.fresh:
+                # The rows go to the engine while the next ones are built; the store settles before COMMIT.
+                conn.defer_writes()
                 self._insert_fresh(conn, scope_id, plan.fresh, now)
         return plan.results
 

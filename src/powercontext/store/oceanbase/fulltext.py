@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from powercontext.store.core.bm25 import Window
-from powercontext.store.core.packed import indexed_doc
+from powercontext.store.core.packed import group_postings, indexed_doc
 from powercontext.store.oceanbase import bm25, native_fulltext
 from powercontext.store.oceanbase.postings import MAX_SEGMENTS, TABLES, SegmentCounts, posting_term
 from powercontext.store.oceanbase.segments import add_documents, bump_totals, remove_documents
@@ -88,13 +88,16 @@ class FtsWriter:
         """Write the buffered removals, then additions (inside the transaction, before COMMIT)."""
         if self._removed:
             remove_documents(conn, sorted(self._removed))
+        # Grouped first: a writer that defers its statements (dialect.py) is still sending the earlier
+        # ones, and the totals' read below waits for them.
+        grouped = group_postings(self._docs) if self._docs else {}
         # The totals grow only by additions; the same statement numbers this transaction's segments.
         numbers = {
             table: bump_totals(conn, table, self._totals[(table, "docs")], self._totals[(table, "tokens")])
             for table in sorted({table for table, _ in self._totals})
         }
         if self._docs:
-            add_documents(conn, self._docs, self.segments, numbers)
+            add_documents(conn, self._docs, grouped, self.segments, numbers)
         conn.insert_rows(
             "INSERT INTO fts_scope_totals (fts_table, scope_tag, docs, tokens) VALUES ",
             [(table, tag, docs, tokens) for (table, tag), (docs, tokens) in sorted(self._scope_totals.items())],

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.store.core.packed import group_postings, in_doc_order
+from powercontext.store.core.packed import in_doc_order
 from powercontext.store.core.segment_codec import encode, is_records
 from powercontext.store.oceanbase.postings import (
     SEGMENT_POSTINGS,
@@ -125,13 +125,13 @@ def bump_totals(conn: Connection, table: str, docs: int, tokens: int) -> int:
 def add_documents(
     conn: Connection,
     docs: dict[tuple[str, int], tuple[str, int, tuple[Counter[str], ...]]],
+    grouped: dict[SegmentKey, npt.NDArray[Any]],
     segments: SegmentCounts,
     numbers: dict[str, int],
 ) -> None:
-    """One new segment per touched (index, scope tag, term), written without reading anything back; a
-    term known to have reached ``MAX_SEGMENTS`` open segments is compacted here into full segments and one
-    open rest."""
-    grouped = group_postings(docs)
+    """One new segment per touched (index, scope tag, term) of ``grouped`` (``group_postings(docs)``), written
+    without reading anything back; a term known to have reached ``MAX_SEGMENTS`` open segments is compacted
+    here into full segments and one open rest."""
     compact = segments.due(grouped)
     for table in sorted({key[0] for key in compact} - set(numbers)):
         numbers[table] = bump_totals(conn, table, 0, 0)

@@ -120,6 +120,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
         return Connection(connect(self.location, self.location.database))
 
     def _reconnect_writer(self) -> Connection:
+        self._writer.close()  # its session is gone; this ends its statement sender too
         conn = self._writer = self._connect()
         bound_session(conn.raw)
         return conn
@@ -166,6 +167,7 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
             try:
                 yield conn
                 self._fts.flush(conn)
+                conn.settle()
             except BaseException as exc:
                 self._fts.discard()
                 self._abandon(conn)
@@ -232,12 +234,13 @@ class OceanBaseStore(OceanBaseVectorSearch, BatchWrites, SqlStore):
     @staticmethod
     def _abandon(conn: Connection) -> None:
         try:
+            conn.settle(discard=True)
             conn.raw.rollback()
         except pymysql.MySQLError:
             conn.raw.close()  # a broken session is replaced by the next write
 
     def _close_writer(self) -> None:
-        self._writer.raw.close()
+        self._writer.close()
 
 
 def _unavailable(exc: BaseException) -> StoreUnavailable:
