@@ -88,10 +88,15 @@ def test_batches_written_with_deferred_statements_are_whole_and_searchable() -> 
         for start in range(0, 1500, 500):
             texts = [f"note {n} about the ledger export number{n}" for n in range(start, start + 500)]
             store.create_memories("s", [NewMemory(text, "fact", ()) for text in texts])
+        # A single write (not deferred) after the batches numbers its segment after theirs.
+        store.create_memories("s", [NewMemory("one more ledger note, number9999", "fact", ())])
         active, holding = store.term_statistics("s", query_terms("ledger"))
-        assert active == 1500 and list(holding.values()) == [1500]
+        assert active == 1501 and list(holding.values()) == [1501]
+        assert [h.record.text for h in store.search_text("s", query_terms("number9999"), 5)] == [
+            "one more ledger note, number9999"
+        ]
         hits = store.search_text("s", query_terms("number1234"), 5)
         assert [h.record.text for h in hits] == ["note 1234 about the ledger export number1234"]
-        assert len(store.search_text("s", query_terms("ledger export"), 2000)) == 1500
+        assert len(store.search_text("s", query_terms("ledger"), 2000)) == 1501
     finally:
         store.close()

@@ -10,13 +10,20 @@ from powercontext.store.core.family_rows import now as _now
 from powercontext.store.core.memory_plan import plan_batch
 from powercontext.store.core.memory_rows import FAMILY
 from powercontext.store.core.memory_writes import MemoryWrites
-from powercontext.store.core.terms import TermCounts
+from powercontext.store.core.terms import MEMORY_INDEX, TermCounts
 from powercontext.store.core.vectors import to_blob
 from powercontext.store.oceanbase.dialect import Connection
+from powercontext.store.oceanbase.fulltext import FtsWriter
+
+# Batches this large send their rows from a worker thread (dialect.Connection.defer_writes); a few memories
+# have too little Python to overlap, and each deferred statement costs a thread hand-off.
+_OVERLAPPED = 50
 
 
 class BatchWrites(MemoryWrites):
     """``create_memories`` in a handful of statements per batch; every other write is the core's."""
+
+    _fts: FtsWriter
 
     def create_memories(self, scope_id: str, items: Sequence[NewMemory]) -> list[MemoryRecord]:
         """The core's batch plan (core/memory_plan.py: replays, repeated keys, new records), inserted with
@@ -29,9 +36,11 @@ class BatchWrites(MemoryWrites):
         with self._write() as conn:
             self._require_scope(conn, scope_id)
             plan = plan_batch(scope_id, items, now, lambda item: self._replay(conn, scope_id, item))
-            if plan.fresh:
+            if len(plan.fresh) >= _OVERLAPPED:
                 # The rows go to the engine while the next ones are built; the store settles before COMMIT.
+                self._fts.reserve(conn, MEMORY_INDEX)
                 conn.defer_writes()
+            if plan.fresh:
                 self._insert_fresh(conn, scope_id, plan.fresh, now)
         return plan.results
 

@@ -36,7 +36,7 @@ from powercontext.store.core.bm25 import Window
 from powercontext.store.core.packed import group_postings, indexed_doc
 from powercontext.store.oceanbase import bm25, native_fulltext
 from powercontext.store.oceanbase.postings import MAX_SEGMENTS, TABLES, SegmentCounts, posting_term
-from powercontext.store.oceanbase.segments import add_documents, bump_totals, remove_documents
+from powercontext.store.oceanbase.segments import add_documents, add_totals, bump_totals, remove_documents
 
 if TYPE_CHECKING:
     from powercontext.store.oceanbase.dialect import Connection
@@ -62,6 +62,7 @@ class FtsWriter:
         self._totals: Counter[tuple[str, str]] = Counter()  # (table, "docs" | "tokens")
         self._scope_totals: dict[tuple[str, str], tuple[int, int]] = {}  # (table, scope tag) -> (docs, tokens)
         self.segments = SegmentCounts(MAX_SEGMENTS)
+        self._numbers: dict[str, int] = {}  # index -> this transaction's segment number
 
     def add(self, conn: Connection, table: str, doc_id: int, scope_tag: str, texts: Sequence[str]) -> None:
         spec = TABLES[table]
@@ -89,13 +90,17 @@ class FtsWriter:
         if self._removed:
             remove_documents(conn, sorted(self._removed))
         # Grouped first: a writer that defers its statements (dialect.py) is still sending the earlier
-        # ones, and the totals' read below waits for them.
+        # ones, and a read below waits for them.
         grouped = group_postings(self._docs) if self._docs else {}
-        # The totals grow only by additions; the same statement numbers this transaction's segments.
-        numbers = {
-            table: bump_totals(conn, table, self._totals[(table, "docs")], self._totals[(table, "tokens")])
-            for table in sorted({table for table, _ in self._totals})
-        }
+        # The totals grow only by additions; the same statement numbers this transaction's segments, unless
+        # ``reserve`` took the number already.
+        numbers = self._numbers
+        for table in sorted({table for table, _ in self._totals}):
+            docs, tokens = self._totals[(table, "docs")], self._totals[(table, "tokens")]
+            if table in numbers:
+                add_totals(conn, table, docs, tokens)
+            else:
+                numbers[table] = bump_totals(conn, table, docs, tokens)
         if self._docs:
             add_documents(conn, self._docs, grouped, self.segments, numbers)
         conn.insert_rows(
@@ -140,8 +145,16 @@ class FtsWriter:
         for table in ("fts_segments", "fts_docs", "fts_scope_totals"):
             conn.execute(f"DELETE FROM {table} WHERE scope_tag = ?", (scope_tag,))
 
+    def reserve(self, conn: Connection, table: str) -> None:
+        """Take ``table``'s segment number for this transaction now, while nothing is being sent: a writer that
+        defers its statements then never waits for them in ``flush`` to read it (unless segments are due for
+        compaction)."""
+        if table not in self._numbers:
+            self._numbers[table] = bump_totals(conn, table, 0, 0)
+
     def discard(self) -> None:
         """Forget the buffered changes (the transaction rolled back, or they were flushed)."""
+        self._numbers.clear()
         self._docs.clear()
         self._native_docs.clear()
         self._removed.clear()

@@ -122,6 +122,15 @@ def bump_totals(conn: Connection, table: str, docs: int, tokens: int) -> int:
     return int(row[0])
 
 
+def add_totals(conn: Connection, table: str, docs: int, tokens: int) -> None:
+    """Add to ``table``'s totals without numbering a segment (the number was reserved: ``bump_totals``)."""
+    conn.insert_rows(
+        "INSERT INTO fts_totals (fts_table, docs, tokens, seq) VALUES ",
+        [(table, docs, tokens, 0)],
+        " ON DUPLICATE KEY UPDATE docs = docs + VALUES(docs), tokens = tokens + VALUES(tokens)",
+    )
+
+
 def add_documents(
     conn: Connection,
     docs: dict[tuple[str, int], tuple[str, int, tuple[Counter[str], ...]]],
