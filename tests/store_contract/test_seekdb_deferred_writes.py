@@ -5,6 +5,7 @@ after it are not sent, and the transaction rolls back whole."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,12 +14,15 @@ from powercontext.store.core.driver import sqlite
 from powercontext.text.tokenize import query_terms
 from tests.seekdb_support import fresh_location, open_seekdb, require_seekdb
 
+if TYPE_CHECKING:
+    from powercontext.store.oceanbase.dialect import Connection
+
 _ROW = "INSERT INTO scopes (scope_id, title, context_references, created_at, updated_at) VALUES "
 _NOW = "2026-12-07T00:00:00Z"
 
 
 @pytest.fixture
-def writer() -> Iterator[object]:
+def writer() -> Iterator[Connection]:
     require_seekdb()
     from powercontext.store.oceanbase.dialect import Connection
     from powercontext.store.oceanbase.engine import connect
@@ -33,49 +37,49 @@ def writer() -> Iterator[object]:
         conn.close()
 
 
-def _insert(conn: object, *scope_ids: str) -> None:
-    conn.insert_rows(_ROW, [(s, "t", "[]", _NOW, _NOW) for s in scope_ids])  # type: ignore[attr-defined]
+def _insert(conn: Connection, *scope_ids: str) -> None:
+    conn.insert_rows(_ROW, [(s, "t", "[]", _NOW, _NOW) for s in scope_ids])
 
 
-def _stored(conn: object) -> list[str]:
-    rows = conn.query("SELECT scope_id FROM scopes ORDER BY scope_id").fetchall()  # type: ignore[attr-defined]
+def _stored(conn: Connection) -> list[str]:
+    rows = conn.query("SELECT scope_id FROM scopes ORDER BY scope_id").fetchall()
     return [str(row[0]) for row in rows]
 
 
-def test_the_next_read_sees_every_deferred_statement_in_order(writer: object) -> None:
-    writer.defer_writes()  # type: ignore[attr-defined]
+def test_the_next_read_sees_every_deferred_statement_in_order(writer: Connection) -> None:
+    writer.defer_writes()
     for n in range(20):
         _insert(writer, f"s{n:02d}")
     # Each INSERT depends on nothing, but a DELETE sent after them must find them all.
-    writer.query("DELETE FROM scopes WHERE scope_id < 's10'")  # type: ignore[attr-defined]
+    writer.query("DELETE FROM scopes WHERE scope_id < 's10'")
     _insert(writer, "s00")
     assert _stored(writer) == ["s00", *(f"s{n}" for n in range(10, 20))]
-    writer.settle()  # type: ignore[attr-defined]
-    writer.raw.commit()  # type: ignore[attr-defined]
+    writer.settle()
+    writer.raw.commit()
     assert _stored(writer) == ["s00", *(f"s{n}" for n in range(10, 20))]
 
 
-def test_a_failed_deferred_statement_is_raised_once_and_the_later_ones_are_not_sent(writer: object) -> None:
-    writer.defer_writes()  # type: ignore[attr-defined]
+def test_a_failed_deferred_statement_is_raised_once_and_the_later_ones_are_not_sent(writer: Connection) -> None:
+    writer.defer_writes()
     _insert(writer, "a")
     _insert(writer, "a")  # duplicate key: fails on the worker thread
     _insert(writer, "b")
     with pytest.raises(sqlite.IntegrityError):
-        writer.settle()  # type: ignore[attr-defined]
-    writer.settle()  # type: ignore[attr-defined]  # raised once, not again
+        writer.settle()
+    writer.settle()  # raised once, not again
     assert _stored(writer) == ["a"]  # "b" came after the failure: not sent
-    writer.raw.rollback()  # type: ignore[attr-defined]
+    writer.raw.rollback()
     assert _stored(writer) == []
 
 
-def test_a_read_after_a_failed_deferred_statement_raises_that_error(writer: object) -> None:
-    writer.defer_writes()  # type: ignore[attr-defined]
+def test_a_read_after_a_failed_deferred_statement_raises_that_error(writer: Connection) -> None:
+    writer.defer_writes()
     _insert(writer, "a")
     _insert(writer, "a")
     with pytest.raises(sqlite.IntegrityError):
         _stored(writer)
-    writer.settle(discard=True)  # type: ignore[attr-defined]
-    writer.raw.rollback()  # type: ignore[attr-defined]
+    writer.settle(discard=True)
+    writer.raw.rollback()
     assert _stored(writer) == []
 
 
